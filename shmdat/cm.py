@@ -1,0 +1,461 @@
+"""Connection management: Public and Reserved Service Points, Connection Requests,
+and the handshake that turns two EPs into a connection.
+
+The handshake, after IB CM (messages travel through the IA's CM channel):
+
+    active                                     passive
+    connect: create the connection segment
+             REQ(conn_id, conn_qual, pz, segment, private data) ->
+                                               CR on the PSP's EVD (or the RSP's EP)
+                                               accept: map the segment, EP COMPLETION_PENDING
+                              <- REP(conn_id, pz, private data)
+    unlink the segment's name, EP CONNECTED,
+    ESTABLISHED (with the private data)
+             RTU(conn_id) ->                   EP CONNECTED, ESTABLISHED
+
+    reject:                   <- REJ(conn_id, CONSUMER, private data)  -> PEER_REJECTED
+    no service point:         <- REJ(conn_id, NON_PEER)                -> NON_PEER_REJECTED
+    active gives up (timeout, disconnect, REP too late):
+             CANCEL(conn_id) ->                a later accept gets ACCEPT_COMPLETION_ERROR
+
+The active side names the segment and unlinks it as soon as the passive side
+has it mapped (REP) or will never map it (REJ, timeout), so nothing stays in
+/dev/shm however the processes end.
+"""
+
+import itertools
+import secrets
+import struct
+import time
+
+import numpy as np
+import posix_ipc
+
+from . import limits, ring
+from .constants import CONN_QUAL_MAX, EventNumber, PspFlags
+from .errors import (ConnQualInUse, ConnQualUnavailable, InvalidAddress, InvalidHandle,
+                     InvalidParameter, InvalidState, ModelNotSupported, bad_arg)
+from .hca import PeerUnreachable, parse_address
+from .handle import Handle, check_handle
+from .values import CrArrival, CrParam, PspParam, RspParam
+
+REQ, REP, REJ, RTU, CANCEL = 1, 2, 3, 4, 5
+REASON_CONSUMER, REASON_NON_PEER = 0, 1
+_MSG = struct.Struct("<BBHH2xQQQ")      # type, reason, address len, segment-name len, conn_id, conn_qual, pz
+CONN_QUAL_ANY_BASE = 1 << 48            # psp_create_any picks from here up
+
+E = EventNumber
+
+
+def encode(kind, conn_id, address, reason=0, conn_qual=0, pz=0, segment="", private_data=b""):
+    a, s = address.encode(), segment.encode()
+    return _MSG.pack(kind, reason, len(a), len(s), conn_id, conn_qual, pz) + a + s + bytes(private_data)
+
+
+def decode(data):
+    """(kind, reason, conn_id, conn_qual, pz, address, segment, private data); ValueError if malformed."""
+    try:
+        kind, reason, alen, slen, conn_id, conn_qual, pz = _MSG.unpack_from(data)
+    except struct.error:
+        raise ValueError("short CM message") from None
+    o = _MSG.size
+    if o + alen + slen > len(data):
+        raise ValueError("truncated CM message")
+    address = data[o:o + alen].decode("ascii", "replace")
+    segment = data[o + alen:o + alen + slen].decode("ascii", "replace")
+    return kind, reason, conn_id, conn_qual, pz, address, segment, bytes(data[o + alen + slen:])
+
+
+class Connection:
+    """The handshake's bookkeeping for one EP."""
+    __slots__ = ("ep", "conn_id", "peer_address", "peer", "segment", "deadline", "peer_pz", "active")
+
+    def __init__(self, ep, conn_id, peer_address, peer, active):
+        self.ep, self.conn_id, self.peer_address, self.peer, self.active = ep, conn_id, peer_address, peer, active
+        self.segment = None
+        self.deadline = None
+        self.peer_pz = 0
+
+
+class PSP(Handle):
+    """A Public Service Point (dat_psp_*): listens on a connection qualifier."""
+    kind = "psp"
+    _recv_evd = _request_evd = None
+
+    def __init__(self, ia, conn_qual, evd, flags):
+        super().__init__(ia)
+        self.conn_qual = conn_qual
+        self._evd = evd
+        self._flags = flags
+        evd._streams.append(self)
+        ia._cm.sps[conn_qual] = self
+
+    def query(self):
+        """dat_psp_query -> PspParam."""
+        with self._ia._progress.lock:
+            self._check()
+            return PspParam(ia=self._ia, conn_qual=self.conn_qual, evd=self._evd, psp_flags=self._flags)
+
+    def free(self):
+        """dat_psp_free: stop listening. Pending CRs stay valid."""
+        with self._ia._progress.lock:
+            self._check()
+            self._destroy()
+
+    def _destroy(self):
+        self._mark_freed()
+        self._evd._streams.remove(self)
+        self._ia._cm.sps.pop(self.conn_qual, None)
+
+
+class RSP(Handle):
+    """A Reserved Service Point (dat_rsp_*): one connection qualifier for one EP."""
+    kind = "rsp"
+    _recv_evd = _request_evd = None
+
+    def __init__(self, ia, conn_qual, ep, evd):
+        super().__init__(ia)
+        self.conn_qual = conn_qual
+        self._ep = ep
+        self._evd = evd
+        ep._transition("reserve")
+        ep.local_port_qual = conn_qual
+        evd._streams.append(self)
+        ia._cm.sps[conn_qual] = self
+
+    def query(self):
+        """dat_rsp_query -> RspParam."""
+        with self._ia._progress.lock:
+            self._check()
+            return RspParam(ia=self._ia, conn_qual=self.conn_qual, evd=self._evd, ep=self._ep)
+
+    def free(self):
+        """dat_rsp_free: the EP goes back to UNCONNECTED."""
+        with self._ia._progress.lock:
+            self._check()
+            if self._ep._state == ep_module().S.RESERVED:
+                self._ep._transition("unreserve")
+            self._destroy()
+
+    def _destroy(self):
+        self._mark_freed()
+        self._evd._streams.remove(self)
+        self._ia._cm.sps.pop(self.conn_qual, None)
+
+
+def ep_module():
+    from . import ep
+    return ep
+
+
+class CR(Handle):
+    """A Connection Request (dat_cr_*), made by the provider when a REQ arrives."""
+    kind = "cr"
+
+    def __init__(self, ia, sp, conn_qual, peer_address, conn_id, pz, segment, private_data, local_ep):
+        super().__init__(ia)
+        self._sp = sp
+        self.conn_qual = conn_qual
+        self.remote_ia_address = peer_address
+        self._conn_id = conn_id
+        self._pz = pz
+        self._segment = segment
+        self.private_data = private_data
+        self._local_ep = local_ep
+        self._cancelled = False
+        ia._cm.crs[(peer_address, conn_id)] = self
+
+    def query(self):
+        """dat_cr_query -> CrParam."""
+        with self._ia._progress.lock:
+            self._check()
+            return CrParam(remote_ia_address=self.remote_ia_address, remote_port_qual=self._conn_id,
+                           private_data=self.private_data, local_ep=self._local_ep)
+
+    def accept(self, ep=None, private_data=b""):
+        """dat_cr_accept: accept with `ep` (None for an RSP's CR, whose EP is reserved).
+
+        The EP goes COMPLETION_PENDING, then CONNECTED with an ESTABLISHED event, or
+        DISCONNECTED with ACCEPT_COMPLETION_ERROR if the requester has gone.
+        Raises InvalidHandle (ep missing, or another EP than the RSP's), InvalidState
+        (EP not UNCONNECTED, or without a connect EVD), InvalidParameter (private data
+        over max_private_data_size).
+        """
+        E_ = ep_module()
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            if self._local_ep is not None:
+                if ep is not None and ep is not self._local_ep:
+                    raise InvalidHandle("this CR came to an RSP: accept it with its own EP (ep=None)",
+                                        subtype="INVALID_HANDLE_EP")
+                ep = self._local_ep
+                if ep._state != E_.S.PASSIVE_CONNECTION_PENDING:
+                    raise E_.invalid_state(ep, "accept")
+            else:
+                if ep is None:
+                    raise InvalidHandle("accept needs an EP", subtype="INVALID_HANDLE_EP")
+                check_handle(ep, E_.EP, "ep", "INVALID_HANDLE_EP")
+                ep._require("accept")
+            E_.check_private_data(private_data, 4)
+            if ep._connect_evd is None:
+                raise InvalidState("the EP has no connect EVD", subtype="INVALID_STATE_EP_EVD_CONNECT")
+            self._destroy()
+            ia._cm.accept(self, ep, bytes(private_data))
+
+    def reject(self, private_data=b""):
+        """dat_cr_reject: refuse; the requester gets PEER_REJECTED carrying `private_data`."""
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            ep_module().check_private_data(private_data, 2)
+            self._destroy()
+            if self._local_ep is not None:
+                self._local_ep._transition("reject")
+            if not self._cancelled:
+                ia._cm.send(self.remote_ia_address, encode(REJ, self._conn_id, ia._hca.address,
+                                                           reason=REASON_CONSUMER,
+                                                           private_data=private_data))
+
+    def handoff(self, conn_qual):
+        """dat_cr_handoff: pass the request to this IA's PSP on `conn_qual`, whose EVD
+        gets a new CONNECTION_REQUEST_EVENT. Raises InvalidParameter if no PSP listens there."""
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            sp = ia._cm.sps.get(conn_qual)
+            if not isinstance(sp, PSP):
+                raise bad_arg(2, f"no PSP of this IA listens on conn_qual {conn_qual!r}")
+            if self._local_ep is not None:
+                raise InvalidState("a CR that came to an RSP cannot be handed off")
+            self._destroy()
+            cr = CR(ia, sp, conn_qual, self.remote_ia_address, self._conn_id, self._pz,
+                    self._segment, self.private_data, None)
+            cr._cancelled = self._cancelled
+            sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(sp, ia._hca.address, conn_qual, cr))
+
+    def _destroy(self):
+        self._mark_freed()
+        self._ia._cm.crs.pop((self.remote_ia_address, self._conn_id), None)
+
+
+class ConnectionManager:
+    """One IA's service points, connection requests and handshakes in flight."""
+
+    def __init__(self, ia):
+        self.ia = ia
+        self.hca = ia._hca
+        self.sps = {}               # conn_qual -> PSP or RSP
+        self.crs = {}               # (peer address, conn_id) -> CR not yet accepted or rejected
+        self.active = {}            # conn_id -> Connection: our connects awaiting REP/REJ
+        self.passive = {}           # (peer address, conn_id) -> Connection: accepted, awaiting RTU
+        self._ids = itertools.count(1)
+        self._probe = np.frombuffer(secrets.token_bytes(8), dtype=np.uint64).copy()
+        self._scratch = np.zeros(1, dtype=np.uint64)
+
+    # Service points.
+
+    def psp_create(self, conn_qual, evd, flags):
+        if flags == PspFlags.PROVIDER:
+            raise ModelNotSupported("PspFlags.PROVIDER (provider-created EPs) is not supported; "
+                                    "use PspFlags.CONSUMER and accept with your own EP")
+        if flags != PspFlags.CONSUMER:
+            raise bad_arg(4, f"flags must be PspFlags.CONSUMER or PROVIDER, not {flags!r}")
+        if conn_qual in self.sps:
+            raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
+        if len(self.sps) >= limits.MAX_PSPS:
+            raise InvalidParameter(f"the IA has {limits.MAX_PSPS} service points already")
+        return PSP(self.ia, conn_qual, evd, PspFlags(flags))
+
+    def free_conn_qual(self):
+        for _ in range(64):
+            q = CONN_QUAL_ANY_BASE + secrets.randbelow(CONN_QUAL_MAX - CONN_QUAL_ANY_BASE)
+            if q not in self.sps:
+                return q
+        raise ConnQualUnavailable("no free connection qualifier was found")
+
+    # Active side.
+
+    def connect(self, ep, address, conn_qual, seconds, private_data):
+        if parse_address(address) is None:
+            raise InvalidAddress(f"{address!r} is not an IA address (ia.address of a peer)",
+                                 subtype="INVALID_ADDRESS_MALFORMED")
+        conn_id = next(self._ids)
+        name = f"{self.hca.prefix}.c{conn_id}"
+        segment = ring.create_connection_segment(name)
+        ep._transition("connect")
+        ep.remote_ia_address, ep.remote_port_qual, ep.local_port_qual = address, conn_qual, conn_id
+        conn = Connection(ep, conn_id, address, None, True)
+        conn.segment = segment
+        ep._conn = conn
+        try:
+            conn.peer = self.hca.peer(address)
+            self.hca.cm_send(address, encode(REQ, conn_id, self.hca.address, conn_qual=conn_qual,
+                                             pz=ep._pz._id, segment=name, private_data=private_data))
+        except PeerUnreachable:
+            ep._refused(E.CONNECTION_EVENT_UNREACHABLE)
+            return
+        if seconds is not None:
+            conn.deadline = time.monotonic() + seconds
+        self.active[conn_id] = conn
+        self._update_timer()
+
+    def abandon(self, ep):
+        """The active side gives up a connection attempt: tell the passive side."""
+        conn = ep._conn
+        if conn is not None and conn.active and self.active.pop(conn.conn_id, None) is not None:
+            self.send(conn.peer_address, encode(CANCEL, conn.conn_id, self.hca.address))
+            self._update_timer()
+
+    def forget(self, ep):
+        """Drop the handshake state of an EP that left it (any outcome)."""
+        conn = ep._conn
+        if conn is None:
+            return
+        ep._conn = None
+        if conn.active:
+            self.active.pop(conn.conn_id, None)
+            self._update_timer()
+        else:
+            self.passive.pop((conn.peer_address, conn.conn_id), None)
+        if conn.segment is not None and conn.active and ep._qp is None:
+            conn.segment.unlink()
+            conn.segment.close()
+        conn.segment = None
+
+    def _on_rep(self, address, conn_id, pz, private_data):
+        conn = self.active.get(conn_id)
+        if conn is None or conn.peer_address != address:
+            self.send(address, encode(CANCEL, conn_id, self.hca.address))    # too late
+            return
+        del self.active[conn_id]
+        self._update_timer()
+        ep = conn.ep
+        conn.segment.unlink()               # both sides have it mapped: its name can go
+        conn.peer_pz = pz
+        qp = ring.QueuePair(conn.segment, 0, conn.peer, ep, ep._take_recv_source())
+        conn.segment = None
+        qp.publish_probe(self._probe)
+        ep._attach(qp, conn.peer)
+        self.send(address, encode(RTU, conn_id, self.hca.address))
+        ep._conn = None
+        ep._established(private_data)
+
+    def _on_rej(self, address, conn_id, reason, private_data):
+        conn = self.active.get(conn_id)
+        if conn is None or conn.peer_address != address:
+            return
+        number = E.CONNECTION_EVENT_PEER_REJECTED if reason == REASON_CONSUMER \
+            else E.CONNECTION_EVENT_NON_PEER_REJECTED
+        conn.ep._refused(number, private_data if reason == REASON_CONSUMER else b"")
+
+    # Passive side.
+
+    def _on_req(self, address, conn_id, conn_qual, pz, segment, private_data):
+        sp = self.sps.get(conn_qual)
+        if sp is None:
+            self.send(address, encode(REJ, conn_id, self.hca.address, reason=REASON_NON_PEER))
+            return
+        if (address, conn_id) in self.crs:
+            return                          # a duplicate
+        E_ = ep_module()
+        if isinstance(sp, RSP):
+            ep = sp._ep
+            sp._destroy()                   # DAT: a reserved SP is used up by its request
+            ep._transition("request")
+            ep.remote_ia_address = address
+            cr = CR(self.ia, None, conn_qual, address, conn_id, pz, segment, private_data, ep)
+            sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(None, self.hca.address, conn_qual, cr))
+        else:
+            cr = CR(self.ia, sp, conn_qual, address, conn_id, pz, segment, private_data, None)
+            sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(sp, self.hca.address, conn_qual, cr))
+        del E_
+
+    def accept(self, cr, ep, private_data):
+        address, conn_id = cr.remote_ia_address, cr._conn_id
+        ep._transition("accept")
+        ep.remote_ia_address, ep.remote_port_qual, ep.local_port_qual = address, conn_id, cr.conn_qual
+        conn = Connection(ep, conn_id, address, None, False)
+        conn.peer_pz = cr._pz
+        ep._conn = conn
+        if cr._cancelled:
+            ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+            return
+        try:
+            conn.peer = self.hca.peer(address)
+            segment = ring.open_connection_segment(cr._segment)
+        except (PeerUnreachable, posix_ipc.ExistentialError, OSError, ring.RingCorrupt):
+            ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+            return
+        qp = ring.QueuePair(segment, 1, conn.peer, ep, ep._take_recv_source())
+        qp.publish_probe(self._probe)
+        ep._attach(qp, conn.peer)
+        self.passive[(address, conn_id)] = conn
+        if not self.send(address, encode(REP, conn_id, self.hca.address, pz=ep._pz._id,
+                                         private_data=private_data)):
+            ep._break("the requester has gone")
+
+    def _on_rtu(self, address, conn_id):
+        conn = self.passive.pop((address, conn_id), None)
+        if conn is not None:
+            conn.ep._conn = None
+            conn.ep._established(b"")
+
+    def _on_cancel(self, address, conn_id):
+        cr = self.crs.get((address, conn_id))
+        if cr is not None:
+            cr._cancelled = True
+        conn = self.passive.get((address, conn_id))
+        if conn is not None:
+            conn.ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+
+    # Shared.
+
+    def send(self, address, data):
+        """Send a CM message; False if the peer is unreachable."""
+        try:
+            self.hca.cm_send(address, data)
+            return True
+        except PeerUnreachable:
+            return False
+
+    def probe(self, ep):
+        """After ESTABLISHED: test whether we can read the peer's memory by CMA."""
+        ep._qp.run_probe(self._scratch)
+
+    def process(self):
+        """Handle every CM message waiting in the IA's inbox."""
+        for data, pid in self.hca.cm_receive():
+            try:
+                kind, reason, conn_id, conn_qual, pz, address, segment, pd = decode(data)
+            except ValueError:
+                continue
+            parsed = parse_address(address)
+            if parsed is None or parsed[0] != pid or len(pd) > limits.MAX_PRIVATE_DATA_SIZE:
+                continue                    # not from whom it claims to be
+            if kind == REQ:
+                self._on_req(address, conn_id, conn_qual, pz, segment, pd)
+            elif kind == REP:
+                self._on_rep(address, conn_id, pz, pd)
+            elif kind == REJ:
+                self._on_rej(address, conn_id, reason, pd)
+            elif kind == RTU:
+                self._on_rtu(address, conn_id)
+            elif kind == CANCEL:
+                self._on_cancel(address, conn_id)
+
+    def check_timers(self, now):
+        for conn in [c for c in self.active.values() if c.deadline is not None and c.deadline <= now]:
+            self.send(conn.peer_address, encode(CANCEL, conn.conn_id, self.hca.address))
+            conn.ep._refused(E.CONNECTION_EVENT_TIMED_OUT)
+
+    def check_peers(self):
+        """Handshakes whose peer died fail instead of waiting forever."""
+        for conn in [c for c in self.active.values() if not c.peer.alive()]:
+            conn.ep._refused(E.CONNECTION_EVENT_UNREACHABLE)
+        for conn in [c for c in self.passive.values() if not c.peer.alive()]:
+            conn.ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+
+    def _update_timer(self):
+        deadlines = [c.deadline for c in self.active.values() if c.deadline is not None]
+        self.ia._progress.next_timer = min(deadlines) if deadlines else None

@@ -1,0 +1,666 @@
+"""Endpoints (dat_ep_*): the EP state machine, DTO posting and completions.
+
+The EP drives a hardware QueuePair (ring.py) once connected; cm.py runs the
+connection handshake and calls the transitions below.
+"""
+
+import collections
+import dataclasses
+
+from . import limits, ring
+from .constants import (AsyncReason, CloseFlags, CompletionFlags, ConnectFlags, DtoOp, DtoStatus,
+                        EpState, EventNumber, EvdFlags, MemPriv, Qos, TIMEOUT_INFINITE,
+                        WATERMARK_INFINITE)
+from .errors import (InsufficientResources, InternalError, InvalidHandle, InvalidParameter,
+                     InvalidState, LengthError, PrivilegesViolation, ProtectionViolation, bad_arg)
+from .evd import EVD, check_timeout
+from .handle import Handle, check_handle
+from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam, RmrTriplet
+
+S = EpState
+
+# The transitions of the EP state machine (DAT 1.2, dat_ep_* and dat_cr_* pages).
+# Anything not here is a provider bug; consumer calls are checked against ALLOWED first.
+TRANSITIONS = {
+    (S.UNCONNECTED, "connect"): S.ACTIVE_CONNECTION_PENDING,
+    (S.ACTIVE_CONNECTION_PENDING, "established"): S.CONNECTED,
+    (S.ACTIVE_CONNECTION_PENDING, "refused"): S.DISCONNECTED,   # rejected, timed out, unreachable
+    (S.ACTIVE_CONNECTION_PENDING, "disconnect"): S.DISCONNECTED,
+    (S.UNCONNECTED, "reserve"): S.RESERVED,                     # rsp_create
+    (S.RESERVED, "unreserve"): S.UNCONNECTED,                   # rsp_free
+    (S.RESERVED, "request"): S.PASSIVE_CONNECTION_PENDING,      # a CR arrived at its RSP
+    (S.PASSIVE_CONNECTION_PENDING, "reject"): S.UNCONNECTED,
+    (S.UNCONNECTED, "accept"): S.COMPLETION_PENDING,
+    (S.PASSIVE_CONNECTION_PENDING, "accept"): S.COMPLETION_PENDING,
+    (S.COMPLETION_PENDING, "established"): S.CONNECTED,
+    (S.COMPLETION_PENDING, "refused"): S.DISCONNECTED,          # accept completion error
+    (S.COMPLETION_PENDING, "disconnect"): S.DISCONNECTED,
+    (S.CONNECTED, "disconnect_graceful"): S.DISCONNECT_PENDING,
+    (S.CONNECTED, "disconnect"): S.DISCONNECTED,
+    (S.CONNECTED, "broken"): S.DISCONNECTED,
+    (S.DISCONNECT_PENDING, "disconnect"): S.DISCONNECTED,       # drained, abrupt, or the peer closed
+    (S.DISCONNECT_PENDING, "broken"): S.DISCONNECTED,
+    (S.COMPLETION_PENDING, "broken"): S.DISCONNECTED,
+    (S.DISCONNECTED, "reset"): S.UNCONNECTED,
+    (S.UNCONNECTED, "reset"): S.UNCONNECTED,
+}
+
+_ALL = frozenset(S)
+ALLOWED = {
+    "connect": {S.UNCONNECTED},
+    "post_send": {S.CONNECTED, S.DISCONNECTED},      # DISCONNECTED: accepted and flushed at once
+    "post_recv": _ALL,
+    "disconnect": {S.ACTIVE_CONNECTION_PENDING, S.COMPLETION_PENDING, S.CONNECTED,
+                   S.DISCONNECT_PENDING, S.DISCONNECTED},
+    "reset": {S.UNCONNECTED, S.DISCONNECTED},
+    "free": _ALL - {S.RESERVED, S.PASSIVE_CONNECTION_PENDING, S.TENTATIVE_CONNECTION_PENDING},
+    "modify": {S.UNCONNECTED, S.TENTATIVE_CONNECTION_PENDING},
+    "accept": {S.UNCONNECTED},
+    "reserve": {S.UNCONNECTED},
+}
+
+_STATUS = tuple(DtoStatus(i) for i in range(12))
+_FLUSHED = ring.FLUSHED
+_NOTIFY_OFF = CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED
+_REQUEST_FLAGS = (CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
+                  | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE)
+_RECV_FLAGS = CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED
+_NOT_IN_ATTR_MODIFY = {"service_type"}
+
+
+def invalid_state(ep, what):
+    name = ep._state.name
+    short = {"ACTIVE_CONNECTION_PENDING": "ACTCONNPENDING", "PASSIVE_CONNECTION_PENDING": "PASSCONNPENDING",
+             "TENTATIVE_CONNECTION_PENDING": "TENTCONNPENDING", "COMPLETION_PENDING": "COMPLPENDING",
+             "DISCONNECT_PENDING": "DISCPENDING"}.get(name, name)
+    return InvalidState(f"{what} is not allowed on an EP in state {name}",
+                        subtype=f"INVALID_STATE_EP_{short}")
+
+
+def check_ep_attr(attr, srq=None):
+    if attr is None:
+        return EpAttr()
+    if not isinstance(attr, EpAttr):
+        raise bad_arg(6, f"attr must be an EpAttr, not {type(attr).__name__}")
+    a = dataclasses.replace(attr)
+    if a.service_type != 0:
+        raise bad_arg(6, "service_type must be ServiceType.RC")
+    for name, top in (("max_message_size", limits.MAX_MESSAGE_SIZE),
+                      ("max_rdma_size", limits.MAX_RDMA_SIZE),
+                      ("max_recv_dtos", limits.MAX_DTO_PER_EP),
+                      ("max_request_dtos", limits.MAX_DTO_PER_EP),
+                      ("max_recv_iov", limits.MAX_IOV_SEGMENTS_PER_DTO),
+                      ("max_request_iov", limits.MAX_IOV_SEGMENTS_PER_DTO),
+                      ("max_rdma_read_in", limits.MAX_RDMA_READ_PER_EP),
+                      ("max_rdma_read_out", limits.MAX_RDMA_READ_PER_EP)):
+        v = getattr(a, name)
+        low = 0 if name.startswith("max_rdma_read") or (srq is not None and name == "max_recv_dtos") else 1
+        if not isinstance(v, int) or not low <= v <= top:
+            raise bad_arg(6, f"EpAttr.{name} must be an int from {low} to {top}, not {v!r}")
+    rf, qf = a.recv_completion_flags, a.request_completion_flags
+    if not isinstance(rf, int) or rf & ~(CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
+                                        | CompletionFlags.EVD_THRESHOLD):
+        raise bad_arg(6, f"EpAttr.recv_completion_flags {rf!r} is not one of DEFAULT, "
+                         "UNSIGNALLED, SOLICITED_WAIT, EVD_THRESHOLD")
+    if rf & CompletionFlags.EVD_THRESHOLD and rf & CompletionFlags.UNSIGNALLED:
+        raise bad_arg(6, "EVD_THRESHOLD and UNSIGNALLED exclude each other in recv_completion_flags")
+    if not isinstance(qf, int) or qf & ~(CompletionFlags.UNSIGNALLED | CompletionFlags.EVD_THRESHOLD):
+        raise bad_arg(6, f"EpAttr.request_completion_flags {qf!r} is not one of DEFAULT, "
+                         "UNSIGNALLED, EVD_THRESHOLD")
+    a.recv_completion_flags = CompletionFlags(rf)
+    a.request_completion_flags = CompletionFlags(qf)
+    return a
+
+
+def check_evd(evd, flag, what, subtype):
+    check_handle(evd, EVD, what, subtype, allow_none=True)
+    if evd is not None and not evd._flags & flag:
+        raise InvalidHandle(f"{what} was not created with EvdFlags.{flag.name}", subtype=subtype)
+    return evd
+
+
+class EP(Handle):
+    kind = "ep"
+
+    def __init__(self, ia, pz, recv_evd, request_evd, connect_evd, attr, srq=None):
+        super().__init__(ia)
+        self._pz = pz
+        self._recv_evd = recv_evd
+        self._request_evd = request_evd
+        self._connect_evd = connect_evd
+        self._srq = srq
+        self._attr = attr
+        self._state = S.UNCONNECTED
+        self._recvq = collections.deque()   # posted receives not yet taken by a message
+        self._qp = None                     # ring.QueuePair while connected
+        self._peer = None                   # hca.RemoteHca of the peer
+        self._conn = None                   # cm.Connection: the handshake's bookkeeping
+        self.remote_ia_address = None
+        self.remote_port_qual = None
+        self.local_port_qual = None
+        self._soft_hw = WATERMARK_INFINITE
+        self._hard_hw = WATERMARK_INFINITE
+        self._recv_solicited_only = bool(attr.recv_completion_flags & CompletionFlags.SOLICITED_WAIT)
+        self._recv_unsignalled = bool(attr.recv_completion_flags & CompletionFlags.UNSIGNALLED)
+        self._link()
+
+    def _link(self):
+        for evd in {self._recv_evd, self._request_evd, self._connect_evd} - {None}:
+            evd._streams.append(self)
+        self._pz._users.add(self)
+        self._ia._eps.add(self)
+
+    def _unlink(self):
+        for evd in {self._recv_evd, self._request_evd, self._connect_evd} - {None}:
+            evd._streams.remove(self)
+        self._pz._users.discard(self)
+        self._ia._eps.discard(self)
+
+    # The state machine.
+
+    def _transition(self, event):
+        new = TRANSITIONS.get((self._state, event))
+        if new is None:
+            raise InternalError(f"EP state machine: no transition for {event!r} in {self._state.name}")
+        self._state = new
+
+    def _require(self, call, what=None):
+        if self._state not in ALLOWED[call]:
+            raise invalid_state(self, what or call)
+
+    @property
+    def state(self):
+        """The EP's EpState (a shortcut for query().ep_state)."""
+        with self._ia._progress.lock:
+            self._check()
+            self._ia._progress.poll()
+            return self._state
+
+    # Connection establishment (the handshake itself is in cm.py).
+
+    def connect(self, remote_ia_address, remote_conn_qual, timeout=TIMEOUT_INFINITE,
+                private_data=b"", qos=Qos.BEST_EFFORT, flags=ConnectFlags.DEFAULT):
+        """dat_ep_connect: ask the PSP or RSP at (remote_ia_address, remote_conn_qual)
+        for a connection. The outcome arrives on the connect EVD: ESTABLISHED (with the
+        peer's private data), PEER_REJECTED, NON_PEER_REJECTED, TIMED_OUT or UNREACHABLE.
+
+        Raises InvalidParameter (private data over max_private_data_size, bad timeout,
+        qos or flags), InvalidAddress (not an IA address), InvalidState (EP not
+        UNCONNECTED, or no connect EVD), ModelNotSupported (multipath required),
+        InsufficientResources, InvalidHandle.
+        """
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            self._check_connectable(timeout, private_data, qos)
+            if not isinstance(flags, int) or flags & ~0x3:
+                raise bad_arg(8, f"flags must be ConnectFlags, not {flags!r}")
+            if flags & ConnectFlags.MULTIPATH_REQUIRED:
+                from .errors import ModelNotSupported
+                raise ModelNotSupported("shared memory has one path; MULTIPATH_REQUIRED cannot be met")
+            if not isinstance(remote_conn_qual, int) or not 0 <= remote_conn_qual < 1 << 64:
+                raise bad_arg(3, f"remote_conn_qual must be a 64-bit unsigned int, not {remote_conn_qual!r}")
+            ia._cm.connect(self, remote_ia_address, remote_conn_qual, check_timeout(timeout, 4),
+                           bytes(private_data))
+
+    def dup_connect(self, dup_ep, timeout=TIMEOUT_INFINITE, private_data=b"", qos=Qos.BEST_EFFORT):
+        """dat_ep_dup_connect: connect to the same remote service point as the connected
+        `dup_ep`. Errors as for connect(); InvalidParameter if dup_ep is not connected."""
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            check_handle(dup_ep, EP, "dup_ep", "INVALID_HANDLE_EP")
+            self._check_connectable(timeout, private_data, qos)
+            if dup_ep._state != S.CONNECTED or dup_ep.remote_port_qual is None:
+                raise bad_arg(2, f"dup_ep must be connected; it is {dup_ep._state.name}")
+            ia._cm.connect(self, dup_ep.remote_ia_address, dup_ep.remote_port_qual,
+                           check_timeout(timeout, 3), bytes(private_data))
+
+    def _check_connectable(self, timeout, private_data, qos):
+        self._require("connect")
+        check_timeout(timeout, 4)
+        _check_private_data(private_data, 5)
+        if not isinstance(qos, int) or qos & ~0xF:
+            raise bad_arg(7, f"qos must be Qos flags, not {qos!r}")
+        if self._connect_evd is None:
+            raise InvalidState("the EP has no connect EVD to report the connection on",
+                               subtype="INVALID_STATE_EP_EVD_CONNECT")
+
+    def _attach(self, qp, peer):
+        """The handshake made a QueuePair: the EP now moves data."""
+        self._qp = qp
+        self._peer = peer
+        qp.peer_pz = self._conn.peer_pz
+        self._ia._active_eps.append(self)
+        qp.advance_sq()
+
+    def _established(self, private_data):
+        self._transition("established")
+        self._connect_evd._post(EventNumber.CONNECTION_EVENT_ESTABLISHED,
+                                ConnectionEvent(self, private_data))
+        if self._qp is not None:
+            self._ia._cm.probe(self)
+
+    def _refused(self, number, private_data=b""):
+        """The connection attempt failed: PEER/NON_PEER_REJECTED, TIMED_OUT, UNREACHABLE
+        or ACCEPT_COMPLETION_ERROR."""
+        self._teardown("refused", number, private_data)
+
+    # Disconnection.
+
+    def disconnect(self, flags=CloseFlags.ABRUPT):
+        """dat_ep_disconnect. ABRUPT: flush every outstanding DTO now. GRACEFUL: the EP is
+        DISCONNECT_PENDING until its requests complete. A DISCONNECTED event follows
+        on the connect EVD, and on the peer's.
+
+        Raises InvalidParameter (flags), InvalidState (nothing to disconnect), InvalidHandle.
+        """
+        with self._ia._progress.lock:
+            self._check()
+            if flags not in (CloseFlags.ABRUPT, CloseFlags.GRACEFUL):
+                raise bad_arg(2, f"flags must be CloseFlags.ABRUPT or GRACEFUL, not {flags!r}")
+            self._require("disconnect")
+            state = self._state
+            if state == S.DISCONNECTED:
+                return
+            if state == S.ACTIVE_CONNECTION_PENDING:
+                self._ia._cm.abandon(self)
+                self._teardown("disconnect", EventNumber.CONNECTION_EVENT_DISCONNECTED)
+            elif state == S.CONNECTED and flags == CloseFlags.GRACEFUL:
+                self._transition("disconnect_graceful")
+                self._check_drained()
+            else:
+                self._close_connection()
+
+    def _check_drained(self):
+        qp = self._qp
+        if qp is not None and not qp.sq and not qp.inflight:
+            self._close_connection()
+
+    def _close_connection(self):
+        if self._qp is not None:
+            self._qp.set_state(ring.S_CLOSED)
+        elif self._conn is not None:
+            self._ia._cm.abandon(self)
+        self._teardown("disconnect", EventNumber.CONNECTION_EVENT_DISCONNECTED)
+
+    def _break(self, why):
+        """The connection is broken (peer died, corrupt ring, protection error)."""
+        if self._qp is not None:
+            self._qp.set_state(ring.S_BROKEN)
+        self._teardown("broken", EventNumber.CONNECTION_EVENT_BROKEN)
+        self._ia._async_evd._post(EventNumber.ASYNC_ERROR_EP_BROKEN,
+                                  AsyncError(self, AsyncReason.EP_TRANSFER_TO_ERROR))
+
+    def _teardown(self, event, number, private_data=b""):
+        """Flush everything outstanding, go DISCONNECTED, and report `number` (if any)."""
+        qp = self._qp
+        if qp is not None:
+            try:
+                qp.poll_send()              # what the peer consumed completes with success
+            except ring.RingCorrupt:
+                pass
+            pending, cur = qp.drain()
+            for wr in pending:
+                if wr.status == ring.OK:
+                    wr.status = _FLUSHED
+                self.send_done(wr)
+            if cur is not None:
+                cur.status = _FLUSHED
+                self.recv_done(cur)
+            qp.close()
+            self._qp = None
+            self._ia._active_eps.remove(self)
+        self._flush_recvs()
+        self._ia._cm.forget(self)
+        self._transition(event)
+        if number is not None and self._connect_evd is not None:
+            self._connect_evd._post(number, ConnectionEvent(self, private_data))
+
+    def _flush_recvs(self):
+        q = self._recvq
+        while q:
+            wr = q.popleft()
+            wr.status = _FLUSHED
+            self.recv_done(wr)
+
+    # Progress (called by the IA's poll for every EP with a QueuePair).
+
+    def _progress(self):
+        qp = self._qp
+        peer_state = qp.peer_state()
+        if peer_state != ring.S_UP:
+            if peer_state == ring.S_CLOSED:
+                self._close_connection()
+            else:
+                self._break("the peer reported the connection broken")
+            return
+        try:
+            qp.poll_recv()
+            qp.poll_send()
+        except ring.RingCorrupt as e:
+            self._break(str(e))
+            return
+        if self._state == S.DISCONNECT_PENDING:
+            self._check_drained()
+
+    # Completion sink for the QueuePair.
+
+    def send_done(self, wr):
+        cookie, flags, op = wr.ctx
+        evd = self._request_evd
+        status = wr.status
+        if status == ring.OK:
+            if flags & CompletionFlags.SUPPRESS or evd is None:
+                return
+            evd._post(1, DtoCompletion(self, cookie, _STATUS[0], wr.done, op),
+                      not flags & CompletionFlags.UNSIGNALLED)
+        elif evd is not None:
+            evd._post(1, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
+
+    def recv_done(self, wr):
+        cookie, flags, op = wr.ctx
+        evd = self._recv_evd
+        status = wr.status
+        if status == ring.OK:
+            if flags & CompletionFlags.SUPPRESS or evd is None:
+                return
+            notify = not (flags & CompletionFlags.UNSIGNALLED
+                          or (self._recv_solicited_only and not wr.solicited))
+            evd._post(1, DtoCompletion(self, cookie, _STATUS[0], wr.done, op), notify)
+        elif evd is not None:
+            evd._post(1, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
+
+    def _take_recv(self):
+        q = self._recvq
+        return q.popleft() if q else None
+
+    def _take_recv_source(self):
+        """Where the QueuePair takes receives from: this EP's queue (or its SRQ)."""
+        return self._take_recv
+
+    # DTOs.
+
+    def _sges(self, local_iov, need, max_iov, position):
+        """Resolve local_iov into (sges, total bytes), checking every segment."""
+        lmrs = self._ia._lmrs
+        sges = []
+        total = 0
+        try:
+            segments = list(local_iov)
+        except TypeError:
+            raise bad_arg(position, "local_iov must be a sequence of LmrTriplet") from None
+        if len(segments) > max_iov:
+            raise bad_arg(position, f"local_iov has {len(segments)} segments; the EP allows {max_iov}")
+        for seg in segments:
+            try:
+                ctx, addr, n = seg
+            except (TypeError, ValueError):
+                raise bad_arg(position, f"{seg!r} is not an LmrTriplet") from None
+            if not n:
+                continue                        # DAT: a zero-length segment's other fields are ignored
+            lmr = lmrs.get(ctx)
+            if lmr is None:
+                raise PrivilegesViolation(f"lmr_context {ctx:#x} names no LMR of this IA")
+            if lmr._pz is not self._pz:
+                raise ProtectionViolation("an LMR of local_iov is in another PZ than the EP")
+            if not lmr._priv & need:
+                raise PrivilegesViolation(f"the LMR lacks {MemPriv(need).name} privilege")
+            sge = lmr._sge(addr, n)
+            if sge is None:
+                raise ProtectionViolation(f"segment [{addr:#x}, +{n}) lies outside its LMR")
+            sges.append(sge)
+            total += n
+        return sges, total
+
+    def _request_room(self, flags, position):
+        qp = self._qp
+        if qp is not None and len(qp.sq) + len(qp.inflight) >= self._attr.max_request_dtos:
+            raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
+                                        "max_request_dtos); reap completions first",
+                                        subtype="RESOURCE_TEP")
+        if not isinstance(flags, int) or flags & ~_REQUEST_FLAGS:
+            raise bad_arg(position, f"completion_flags {flags!r} are not valid for a request")
+        if flags & CompletionFlags.UNSIGNALLED and \
+                not self._attr.request_completion_flags & CompletionFlags.UNSIGNALLED:
+            raise bad_arg(position, "UNSIGNALLED needs an EP whose request_completion_flags allow it")
+
+    def _post_request(self, wr):
+        """Hand a request to the QP, or flush it at once on a DISCONNECTED EP."""
+        if self._state == S.DISCONNECTED:
+            wr.status = _FLUSHED
+            self.send_done(wr)
+            return
+        qp = self._qp
+        qp.post_send(wr)
+        if wr.status == ring.REMOTE_ACCESS:
+            self._break("an RDMA failed the peer's access checks")
+
+    def post_send(self, local_iov, user_cookie, completion_flags=CompletionFlags.DEFAULT):
+        """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.
+
+        Raises InvalidState (EP neither CONNECTED nor DISCONNECTED), InvalidParameter,
+        LengthError (over max_message_size), ProtectionViolation (an LMR of another PZ,
+        or a segment outside its LMR), PrivilegesViolation (unknown lmr_context or no
+        LOCAL_READ), InsufficientResources (request queue full), InvalidHandle.
+        """
+        with self._ia._progress.lock:
+            if self._freed:
+                self._check()
+            if self._state not in ALLOWED["post_send"]:
+                raise invalid_state(self, "post_send")
+            self._request_room(completion_flags, 5)
+            sges, total = self._sges(local_iov, MemPriv.LOCAL_READ, self._attr.max_request_iov, 3)
+            if total > self._attr.max_message_size:
+                raise LengthError(f"{total} bytes is over the EP's max_message_size "
+                                  f"({self._attr.max_message_size})")
+            wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, completion_flags,
+                                  (user_cookie, completion_flags, DtoOp.SEND))
+            wr.solicited = bool(completion_flags & CompletionFlags.SOLICITED_WAIT)
+            self._post_request(wr)
+
+    def post_recv(self, local_iov, user_cookie, completion_flags=CompletionFlags.DEFAULT):
+        """dat_ep_post_recv: a buffer for the next incoming message (front segments filled first).
+
+        Valid in every state; on a DISCONNECTED EP the receive is flushed at once.
+        Raises InvalidParameter (flags; UNSIGNALLED without the EP attribute),
+        InvalidState (the EP uses an SRQ), ProtectionViolation, PrivilegesViolation
+        (no LOCAL_WRITE), InsufficientResources (max_recv_dtos), InvalidHandle.
+        """
+        with self._ia._progress.lock:
+            if self._freed:
+                self._check()
+            if self._srq is not None:
+                raise InvalidState("this EP receives from its SRQ: post to the SRQ instead",
+                                   subtype="INVALID_STATE_EP_NOTREADY")
+            if not isinstance(completion_flags, int) or completion_flags & ~_RECV_FLAGS:
+                raise bad_arg(5, f"completion_flags {completion_flags!r} are not valid for a receive")
+            if completion_flags & CompletionFlags.UNSIGNALLED and not self._recv_unsignalled:
+                raise bad_arg(5, "UNSIGNALLED needs an EP whose recv_completion_flags allow it")
+            outstanding = len(self._recvq) + (self._qp is not None and self._qp.rx_cur is not None)
+            if outstanding >= self._attr.max_recv_dtos:
+                raise InsufficientResources(f"the EP already has max_recv_dtos "
+                                            f"({self._attr.max_recv_dtos}) receives posted",
+                                            subtype="RESOURCE_TEP")
+            sges, total = self._sges(local_iov, MemPriv.LOCAL_WRITE, self._attr.max_recv_iov, 3)
+            wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, completion_flags,
+                                  (user_cookie, completion_flags, DtoOp.RECEIVE))
+            if self._state == S.DISCONNECTED:
+                wr.status = _FLUSHED
+                self.recv_done(wr)
+                return
+            self._recvq.append(wr)
+            qp = self._qp
+            if qp is not None and qp.rx_head != qp.rx_tail:
+                self._progress()                # a message may be waiting for this very buffer
+
+    def post_rdma_write(self, local_iov, user_cookie, remote_iov, completion_flags=CompletionFlags.DEFAULT):
+        """dat_ep_post_rdma_write: write local_iov into the peer's memory at remote_iov,
+        done by this process alone.
+
+        A remote_iov the peer's registration does not allow (context, bounds,
+        privileges, PZ) completes with ERR_REMOTE_ACCESS and breaks the connection.
+        Raises LengthError (more bytes than remote_iov or max_rdma_size) and the errors
+        of post_send.
+        """
+        self._post_rdma(ring.OP_RDMA_WRITE, local_iov, user_cookie, remote_iov, completion_flags)
+
+    def post_rdma_read(self, local_iov, user_cookie, remote_iov, completion_flags=CompletionFlags.DEFAULT):
+        """dat_ep_post_rdma_read: read the peer's memory at remote_iov into local_iov.
+
+        Raises LengthError (local_iov smaller than remote_iov, or over max_rdma_size)
+        and the errors of post_rdma_write.
+        """
+        self._post_rdma(ring.OP_RDMA_READ, local_iov, user_cookie, remote_iov, completion_flags)
+
+    def _post_rdma(self, op, local_iov, user_cookie, remote_iov, completion_flags):
+        write = op == ring.OP_RDMA_WRITE
+        with self._ia._progress.lock:
+            if self._freed:
+                self._check()
+            if self._state not in ALLOWED["post_send"]:
+                raise invalid_state(self, "post_rdma_write" if write else "post_rdma_read")
+            self._request_room(completion_flags, 6)
+            try:
+                remote = RmrTriplet(*remote_iov)
+            except TypeError:
+                raise bad_arg(5, "remote_iov must be one RmrTriplet") from None
+            need = MemPriv.LOCAL_READ if write else MemPriv.LOCAL_WRITE
+            sges, total = self._sges(local_iov, need, self._attr.max_request_iov, 3)
+            if write:
+                if total > remote.segment_length:
+                    raise LengthError(f"local_iov holds {total} bytes but remote_iov only "
+                                      f"{remote.segment_length}")
+            else:
+                if remote.segment_length > total:
+                    raise LengthError(f"local_iov holds {total} bytes, too few for the "
+                                      f"{remote.segment_length} bytes of remote_iov")
+                total = remote.segment_length
+            if total > self._attr.max_rdma_size:
+                raise LengthError(f"{total} bytes is over the EP's max_rdma_size ({self._attr.max_rdma_size})")
+            wr = ring.WorkRequest(op, sges, total, remote, completion_flags,
+                                  (user_cookie, completion_flags, DtoOp.RDMA_WRITE if write else DtoOp.RDMA_READ))
+            self._post_request(wr)
+
+    # Queries and the rest.
+
+    def get_status(self):
+        """dat_ep_get_status -> (EpState, recv_idle, request_idle)."""
+        with self._ia._progress.lock:
+            self._check()
+            self._ia._progress.poll()
+            qp = self._qp
+            recv_idle = not self._recvq and (qp is None or qp.rx_cur is None)
+            request_idle = qp is None or (not qp.sq and not qp.inflight)
+            return self._state, recv_idle, request_idle
+
+    def recv_query(self):
+        """dat_ep_recv_query -> (nbufs_allocated, bufs_alloc_span).
+
+        One snapshot under the IA lock. Messages arrive in order, so message
+        sequence numbers have no gaps and the span equals the count.
+        """
+        with self._ia._progress.lock:
+            self._check()
+            self._ia._progress.poll()
+            qp = self._qp
+            current = 1 if qp is not None and qp.rx_cur is not None else 0
+            nbufs = (0 if self._srq is not None else len(self._recvq)) + current
+            return nbufs, nbufs
+
+    def set_watermark(self, soft_high_watermark, hard_high_watermark):
+        """dat_ep_set_watermark: async event above the soft mark, broken connection above the hard one."""
+        with self._ia._progress.lock:
+            self._check()
+            for pos, v in ((2, soft_high_watermark), (3, hard_high_watermark)):
+                if not isinstance(v, int) or v < 0:
+                    raise bad_arg(pos, f"a watermark must be a non-negative int, not {v!r}")
+            self._soft_hw, self._hard_hw = soft_high_watermark, hard_high_watermark
+
+    def query(self):
+        """dat_ep_query -> EpParam."""
+        with self._ia._progress.lock:
+            self._check()
+            return EpParam(ia=self._ia, ep_state=self._state, local_ia_address=self._ia._hca.address,
+                           local_port_qual=self.local_port_qual,
+                           remote_ia_address=self.remote_ia_address,
+                           remote_port_qual=self.remote_port_qual, pz=self._pz,
+                           recv_evd=self._recv_evd, request_evd=self._request_evd,
+                           connect_evd=self._connect_evd, srq=self._srq,
+                           ep_attr=dataclasses.replace(self._attr))
+
+    def modify(self, **fields):
+        """dat_ep_modify: change pz, recv_evd, request_evd, connect_evd or EpAttr fields
+        (by name) of an UNCONNECTED EP.
+
+        Raises InvalidParameter (unknown or read-only field, bad value), InvalidState,
+        InvalidHandle.
+        """
+        from .pz import PZ
+        with self._ia._progress.lock:
+            self._check()
+            self._require("modify")
+            attr_names = {f.name for f in dataclasses.fields(EpAttr)}
+            handles = {"pz", "recv_evd", "request_evd", "connect_evd"}
+            for name in fields:
+                if name not in attr_names | handles or name in _NOT_IN_ATTR_MODIFY:
+                    raise bad_arg(2, f"{name!r} is not a field dat_ep_modify can change")
+            attr = check_ep_attr(dataclasses.replace(
+                self._attr, **{k: v for k, v in fields.items() if k in attr_names}), self._srq)
+            pz = check_handle(fields.get("pz", self._pz), PZ, "pz", "INVALID_HANDLE_PZ")
+            recv = check_evd(fields.get("recv_evd", self._recv_evd), EvdFlags.DTO, "recv_evd",
+                             "INVALID_HANDLE_EVD_RECV")
+            req = check_evd(fields.get("request_evd", self._request_evd), EvdFlags.DTO,
+                            "request_evd", "INVALID_HANDLE_EVD_REQUEST")
+            conn = check_evd(fields.get("connect_evd", self._connect_evd), EvdFlags.CONNECTION,
+                             "connect_evd", "INVALID_HANDLE_EVD_CONN")
+            self._unlink()
+            self._pz, self._recv_evd, self._request_evd, self._connect_evd = pz, recv, req, conn
+            self._attr = attr
+            self._recv_solicited_only = bool(attr.recv_completion_flags & CompletionFlags.SOLICITED_WAIT)
+            self._recv_unsignalled = bool(attr.recv_completion_flags & CompletionFlags.UNSIGNALLED)
+            self._link()
+
+    def reset(self):
+        """dat_ep_reset: a DISCONNECTED EP back to UNCONNECTED, ready for a new connection."""
+        with self._ia._progress.lock:
+            self._check()
+            self._require("reset")
+            self._flush_recvs()
+            self._transition("reset")
+            self.remote_ia_address = self.remote_port_qual = self.local_port_qual = None
+
+    def free(self):
+        """dat_ep_free: disconnect abruptly (outstanding DTOs flush) and destroy.
+
+        Raises InvalidState in RESERVED, PASSIVE_ or TENTATIVE_CONNECTION_PENDING; InvalidHandle.
+        """
+        with self._ia._progress.lock:
+            self._check()
+            self._require("free")
+            self._destroy()
+
+    def _destroy(self):
+        if self._qp is not None:
+            self._qp.set_state(ring.S_CLOSED)
+            self._teardown("disconnect", None)
+        elif self._state == S.ACTIVE_CONNECTION_PENDING:
+            self._ia._cm.abandon(self)
+            self._teardown("disconnect", None)
+        self._flush_recvs()
+        self._ia._cm.forget(self)
+        self._unlink()
+        self._mark_freed()
+
+
+def _check_private_data(private_data, position):
+    try:
+        n = memoryview(private_data).nbytes
+    except TypeError:
+        raise bad_arg(position, "private_data must be bytes-like") from None
+    if n > limits.MAX_PRIVATE_DATA_SIZE:
+        raise bad_arg(position, f"{n} bytes of private data is over max_private_data_size "
+                                f"({limits.MAX_PRIVATE_DATA_SIZE})")
+
+
+check_private_data = _check_private_data

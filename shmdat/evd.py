@@ -1,0 +1,283 @@
+"""Event Dispatchers (dat_evd_*).
+
+An EVD is an in-process queue of events. Progress (see progress.py) fills it;
+wait and dequeue empty it. Its states, in the bands DAT gives them:
+waitable/unwaitable, enabled/disabled, and whether a thread owns it by waiting.
+"""
+
+import collections
+import threading
+import time
+
+from . import limits
+from .constants import (AsyncReason, CompletionFlags, EventNumber, EvdFlags, EvdState,
+                        TIMEOUT_INFINITE)
+from .errors import (Abort, InterruptedCall, InvalidParameter, InvalidState, QueueEmpty,
+                     QueueFull, TimeoutExpired, bad_arg)
+from .handle import Handle, check_handle
+from .progress import SPIN_SECONDS, SignalError
+from .values import AsyncError, Event, EvdParam, SoftwareEvent
+
+_NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
+
+
+def check_timeout(timeout, position):
+    """A DAT timeout in microseconds -> seconds, or None for TIMEOUT_INFINITE."""
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0:
+        raise bad_arg(position, f"timeout must be a non-negative int of microseconds, not {timeout!r}")
+    if timeout >= TIMEOUT_INFINITE:
+        return None
+    return timeout / 1e6
+
+
+def check_qlen(qlen, position):
+    if not isinstance(qlen, int) or isinstance(qlen, bool) or not 1 <= qlen <= limits.MAX_EVD_QLEN:
+        raise bad_arg(position, f"the EVD queue length must be an int from 1 to "
+                                f"{limits.MAX_EVD_QLEN} (max_evd_qlen), not {qlen!r}")
+
+
+class EVD(Handle):
+    kind = "evd"
+
+    def __init__(self, ia, qlen, flags, cno):
+        super().__init__(ia)
+        self._q = collections.deque()
+        self._qlen = qlen
+        self._flags = flags
+        self._cno = cno
+        self._waiter = None             # thread id of the one waiter, if any
+        self._unwaitable = False
+        self._enabled = True
+        self._overflowed = False
+        self._notify_seq = 0            # counts notification events (what wakes a waiter)
+        self._streams = []              # EPs, PSPs and RSPs whose events come here
+
+    # Producer side (called by progress, with the IA lock held).
+
+    def _post(self, number, data, notify=True):
+        """Queue one event. False if the EVD was full (an overflow, reported on the async EVD)."""
+        q = self._q
+        if len(q) >= self._qlen:
+            self._overflow()
+            return False
+        q.append(Event(number, self, data))
+        if notify:
+            self._notify_seq += 1
+            if self._cno is not None and self._waiter is None and self._enabled:
+                self._cno._trigger(self)
+            prog = self._ia._progress
+            if prog.blocked:
+                prog.wake_local()
+        return True
+
+    def _overflow(self):
+        if self._overflowed:
+            return
+        self._overflowed = True
+        async_evd = self._ia._async_evd
+        if async_evd is not None and async_evd is not self:
+            async_evd._post(EventNumber.ASYNC_ERROR_EVD_OVERFLOW,
+                            AsyncError(self, AsyncReason.EVD_OVERFLOW_ERROR))
+
+    def _notification_controlled(self):
+        """True if a stream feeding this EVD uses UNSIGNALLED or SOLICITED_WAIT notification."""
+        for s in self._streams:
+            if s._recv_evd is self and s._attr.recv_completion_flags & _NOTIFY_CONTROL:
+                return True
+            if s._request_evd is self and s._attr.request_completion_flags & CompletionFlags.UNSIGNALLED:
+                return True
+        return False
+
+    def _take(self):
+        event = self._q.popleft()
+        if self._overflowed and len(self._q) < self._qlen:
+            self._overflowed = False
+        return event
+
+    # dat_evd_wait
+
+    def wait(self, timeout=TIMEOUT_INFINITE, threshold=1):
+        """dat_evd_wait: remove the first event, waiting up to `timeout` microseconds
+        for `threshold` events. Returns (event, nmore).
+
+        Raises InvalidParameter (timeout, or threshold < 1 or > qlen), InvalidState
+        (another waiter, unwaitable, or threshold > 1 on a notification-controlled
+        EVD), TimeoutExpired and InterruptedCall (both with .nmore), Abort (EVD
+        freed or IA closed meanwhile), InvalidHandle.
+        """
+        prog = self._ia._progress
+        with prog.lock:
+            self._check()
+            seconds = check_timeout(timeout, 2)
+            if not isinstance(threshold, int) or not 1 <= threshold <= self._qlen:
+                raise bad_arg(3, f"threshold must be from 1 to the EVD's qlen ({self._qlen}), "
+                                 f"not {threshold!r}")
+            if threshold > 1 and self._notification_controlled():
+                raise InvalidState("threshold must be 1 on an EVD fed by a stream with "
+                                   "UNSIGNALLED or SOLICITED_WAIT completions",
+                                   subtype="INVALID_STATE_EVD_CONFIG_THRESHOLD")
+            if self._waiter is not None:
+                raise InvalidState("another thread is already waiting on this EVD",
+                                   subtype="INVALID_STATE_EVD_WAITER")
+            if self._unwaitable:
+                raise InvalidState("the EVD is unwaitable (set_unwaitable)",
+                                   subtype="INVALID_STATE_EVD_UNWAITABLE")
+            prog.poll()
+            if len(self._q) >= threshold:
+                event = self._take()
+                return event, len(self._q)
+            if seconds == 0:
+                raise TimeoutExpired("no event arrived within the timeout", nmore=len(self._q))
+            self._waiter = threading.get_ident()
+            seq = self._notify_seq
+
+        def ready():
+            return (self._freed or self._unwaitable or self._ia._freed
+                    or (self._notify_seq != seq and len(self._q) >= threshold))
+
+        try:
+            now = time.monotonic()
+            deadline = None if seconds is None else now + seconds
+            spin_end = now + SPIN_SECONDS
+            if deadline is not None:
+                spin_end = min(spin_end, deadline)
+            while True:
+                with prog.lock:
+                    prog.poll()
+                    if ready():
+                        return self._result(True)
+                if time.monotonic() >= spin_end:
+                    break
+            with prog.lock:
+                try:
+                    ok = prog.block(ready, deadline)
+                except SignalError:
+                    raise InterruptedCall("a signal interrupted the wait",
+                                          nmore=len(self._q)) from None
+                return self._result(ok)
+        finally:
+            self._waiter = None
+
+    def _result(self, ok):
+        if self._freed or self._ia._freed:
+            raise Abort("the EVD was freed or its IA closed during the wait")
+        if self._unwaitable:
+            raise InvalidState("the EVD was made unwaitable during the wait",
+                               subtype="INVALID_STATE_EVD_UNWAITABLE")
+        if not ok:
+            raise TimeoutExpired("no event arrived within the timeout", nmore=len(self._q))
+        event = self._take()
+        return event, len(self._q)
+
+    # The rest of dat_evd_*
+
+    def dequeue(self):
+        """dat_evd_dequeue: remove the first event without waiting.
+
+        Raises QueueEmpty, InvalidState (a thread is waiting on it), InvalidHandle.
+        """
+        prog = self._ia._progress
+        with prog.lock:
+            self._check()
+            if self._waiter is not None:
+                raise InvalidState("a thread is waiting on this EVD; dequeue would race it",
+                                   subtype="INVALID_STATE_EVD_WAITER")
+            prog.poll()
+            if not self._q:
+                raise QueueEmpty("the EVD holds no event")
+            return self._take()
+
+    def post_se(self, pointer):
+        """dat_evd_post_se: queue a SOFTWARE_EVENT carrying `pointer` (any object).
+
+        Raises InvalidParameter (EVD not created with EvdFlags.SOFTWARE),
+        QueueFull (no room: nothing is queued and no overflow is raised), InvalidHandle.
+        """
+        with self._ia._progress.lock:
+            self._check()
+            if not self._flags & EvdFlags.SOFTWARE:
+                raise bad_arg(2, "post_se needs an EVD created with EvdFlags.SOFTWARE")
+            if len(self._q) >= self._qlen:
+                raise QueueFull(f"the EVD is full ({self._qlen} events)")
+            self._post(EventNumber.SOFTWARE_EVENT, SoftwareEvent(pointer))
+
+    def resize(self, qlen):
+        """dat_evd_resize. Raises InvalidParameter (qlen out of range), InvalidState
+        (fewer than the events queued now, or a thread is waiting), InvalidHandle."""
+        with self._ia._progress.lock:
+            self._check()
+            check_qlen(qlen, 2)
+            if qlen < len(self._q):
+                raise InvalidState(f"the EVD holds {len(self._q)} events; it cannot shrink to {qlen}")
+            self._qlen = qlen
+            if len(self._q) < qlen:
+                self._overflowed = False
+
+    def query(self):
+        """dat_evd_query -> EvdParam."""
+        with self._ia._progress.lock:
+            self._check()
+            if self._overflowed:
+                state = EvdState.OVERFLOWED
+            elif not self._enabled:
+                state = EvdState.DISABLED
+            elif self._unwaitable:
+                state = EvdState.UNWAITABLE
+            else:
+                state = EvdState.WAITABLE
+            return EvdParam(ia=self._ia, evd_qlen=self._qlen, evd_state=state,
+                            evd_flags=self._flags, cno=self._cno, evd_count=len(self._q),
+                            overflowed=self._overflowed)
+
+    def set_unwaitable(self):
+        """dat_evd_set_unwaitable: waits now raise InvalidState, and a blocked waiter wakes with it."""
+        with self._ia._progress.lock:
+            self._check()
+            self._unwaitable = True
+            self._ia._progress.wake_local()
+
+    def clear_unwaitable(self):
+        """dat_evd_clear_unwaitable."""
+        with self._ia._progress.lock:
+            self._check()
+            self._unwaitable = False
+
+    def enable(self):
+        """dat_evd_enable: events trigger the CNO again."""
+        with self._ia._progress.lock:
+            self._check()
+            self._enabled = True
+
+    def disable(self):
+        """dat_evd_disable: events still queue but no longer trigger the CNO."""
+        with self._ia._progress.lock:
+            self._check()
+            self._enabled = False
+
+    def modify_cno(self, cno):
+        """dat_evd_modify_cno: attach to another CNO, or to none."""
+        from .cno import CNO
+        with self._ia._progress.lock:
+            self._check()
+            check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True)
+            self._cno = cno
+
+    def free(self):
+        """dat_evd_free. Raises InvalidState while an EP, PSP or RSP still feeds it,
+        or for the IA's async EVD; InvalidHandle."""
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            if self is ia._async_evd:
+                raise InvalidState("the async EVD lives as long as its IA",
+                                   subtype="INVALID_STATE_EVD_ASYNC")
+            if self._streams:
+                raise InvalidState(f"the EVD is in use by {len(self._streams)} EP/PSP/RSP "
+                                   "stream(s); free those first", subtype="INVALID_STATE_EVD_IN_USE")
+            self._destroy()
+
+    def _destroy(self):
+        self._mark_freed()
+        self._ia._evds.discard(self)
+        self._q.clear()
+        self._ia._progress.wake_local()

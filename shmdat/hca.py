@@ -1,0 +1,287 @@
+"""The software HCA behind one IA: its doorbell, its connection-management
+channel, its memory-registration table, and its view of peer HCAs.
+
+Part of the hardware layer: it knows segments, words and semaphores, nothing of DAT.
+
+One IA owns:
+  - a segment ``<prefix>.ia``: a header (owner, doorbell-armed word, CM-pending
+    word) and the registration table that peers read to check their RDMA;
+  - a semaphore ``<prefix>.db``: the doorbell a sleeping waiter blocks on;
+  - a Unix datagram socket in the abstract namespace (no file, gone with the
+    process): the CM inbox. Any number of peers may send to it at once and the
+    kernel keeps each message whole, which shared memory cannot do without a
+    lock that a dying peer could hold forever.
+"""
+
+import itertools
+import os
+import secrets
+import socket
+import struct
+
+import posix_ipc
+
+from . import shm
+from .shm import Segment, ProcessWatch
+
+MAGIC = 0x73686D6461743031            # "shmdat01"
+CELL = 64
+HEADER_BYTES = 4096
+
+# Header words (8 bytes each); armed and cm_pending sit on cache lines of their own.
+W_MAGIC, W_PID, W_START, W_TABLE_SLOTS = 0, 1, 2, 3
+W_ARMED = 8
+W_CM_PENDING = 16
+W_CLOSED = 24
+
+# Registration table: one 64-byte entry per LMR or bound RMR.
+ENTRY_WORDS = 8
+E_KEY, E_KIND, E_PRIV, E_PZ, E_BASE, E_LENGTH, E_SEG, E_SEGOFF = range(8)
+KIND_SEGMENT = 1        # memory in one of the owner's shared segments
+KIND_PROCESS = 2        # the owner's private memory, reached by cross-memory attach
+INDEX_BITS = 16
+
+
+class PeerUnreachable(Exception):
+    """No HCA answers at that address."""
+
+
+class Registration:
+    """One entry of a registration table, as read by an RDMA initiator."""
+    __slots__ = ("key", "kind", "priv", "pz", "base", "length", "seg", "segoff")
+
+
+class Hca:
+    def __init__(self, table_slots):
+        self.n = next(_ia_numbers)
+        self.address = f"{shm.MY_PID}.{shm.MY_START}.{self.n}"
+        self.prefix = f"{shm.PREFIX}{self.address}"
+        self.table_slots = table_slots
+        size = HEADER_BYTES + table_slots * ENTRY_WORDS * 8
+        self.segment = Segment.create(self.prefix + ".ia", size, "the IA's registration table")
+        try:
+            self.doorbell = posix_ipc.Semaphore("/" + self.prefix + ".db", posix_ipc.O_CREX,
+                                                mode=0o600, initial_value=0)
+            self.cm_socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.cm_socket.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+            self.cm_socket.bind(cm_socket_name(self.address))
+            self.cm_socket.setblocking(False)
+        except BaseException:
+            self._unlink()
+            raise
+        w = self.segment.words
+        w[W_PID], w[W_START], w[W_TABLE_SLOTS] = shm.MY_PID, shm.MY_START, table_slots
+        w[W_MAGIC] = MAGIC                      # last: the header is complete when it shows
+        self.words = w
+        self._free_slots = list(range(table_slots - 1, 0, -1))     # slot 0 unused: key 0 is "none"
+        self._seg_ids = itertools.count(1)
+        self.peers = {}                         # address -> RemoteHca
+
+    # Doorbell. A waiter arms, re-checks for work, then sleeps; a producer rings
+    # only an armed doorbell, so a busy receiver costs its peers no system call.
+
+    def arm(self):
+        self.words[W_ARMED] = 1
+
+    def disarm(self):
+        self.words[W_ARMED] = 0
+
+    def sleep(self, seconds):
+        """Block on the doorbell for at most `seconds`. True if it rang.
+
+        Raises posix_ipc.SignalError if a signal interrupted the wait.
+        """
+        try:
+            self.doorbell.acquire(seconds)
+            return True
+        except posix_ipc.BusyError:
+            return False
+
+    def ring_self(self):
+        """Wake this IA's own sleeper (a local event it must see)."""
+        self.doorbell.release()
+
+    # Connection management channel.
+
+    def cm_pending(self):
+        return self.words[W_CM_PENDING] != 0
+
+    def cm_receive(self):
+        """All waiting CM messages as (bytes, sender pid), from senders of our uid only."""
+        self.words[W_CM_PENDING] = 0        # clear first: a message sent after this sets it again
+        out = []
+        creds = socket.CMSG_SPACE(struct.calcsize("3i"))
+        while True:
+            try:
+                data, anc, _flags, _addr = self.cm_socket.recvmsg(65536, creds)
+            except (BlockingIOError, InterruptedError):
+                return out
+            pid = uid = None
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                    pid, uid, _gid = struct.unpack("3i", payload[:12])
+            if uid == shm.UID:
+                out.append((data, pid))
+
+    def cm_send(self, address, data):
+        """Send one CM message to the HCA at `address` and ring its doorbell."""
+        peer = self.peer(address)
+        try:
+            self.cm_socket.sendto(data, cm_socket_name(address))
+        except (ConnectionRefusedError, FileNotFoundError):
+            raise PeerUnreachable(address) from None
+        peer.words[W_CM_PENDING] = 1
+        peer.ring()
+
+    # Memory.
+
+    def new_segment(self, nbytes):
+        """A fresh shared segment for an LMR: (segment, seg_id)."""
+        seg_id = next(self._seg_ids)
+        return Segment.create(f"{self.prefix}.m{seg_id}", nbytes, "this LMR"), seg_id
+
+    def register(self, kind, priv, pz, base, length, seg=0, segoff=0):
+        """Publish a registration that peers may use; returns its key (the rmr_context)."""
+        if not self._free_slots:
+            return None
+        slot = self._free_slots.pop()
+        key = (secrets.randbits(63 - INDEX_BITS) + 1) << INDEX_BITS | slot
+        w, o = self.words, self._entry(slot)
+        w[o + E_KEY] = 0
+        w[o + E_KIND], w[o + E_PRIV], w[o + E_PZ] = kind, priv, pz
+        w[o + E_BASE], w[o + E_LENGTH], w[o + E_SEG], w[o + E_SEGOFF] = base, length, seg, segoff
+        w[o + E_KEY] = key      # last (x86-64 keeps stores in order): the entry is whole when the key shows
+        return key
+
+    def deregister(self, key):
+        """Withdraw a registration: peers' RDMA with that key fails from now on."""
+        slot = key & ((1 << INDEX_BITS) - 1)
+        o = self._entry(slot)
+        if self.words[o + E_KEY] == key:
+            self.words[o + E_KEY] = 0
+            self._free_slots.append(slot)
+
+    def _entry(self, slot):
+        return HEADER_BYTES // 8 + slot * ENTRY_WORDS
+
+    # Peers.
+
+    def peer(self, address):
+        """The RemoteHca at `address` (cached). Raises PeerUnreachable."""
+        p = self.peers.get(address)
+        if p is None or not p.alive():
+            if p is not None:
+                p.close()
+            p = self.peers[address] = RemoteHca(address)
+        return p
+
+    def close(self):
+        self.words[W_CLOSED] = 1
+        for p in self.peers.values():
+            p.close()
+        self.peers.clear()
+        self._unlink()
+
+    def _unlink(self):
+        try:
+            self.cm_socket.close()
+        except AttributeError:
+            pass
+        doorbell = getattr(self, "doorbell", None)
+        if doorbell is not None:
+            doorbell.unlink()
+            doorbell.close()
+        self.segment.unlink()
+        self.segment.close()
+
+
+_ia_numbers = itertools.count()
+
+
+def cm_socket_name(address):
+    return f"\0{shm.PREFIX}{address}"
+
+
+def parse_address(address):
+    """(pid, start, n) from an IA address, or None if it is not one."""
+    if not isinstance(address, str):
+        return None
+    parts = address.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+class RemoteHca:
+    """A peer HCA as this process sees it: its header, table, doorbell, memory and liveness."""
+
+    def __init__(self, address):
+        parsed = parse_address(address)
+        if parsed is None:
+            raise PeerUnreachable(address)
+        pid, start, _n = parsed
+        prefix = f"{shm.PREFIX}{address}"
+        self.address = address
+        try:
+            self.segment = Segment.open(prefix + ".ia")
+        except (posix_ipc.ExistentialError, OSError):
+            raise PeerUnreachable(address) from None
+        w = self.words = self.segment.words
+        if w[W_MAGIC] != MAGIC or w[W_PID] != pid or w[W_START] != start or w[W_CLOSED]:
+            self.segment.close()
+            raise PeerUnreachable(address)
+        self.table_slots = w[W_TABLE_SLOTS]
+        try:
+            self.doorbell = posix_ipc.Semaphore("/" + prefix + ".db")
+        except posix_ipc.ExistentialError:
+            self.segment.close()
+            raise PeerUnreachable(address) from None
+        self.pid = pid
+        self.watch = ProcessWatch(pid, start)
+        self._segments = {}             # seg_id -> Segment, for RDMA into the peer's LMRs
+
+    def ring(self):
+        """Ring the peer's doorbell if a waiter there has armed it."""
+        if self.words[W_ARMED]:
+            self.doorbell.release()
+
+    def alive(self):
+        return self.watch.alive() and not self.words[W_CLOSED]
+
+    def lookup(self, key):
+        """The peer's registration under `key`, or None (a consistent snapshot)."""
+        slot = key & ((1 << INDEX_BITS) - 1)
+        if not 0 < slot < self.table_slots:
+            return None
+        w, o = self.words, HEADER_BYTES // 8 + slot * ENTRY_WORDS
+        if w[o + E_KEY] != key:
+            return None
+        r = Registration()
+        r.key = key
+        r.kind, r.priv, r.pz = w[o + E_KIND], w[o + E_PRIV], w[o + E_PZ]
+        r.base, r.length, r.seg, r.segoff = w[o + E_BASE], w[o + E_LENGTH], w[o + E_SEG], w[o + E_SEGOFF]
+        if w[o + E_KEY] != key:     # changed while we read it
+            return None
+        return r
+
+    def segment_view(self, seg_id):
+        """The bytes of the peer's shared segment `seg_id`, or None if it is gone."""
+        seg = self._segments.get(seg_id)
+        if seg is None:
+            try:
+                seg = Segment.open(f"{shm.PREFIX}{self.address}.m{seg_id}")
+            except (posix_ipc.ExistentialError, OSError, ValueError):
+                return None
+            if len(self._segments) >= 256:      # bound the mappings kept for freed LMRs
+                self._segments.pop(next(iter(self._segments))).close()
+            self._segments[seg_id] = seg
+        return seg.buf
+
+    def close(self):
+        for seg in self._segments.values():
+            seg.close()
+        self._segments.clear()
+        self.watch.close()
+        self.doorbell.close()
+        self.segment.close()
+

@@ -1,0 +1,321 @@
+"""Interface Adapters (dat_ia_*): the root of every other object, and the
+factory methods that create them (``dat_<obj>_create(ia, ...)`` is ``ia.<obj>_create(...)``).
+"""
+
+import atexit
+import os
+import threading
+import time
+import weakref
+
+from . import limits, shm
+from .cm import ConnectionManager, PSP, RSP
+from .cno import CNO
+from .constants import CloseFlags, CompletionFlags, EvdFlags, PspFlags
+from .ep import EP, check_ep_attr, check_evd
+from .errors import ConnQualInUse, InsufficientResources, InvalidState, bad_arg
+from .evd import EVD, check_qlen
+from .handle import Handle, check_handle, check_same_ia
+from .hca import Hca
+from .lmr import LMR, check_privileges
+from .progress import LIVENESS_SLICE, Progress
+from .pz import PZ
+from .values import IaAttr, ProviderAttr
+
+PROVIDER_NAME = "shm0"
+PROVIDER_VERSION = (1, 0)
+DAT_VERSION = (1, 2)
+
+_open_ias = weakref.WeakSet()
+
+
+class IA(Handle):
+    kind = "ia"
+
+    def __init__(self, async_evd_qlen):
+        super().__init__(self)
+        shm.reclaim_dead()
+        self._hca = Hca(limits.MAX_LMRS + limits.MAX_RMRS + 1)
+        self._progress = Progress(self._hca, self._poll)
+        self._pzs, self._evds, self._eps, self._cnos, self._srqs, self._rmrs = (set() for _ in range(6))
+        self._lmrs = {}                 # lmr_context -> LMR
+        self._active_eps = []           # EPs with a QueuePair, polled by progress
+        self._cm = ConnectionManager(self)
+        self._next_liveness = 0.0
+        self._async_evd = None
+        self._async_evd = EVD(self, async_evd_qlen, EvdFlags.ASYNC, None)
+        self._evds.add(self._async_evd)
+        self._owner_thread = threading.get_ident()
+        _open_ias.add(self)
+
+    # Attributes.
+
+    @property
+    def address(self):
+        """This IA's address: what a peer passes to ep.connect()."""
+        self._check()
+        return self._hca.address
+
+    @property
+    def async_evd(self):
+        """The async EVD that ia_open created."""
+        self._check()
+        return self._async_evd
+
+    def query(self):
+        """dat_ia_query -> (IaAttr, ProviderAttr)."""
+        self._check()
+        from . import cma
+        ia_attr = IaAttr(
+            adapter_name=PROVIDER_NAME, vendor_name="shmdat",
+            hardware_version_major=1, hardware_version_minor=0,
+            firmware_version_major=PROVIDER_VERSION[0], firmware_version_minor=PROVIDER_VERSION[1],
+            ia_address=self._hca.address, max_eps=limits.MAX_EPS,
+            max_dto_per_ep=limits.MAX_DTO_PER_EP,
+            max_rdma_read_per_ep_in=limits.MAX_RDMA_READ_PER_EP,
+            max_rdma_read_per_ep_out=limits.MAX_RDMA_READ_PER_EP,
+            max_evds=limits.MAX_EVDS, max_evd_qlen=limits.MAX_EVD_QLEN,
+            max_iov_segments_per_dto=limits.MAX_IOV_SEGMENTS_PER_DTO, max_lmrs=limits.MAX_LMRS,
+            max_lmr_block_size=min(limits.MAX_LMR_BLOCK_SIZE, shm.shm_free_bytes()),
+            max_lmr_virtual_address=(1 << 64) - 1, max_pzs=limits.MAX_PZS,
+            max_message_size=limits.MAX_MESSAGE_SIZE, max_rdma_size=limits.MAX_RDMA_SIZE,
+            max_rmrs=limits.MAX_RMRS, max_rmr_target_address=(1 << 64) - 1,
+            max_srqs=limits.MAX_SRQS, max_ep_per_srq=limits.MAX_EP_PER_SRQ,
+            max_recv_per_srq=limits.MAX_RECV_PER_SRQ,
+            max_iov_segments_per_rdma_read=limits.MAX_IOV_SEGMENTS_PER_DTO,
+            max_iov_segments_per_rdma_write=limits.MAX_IOV_SEGMENTS_PER_DTO)
+        provider_attr = ProviderAttr(
+            provider_name=PROVIDER_NAME, provider_version_major=PROVIDER_VERSION[0],
+            provider_version_minor=PROVIDER_VERSION[1], dapl_version_major=DAT_VERSION[0],
+            dapl_version_minor=DAT_VERSION[1],
+            lmr_mem_types_supported=("virtual", "shared") if cma.status()[0] else ("shared",),
+            max_private_data_size=limits.MAX_PRIVATE_DATA_SIZE, is_thread_safe=True,
+            completion_flags_supported=(CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
+                                        | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE
+                                        | CompletionFlags.EVD_THRESHOLD),
+            ep_creator="consumer", max_rdma_read_per_ep_in_guaranteed=True,
+            max_rdma_read_per_ep_out_guaranteed=True,
+            srq_supported=False, srq_watermarks_supported=False, srq_info_supported=False,
+            ep_recv_info_supported=True, optimal_buffer_alignment=limits.OPTIMAL_BUFFER_ALIGNMENT,
+            iov_ownership_on_return="consumer", dto_async_return_guaranteed=False,
+            rdma_write_for_rdma_read_req=False, lmr_sync_req=False)
+        return ia_attr, provider_attr
+
+    # Progress: run under the lock by every wait, dequeue and post.
+
+    def _poll(self):
+        cm = self._cm
+        if self._hca.cm_pending():
+            cm.process()
+        eps = self._active_eps
+        if eps:
+            for ep in eps[:] if len(eps) > 1 else eps:
+                if ep._qp is not None and ep._state != 12:     # not COMPLETION_PENDING: no RTU yet
+                    ep._progress()
+        if cm.active and self._progress.next_timer is not None:
+            now = time.monotonic()
+            if now >= self._progress.next_timer:
+                cm.check_timers(now)
+        now = time.monotonic()
+        if now >= self._next_liveness:
+            self._next_liveness = now + LIVENESS_SLICE
+            self._check_liveness()
+
+    def _check_liveness(self):
+        for ep in self._active_eps[:]:
+            if not ep._peer.alive():
+                ep._break("the peer process died")
+        self._cm.check_peers()
+
+    # Creators.
+
+    def pz_create(self):
+        """dat_pz_create -> PZ. Raises InsufficientResources (max_pzs), InvalidHandle."""
+        with self._progress.lock:
+            self._check()
+            if len(self._pzs) >= limits.MAX_PZS:
+                raise InsufficientResources(f"the IA has max_pzs ({limits.MAX_PZS}) PZs",
+                                            subtype="RESOURCE_PROTECTION_DOMAIN")
+            pz = PZ(self)
+            self._pzs.add(pz)
+            return pz
+
+    def evd_create(self, qlen, flags=EvdFlags.DEFAULT, cno=None):
+        """dat_evd_create -> EVD. Raises InvalidParameter (qlen, flags),
+        InsufficientResources (max_evds), InvalidHandle (cno)."""
+        with self._progress.lock:
+            self._check()
+            check_qlen(qlen, 2)
+            if not isinstance(flags, int) or not flags or flags & ~0x1F1:
+                raise bad_arg(4, f"flags must be a non-empty combination of EvdFlags, not {flags!r}")
+            if flags & EvdFlags.ASYNC:
+                raise bad_arg(4, "an IA has one async EVD, the one ia_open made (ia.async_evd)")
+            check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True)
+            if cno is not None:
+                check_same_ia(cno, self, "cno")
+            if len(self._evds) >= limits.MAX_EVDS:
+                raise InsufficientResources(f"the IA has max_evds ({limits.MAX_EVDS}) EVDs",
+                                            subtype="RESOURCE_TEVD")
+            evd = EVD(self, qlen, EvdFlags(flags), cno)
+            self._evds.add(evd)
+            return evd
+
+    def cno_create(self):
+        """dat_cno_create -> CNO. Raises InsufficientResources, InvalidHandle."""
+        with self._progress.lock:
+            self._check()
+            if len(self._cnos) >= limits.MAX_CNOS:
+                raise InsufficientResources(f"the IA has {limits.MAX_CNOS} CNOs")
+            cno = CNO(self)
+            self._cnos.add(cno)
+            return cno
+
+    def lmr_create(self, pz, region, privileges=0x33):
+        """dat_lmr_create -> LMR over `region`: a length in bytes (provider memory every
+        peer can reach) or a writable buffer (the consumer's own memory).
+
+        Raises InvalidParameter (zero or negative length, not a buffer, read-only buffer
+        with write privileges, bad privileges), InsufficientResources (max_lmrs, or
+        /dev/shm too small: the message gives the sizes), ModelNotSupported (remote
+        privileges on consumer memory where cross-memory attach is forbidden), InvalidHandle.
+        """
+        with self._progress.lock:
+            self._check()
+            check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ")
+            check_same_ia(pz, self, "pz")
+            priv = check_privileges(privileges, 5)
+            if len(self._lmrs) >= limits.MAX_LMRS:
+                raise InsufficientResources(f"the IA has max_lmrs ({limits.MAX_LMRS}) LMRs",
+                                            subtype="RESOURCE_MEMORY_REGION")
+            return LMR(self, pz, region, priv)
+
+    def psp_create(self, conn_qual, evd, flags=PspFlags.CONSUMER):
+        """dat_psp_create -> PSP listening on conn_qual; CRs arrive on `evd`.
+
+        Raises ConnQualInUse, InvalidParameter, ModelNotSupported (PspFlags.PROVIDER),
+        InvalidHandle (evd missing or without EvdFlags.CR)."""
+        with self._progress.lock:
+            self._check()
+            self._check_conn_qual(conn_qual, 2)
+            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR")
+            if evd is None:
+                raise bad_arg(3, "a PSP needs an EVD for its connection requests")
+            return self._cm.psp_create(conn_qual, evd, flags)
+
+    def psp_create_any(self, evd, flags=PspFlags.CONSUMER):
+        """dat_psp_create_any -> PSP on a free conn_qual (psp.conn_qual says which).
+
+        Raises ConnQualUnavailable and the errors of psp_create."""
+        with self._progress.lock:
+            self._check()
+            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR")
+            if evd is None:
+                raise bad_arg(3, "a PSP needs an EVD for its connection requests")
+            return self._cm.psp_create(self._cm.free_conn_qual(), evd, flags)
+
+    def rsp_create(self, conn_qual, ep, evd):
+        """dat_rsp_create -> RSP: `ep` (UNCONNECTED, now RESERVED) takes the one request
+        that arrives on conn_qual. Raises ConnQualInUse, InvalidState, InvalidParameter,
+        InvalidHandle."""
+        with self._progress.lock:
+            self._check()
+            self._check_conn_qual(conn_qual, 2)
+            check_handle(ep, EP, "ep", "INVALID_HANDLE_EP")
+            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR")
+            if evd is None:
+                raise bad_arg(4, "an RSP needs an EVD for its connection request")
+            if conn_qual in self._cm.sps:
+                raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
+            ep._require("reserve", "rsp_create")
+            return RSP(self, conn_qual, ep, evd)
+
+    @staticmethod
+    def _check_conn_qual(conn_qual, position):
+        if not isinstance(conn_qual, int) or isinstance(conn_qual, bool) or not 0 <= conn_qual < 1 << 64:
+            raise bad_arg(position, f"conn_qual must be a 64-bit unsigned int, not {conn_qual!r}")
+
+    def ep_create(self, pz, recv_evd=None, request_evd=None, connect_evd=None, attr=None):
+        """dat_ep_create -> EP (UNCONNECTED).
+
+        Raises InvalidHandle (pz missing or freed; an EVD without the DTO or CONNECTION
+        flag), InvalidParameter (attr), InsufficientResources (max_eps)."""
+        return self._ep_create(pz, recv_evd, request_evd, connect_evd, None, attr)
+
+    def ep_create_with_srq(self, pz, recv_evd, request_evd, connect_evd, srq, attr=None):
+        """dat_ep_create_with_srq -> EP that takes its receives from `srq`."""
+        return self._ep_create(pz, recv_evd, request_evd, connect_evd, srq, attr)
+
+    def _ep_create(self, pz, recv_evd, request_evd, connect_evd, srq, attr):
+        with self._progress.lock:
+            self._check()
+            check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ")
+            check_same_ia(pz, self, "pz")
+            check_evd(recv_evd, EvdFlags.DTO, "recv_evd", "INVALID_HANDLE_EVD_RECV")
+            check_evd(request_evd, EvdFlags.DTO, "request_evd", "INVALID_HANDLE_EVD_REQUEST")
+            check_evd(connect_evd, EvdFlags.CONNECTION, "connect_evd", "INVALID_HANDLE_EVD_CONN")
+            for evd in (recv_evd, request_evd, connect_evd):
+                if evd is not None:
+                    check_same_ia(evd, self, "an EVD")
+            attr = check_ep_attr(attr, srq)
+            if len(self._eps) >= limits.MAX_EPS:
+                raise InsufficientResources(f"the IA has max_eps ({limits.MAX_EPS}) EPs",
+                                            subtype="RESOURCE_TEP")
+            return EP(self, pz, recv_evd, request_evd, connect_evd, attr, srq)
+
+    # Closing.
+
+    def close(self, flags=CloseFlags.ABRUPT):
+        """dat_ia_close. ABRUPT destroys every object of the IA (its connections end,
+        waiters get Abort). GRACEFUL raises InvalidState while consumer objects remain."""
+        with self._progress.lock:
+            self._check()
+            if flags not in (CloseFlags.ABRUPT, CloseFlags.GRACEFUL):
+                raise bad_arg(2, f"flags must be CloseFlags.ABRUPT or GRACEFUL, not {flags!r}")
+            if flags == CloseFlags.GRACEFUL:
+                left = self._objects()
+                if left:
+                    kinds = sorted({o.kind.upper() for o in left})
+                    raise InvalidState(f"{len(left)} object(s) remain ({', '.join(kinds)}); "
+                                       "free them or close ABRUPT", subtype="INVALID_STATE_IA_IN_USE")
+            self._destroy()
+
+    def _objects(self):
+        return ([*self._eps, *self._cm.crs.values(), *self._cm.sps.values(), *self._rmrs,
+                 *self._lmrs.values(), *self._srqs, *(self._evds - {self._async_evd}),
+                 *self._cnos, *self._pzs])
+
+    def _destroy(self):
+        for obj in self._objects():
+            if not obj._freed:
+                obj._destroy()
+        self._async_evd._destroy()
+        self._mark_freed()
+        self._progress.wake_local()
+        self._hca.close()
+        _open_ias.discard(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self._freed:
+            self.close(CloseFlags.ABRUPT)
+
+
+def _forget_parent_ias():
+    """In a child made by fork(): the parent's IAs are not ours to use or close."""
+    _open_ias.clear()
+    shm.refresh_identity()
+
+
+os.register_at_fork(after_in_child=_forget_parent_ias)
+
+
+@atexit.register
+def _close_all():
+    """A process that exits without closing its IAs still tells its peers (DISCONNECTED)."""
+    for ia in list(_open_ias):
+        try:
+            ia.close(CloseFlags.ABRUPT)
+        except Exception:
+            pass

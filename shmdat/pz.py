@@ -1,0 +1,46 @@
+"""Protection Zones (dat_pz_*)."""
+
+import secrets
+
+from .errors import InvalidState
+from .handle import Handle
+from .values import PzParam
+
+
+class PZ(Handle):
+    kind = "pz"
+
+    def __init__(self, ia):
+        super().__init__(ia)
+        # Published in registrations and exchanged at connection time, so that a
+        # peer's RDMA is checked against the PZ of the EP it arrives on.
+        self._id = secrets.randbits(62) + 1
+        self._users = set()             # LMRs, RMRs, EPs and SRQs in this PZ
+
+    def query(self):
+        """dat_pz_query -> PzParam."""
+        with self._ia._progress.lock:
+            self._check()
+            return PzParam(ia=self._ia)
+
+    def rmr_create(self):
+        """dat_rmr_create: an unbound RMR in this PZ. Raises InsufficientResources, InvalidHandle."""
+        from .rmr import RMR
+        with self._ia._progress.lock:
+            self._check()
+            return RMR(self._ia, self)
+
+    def free(self):
+        """dat_pz_free. Raises InvalidState while an LMR, RMR, EP or SRQ uses it; InvalidHandle."""
+        with self._ia._progress.lock:
+            self._check()
+            if self._users:
+                kinds = sorted({u.kind.upper() for u in self._users})
+                raise InvalidState(f"the PZ is in use by {len(self._users)} object(s) "
+                                   f"({', '.join(kinds)}); free them first",
+                                   subtype="INVALID_STATE_PZ_IN_USE")
+            self._destroy()
+
+    def _destroy(self):
+        self._mark_freed()
+        self._ia._pzs.discard(self)

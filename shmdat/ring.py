@@ -1,0 +1,483 @@
+"""The hardware's data path: a connection is a shared segment holding two
+single-producer, single-consumer rings (one each way), and a QueuePair moves
+send/receive messages through them and RDMA straight into a peer's memory.
+
+It knows cells, words and byte copies; nothing of DAT. Work requests are
+opaque objects with a few fields; completions go to a sink the driver gives.
+
+Memory ordering: the payload of a record is written before the head index that
+publishes it, and a consumer reads the head before the payload. Each index is
+one aligned 8-byte store through a ``memoryview.cast('Q')`` (``struct.pack_into``
+zeroes the target before it writes, so a peer could see a transient 0). This
+relies on x86-64 keeping stores in order and loads in order (TSO).
+
+Record layout (a record is whole 64-byte cells and never wraps; a PAD record
+fills the end of the ring when the next record would not fit):
+
+    word 0: kind (bits 0-7) | flags (bits 8-15) | payload length (bits 32-63)
+    word 1: aux: the whole message length (MSG, RDV) or the cells to skip (PAD)
+    bytes 16..: payload
+
+A message is a MSG record followed by FRAG records when it is larger than a
+chunk; or, when the source memory is reachable by the peer, a single RDV record
+listing the source segments, which the receiver copies from directly: one copy.
+"""
+
+import collections
+import os
+
+from . import cma
+from .shm import Segment
+
+CONN_MAGIC = 0x636F6E6E64617431         # "connedat1"
+HEADER_BYTES = 4096
+CELL = 64
+HDR = 16                                 # record header bytes
+
+# Connection header words. Each side's state and each ring index sit on a cache line of their own.
+W_MAGIC, W_NCELLS = 0, 1
+W_STATE = (8, 16)                        # state of side 0 (active) and side 1 (passive)
+W_HEAD = (24, 40)                        # head of the ring that side 0 / side 1 produces
+W_TAIL = (32, 48)                        # tail of that ring (written by the other side)
+W_PROBE_ADDR = (56, 64)                  # where each side's CMA probe word lives
+W_PROBE_VALUE = (57, 65)
+W_CAN_READ = (58, 66)                    # 1: this side can read the other side's memory by CMA
+
+# Side states.
+S_INIT, S_UP, S_CLOSED, S_BROKEN = 0, 1, 2, 3
+
+# Record kinds and flags.
+K_PAD, K_MSG, K_FRAG, K_RDV = 1, 2, 3, 4
+F_SOLICITED = 1
+
+# Work-request operations.
+OP_SEND, OP_RDMA_WRITE, OP_RDMA_READ = 0, 1, 2
+
+# Completion statuses the hardware reports (the DAT layer maps them to DtoStatus).
+OK, FLUSHED, LENGTH, REMOTE_ACCESS, LOCAL_PROTECTION = 0, 1, 2, 6, 4
+
+RING_BYTES = int(os.environ.get("SHMDAT_RING_KIB", "256")) * 1024
+CHUNK = 64 * 1024                        # largest payload of one MSG/FRAG record
+RDV_THRESHOLD = int(os.environ.get("SHMDAT_RDV_BYTES", str(32 * 1024)))
+
+
+class RingCorrupt(Exception):
+    """The peer wrote something into the connection that cannot be right."""
+
+
+class Sge:
+    """A scatter/gather element: `view` (exact bytes), its virtual address, and
+    where it lives: (seg_id, offset) in one of our shared segments, or seg_id 0
+    for private memory."""
+    __slots__ = ("view", "addr", "seg", "segoff")
+
+    def __init__(self, view, addr, seg, segoff):
+        self.view, self.addr, self.seg, self.segoff = view, addr, seg, segoff
+
+
+class WorkRequest:
+    """A send-queue or receive-queue entry. `ctx` belongs to the driver."""
+    __slots__ = ("op", "sges", "length", "remote", "flags", "ctx", "end", "status", "done", "solicited")
+
+    def __init__(self, op, sges, length, remote=None, flags=0, ctx=None):
+        self.op, self.sges, self.length, self.remote, self.flags, self.ctx = op, sges, length, remote, flags, ctx
+        self.end = 0            # send: ring position past its last record; 0 until all of it is in
+        self.status = OK
+        self.done = 0           # bytes placed (receive) or queued (send)
+        self.solicited = False
+
+
+def connection_bytes(ring_bytes=RING_BYTES):
+    return HEADER_BYTES + 2 * ring_bytes
+
+
+def create_connection_segment(name, ring_bytes=RING_BYTES):
+    seg = Segment.create(name, connection_bytes(ring_bytes), "a connection's rings")
+    w = seg.words
+    w[W_NCELLS] = ring_bytes // CELL
+    w[W_STATE[0]] = S_UP
+    w[W_MAGIC] = CONN_MAGIC
+    return seg
+
+
+def open_connection_segment(name):
+    seg = Segment.open(name)
+    w = seg.words
+    if (seg.size < HEADER_BYTES or w[W_MAGIC] != CONN_MAGIC
+            or seg.size != connection_bytes(w[W_NCELLS] * CELL)
+            or w[W_NCELLS] & (w[W_NCELLS] - 1)):
+        seg.close()
+        raise RingCorrupt(f"{name} is not a shmdat connection")
+    return seg
+
+
+def _spans(sges, pos, n):
+    """(sge, offset in it, count) pieces covering bytes [pos, pos+n) of the sges laid end to end."""
+    out = []
+    for s in sges:
+        size = len(s.view)
+        if pos >= size:
+            pos -= size
+            continue
+        take = min(size - pos, n)
+        out.append((s, pos, take))
+        n -= take
+        pos = 0
+        if not n:
+            break
+    return out
+
+
+def gather(sges, pos, dst, n):
+    """Copy bytes [pos, pos+n) of the sges into memoryview dst[:n]."""
+    if len(sges) == 1:
+        dst[:n] = sges[0].view[pos:pos + n]
+        return
+    o = 0
+    for s, off, take in _spans(sges, pos, n):
+        dst[o:o + take] = s.view[off:off + take]
+        o += take
+
+
+def scatter(sges, pos, src, n):
+    """Copy memoryview src[:n] into bytes [pos, pos+n) of the sges."""
+    if len(sges) == 1:
+        sges[0].view[pos:pos + n] = src[:n]
+        return
+    o = 0
+    for s, off, take in _spans(sges, pos, n):
+        s.view[off:off + take] = src[o:o + take]
+        o += take
+
+
+def address_pairs(sges, pos, n):
+    """(address, length) pairs covering bytes [pos, pos+n) of the sges, for CMA."""
+    return [(s.addr + off, take) for s, off, take in _spans(sges, pos, n)]
+
+
+class QueuePair:
+    """One end of a connection: our send ring, our receive ring, and RDMA to the peer.
+
+    sink.send_done(wr) and sink.recv_done(wr) are called as work completes, in
+    order; take_recv() gives the next receive WR (from the EP or an SRQ) or None.
+    """
+
+    def __init__(self, segment, side, peer, sink, take_recv):
+        self.segment = segment
+        self.side = side
+        self.peer = peer                     # RemoteHca
+        self.sink = sink
+        self.take_recv = take_recv
+        w = self.words = segment.words
+        self.buf = segment.buf
+        ncells = w[W_NCELLS]
+        self.mask = ncells - 1
+        self.ncells = ncells
+        ring_bytes = ncells * CELL
+        self.tx_base = HEADER_BYTES + side * ring_bytes
+        self.rx_base = HEADER_BYTES + (1 - side) * ring_bytes
+        self.w_my_state, self.w_peer_state = W_STATE[side], W_STATE[1 - side]
+        self.w_tx_head, self.w_tx_tail = W_HEAD[side], W_TAIL[side]
+        self.w_rx_head, self.w_rx_tail = W_HEAD[1 - side], W_TAIL[1 - side]
+        self.tx_head = w[self.w_tx_head]
+        self.tx_tail = w[self.w_tx_tail]
+        self.rx_tail = w[self.w_rx_tail]
+        self.rx_head = self.rx_tail
+        self.chunk = min(CHUNK, ring_bytes // 4 - HDR)
+        self.sq = collections.deque()        # posted, not yet wholly in the ring (or not yet done)
+        self.inflight = collections.deque()  # in the ring or done, awaiting completion in order
+        self.rx_cur = None                   # receive WR being filled by a fragmented message
+        self.rx_total = 0
+        self.rx_discard = False              # the current message is too long for its receive
+        self.msn = 0                         # messages begun from the peer (recv_query's MSN)
+        self._probe = None
+        w[self.w_my_state] = S_UP
+
+    # State.
+
+    def peer_state(self):
+        return self.words[self.w_peer_state]
+
+    def set_state(self, state):
+        """Tell the peer we closed (S_CLOSED) or found the connection broken (S_BROKEN)."""
+        if self.words[self.w_my_state] == S_UP:
+            self.words[self.w_my_state] = state
+        self.peer.ring()
+
+    def close(self):
+        self.segment.close()
+
+    # Cross-memory-attach probe: can this side read the peer's private memory?
+
+    def publish_probe(self, probe_array):
+        """Offer the peer an 8-byte word of our private memory to test CMA with."""
+        self._probe = probe_array           # keep it alive for the peer's probe
+        w = self.words
+        w[W_PROBE_VALUE[self.side]] = int(probe_array[0])
+        w[W_PROBE_ADDR[self.side]] = probe_array.ctypes.data
+
+    def run_probe(self, scratch):
+        """Try to read the peer's probe word; publish whether it worked."""
+        w, other = self.words, 1 - self.side
+        addr = w[W_PROBE_ADDR[other]]
+        if not addr or w[W_CAN_READ[self.side]]:
+            return
+        try:
+            cma.read(self.peer.pid, [(scratch.ctypes.data, 8)], [(addr, 8)])
+            ok = int(scratch[0]) == w[W_PROBE_VALUE[other]]
+        except cma.CmaError:
+            ok = False
+        w[W_CAN_READ[self.side]] = 2 if ok else 1
+
+    def peer_can_read_me(self):
+        return self.words[W_CAN_READ[1 - self.side]] == 2
+
+    # Send side.
+
+    def post_send(self, wr):
+        """Queue a send-queue WR and start it at once if nothing is ahead of it."""
+        self.sq.append(wr)
+        if len(self.sq) == 1:
+            self.advance_sq()
+
+    def advance_sq(self):
+        """Move queued WRs into the ring (sends) or carry them out (RDMA), in order."""
+        sq = self.sq
+        while sq:
+            wr = sq[0]
+            if wr.op == OP_SEND:
+                if not self._push_send(wr):
+                    return
+            elif wr.op == OP_RDMA_WRITE:
+                self._rdma(wr, write=True)
+            else:
+                self._rdma(wr, write=False)
+            sq.popleft()
+            self.inflight.append(wr)
+
+    def poll_send(self):
+        """Complete, in order, the WRs the peer has consumed or that are done."""
+        inflight = self.inflight
+        if not inflight:
+            return
+        tail = self.words[self.w_tx_tail]
+        if tail != self.tx_tail:
+            if not 0 <= self.tx_head - tail <= self.ncells:
+                raise RingCorrupt(f"the peer moved our ring's tail to {tail}, head is {self.tx_head}")
+            self.tx_tail = tail
+            if self.sq:
+                self.advance_sq()
+        send_done = self.sink.send_done
+        while inflight and inflight[0].end <= tail:
+            send_done(inflight.popleft())
+
+    def _reserve(self, payload):
+        """Ring offset (bytes) for a record with `payload` bytes, or -1 if there is no room."""
+        need = (HDR + payload + CELL - 1) // CELL
+        head = self.tx_head
+        pos = head & self.mask
+        pad = self.ncells - pos if pos + need > self.ncells else 0
+        if head + pad + need - self.tx_tail > self.ncells:
+            self.tx_tail = self.words[self.w_tx_tail]
+            if head + pad + need - self.tx_tail > self.ncells:
+                return -1
+        if pad:
+            w0 = (self.tx_base + pos * CELL) >> 3
+            self.words[w0] = K_PAD
+            self.words[w0 + 1] = pad
+            self.tx_head = head + pad
+            pos = 0
+        return self.tx_base + pos * CELL
+
+    def _publish(self, off, kind, flags, payload, aux):
+        w0 = off >> 3
+        self.words[w0] = kind | flags << 8 | payload << 32
+        self.words[w0 + 1] = aux
+        self.tx_head += (HDR + payload + CELL - 1) // CELL
+        self.words[self.w_tx_head] = self.tx_head      # last: publishes the record (and any PAD)
+
+    def _push_send(self, wr):
+        """Put as much of a send into the ring as fits. True once all of it is in."""
+        flags = F_SOLICITED if wr.solicited else 0
+        if wr.done == 0 and wr.length >= RDV_THRESHOLD and self._can_rendezvous(wr.sges):
+            return self._push_rendezvous(wr, flags)
+        buf = self.buf
+        while True:
+            n = min(wr.length - wr.done, self.chunk)
+            off = self._reserve(n)
+            if off < 0:
+                return False
+            if n:
+                gather(wr.sges, wr.done, buf[off + HDR:off + HDR + n], n)
+            kind = K_MSG if wr.done == 0 else K_FRAG
+            wr.done += n
+            self._publish(off, kind, flags, n, wr.length)
+            if wr.done == wr.length:
+                wr.end = self.tx_head
+                self.peer.ring()
+                return True
+
+    def _can_rendezvous(self, sges):
+        return all(s.seg for s in sges) or self.peer_can_read_me()
+
+    def _push_rendezvous(self, wr, flags):
+        n = 32 * len(wr.sges)
+        off = self._reserve(n)
+        if off < 0:
+            return False
+        w = self.words
+        o = (off + HDR) >> 3
+        for s in wr.sges:
+            w[o], w[o + 1], w[o + 2], w[o + 3] = s.seg, (s.segoff if s.seg else s.addr), len(s.view), 0
+            o += 4
+        wr.done = wr.length
+        self._publish(off, K_RDV, flags, n, wr.length)
+        wr.end = self.tx_head
+        self.peer.ring()
+        return True
+
+    def _rdma(self, wr, write):
+        """One-sided RDMA: check the peer's registration and copy. Sets wr.status."""
+        key, addr, rlen = wr.remote
+        reg = self.peer.lookup(key)
+        need = 0x20 if write else 0x02      # REMOTE_WRITE / REMOTE_READ privilege bits
+        n = wr.length
+        if (reg is None or not reg.priv & need or reg.pz != self.peer_pz
+                or addr < reg.base or addr + n > reg.base + reg.length or n > rlen):
+            wr.status = REMOTE_ACCESS
+            return
+        try:
+            if reg.kind == 1:
+                view = self.peer.segment_view(reg.seg)
+                start = reg.segoff + (addr - reg.base)
+                if view is None or start + n > len(view):
+                    wr.status = REMOTE_ACCESS
+                    return
+                if write:
+                    gather(wr.sges, 0, view[start:start + n], n)
+                else:
+                    scatter(wr.sges, 0, view[start:start + n], n)
+            else:
+                pairs = address_pairs(wr.sges, 0, n)
+                (cma.write if write else cma.read)(self.peer.pid, pairs, [(addr, n)])
+        except cma.CmaError:
+            wr.status = REMOTE_ACCESS
+            return
+        wr.done = n
+
+    peer_pz = 0        # the PZ id of the peer's EP, set by the driver at connection time
+
+    # Receive side.
+
+    def poll_recv(self):
+        """Deliver what the peer has put in our receive ring into posted receives.
+
+        Returns the number of records consumed. A message with no receive to go
+        into waits in the ring (the peer's send stays incomplete).
+        """
+        w = self.words
+        consumed = 0
+        while True:
+            tail = self.rx_tail
+            if tail == self.rx_head:
+                head = w[self.w_rx_head]
+                if head == tail:
+                    break
+                if not 0 < head - tail <= self.ncells:
+                    raise RingCorrupt(f"the peer set our receive ring's head to {head} with tail {tail}")
+                self.rx_head = head
+            off = self.rx_base + (tail & self.mask) * CELL
+            w0 = w[off >> 3]
+            kind = w0 & 0xFF
+            length = w0 >> 32
+            cells = (HDR + length + CELL - 1) // CELL
+            if kind == K_PAD:
+                cells = w[(off >> 3) + 1]
+                if cells != self.ncells - (tail & self.mask):
+                    raise RingCorrupt("a PAD record that does not end at the ring's end")
+            elif (tail & self.mask) + cells > self.ncells or tail + cells > self.rx_head:
+                raise RingCorrupt(f"a record of {length} bytes runs past the ring or the head")
+            elif kind == K_MSG or kind == K_RDV:
+                if self.rx_cur is not None:
+                    raise RingCorrupt("a new message began before the last one ended")
+                wr = self.take_recv()
+                if wr is None:
+                    break                       # receiver not ready: the message waits
+                self._begin(wr, w[(off >> 3) + 1], (w0 >> 8) & F_SOLICITED)
+                if kind == K_MSG:
+                    self._place(off + HDR, length)
+                else:
+                    self._place_rendezvous(off + HDR, length)
+            elif kind == K_FRAG:
+                if self.rx_cur is None:
+                    raise RingCorrupt("a fragment with no message")
+                self._place(off + HDR, length)
+            else:
+                raise RingCorrupt(f"unknown record kind {kind}")
+            self.rx_tail = tail + cells
+            w[self.w_rx_tail] = self.rx_tail
+            consumed += 1
+            if self.rx_cur is not None and self.rx_cur.done == self.rx_total:
+                self._finish()
+        if consumed:
+            self.peer.ring()
+        return consumed
+
+    def _begin(self, wr, total, solicited):
+        self.msn += 1
+        wr.done = 0
+        wr.solicited = bool(solicited)
+        self.rx_cur = wr
+        self.rx_total = total
+        self.rx_discard = total > wr.length
+        if self.rx_discard:
+            wr.status = LENGTH
+
+    def _place(self, off, n):
+        wr = self.rx_cur
+        if wr.done + n > self.rx_total:
+            raise RingCorrupt("a message's fragments exceed its announced length")
+        if not self.rx_discard and n:
+            scatter(wr.sges, wr.done, self.buf[off:off + n], n)
+        wr.done += n
+
+    def _place_rendezvous(self, off, n):
+        wr = self.rx_cur
+        if n % 32 or n == 0:
+            raise RingCorrupt("a rendezvous record of the wrong size")
+        w = self.words
+        pos = 0
+        for o in range(off >> 3, (off + n) >> 3, 4):
+            seg, where, length = w[o], w[o + 1], w[o + 2]
+            if pos + length > self.rx_total:
+                raise RingCorrupt("rendezvous segments exceed the message length")
+            if not self.rx_discard and length:
+                if seg:
+                    view = self.peer.segment_view(seg)
+                    if view is None or where + length > len(view):
+                        raise RingCorrupt(f"rendezvous from a segment {seg} the peer does not have")
+                    scatter(wr.sges, pos, view[where:where + length], length)
+                else:
+                    try:
+                        cma.read(self.peer.pid, address_pairs(wr.sges, pos, length), [(where, length)])
+                    except cma.CmaError as e:
+                        raise RingCorrupt(f"rendezvous read from the peer failed: {e}") from None
+            pos += length
+        if pos != self.rx_total:
+            raise RingCorrupt("rendezvous segments do not add up to the message length")
+        wr.done = pos
+
+    def _finish(self):
+        wr = self.rx_cur
+        self.rx_cur = None
+        self.sink.recv_done(wr)
+
+    # Teardown.
+
+    def drain(self):
+        """Everything not completed, in order, for the driver to flush: (send WRs, current receive)."""
+        pending = list(self.inflight) + list(self.sq)
+        self.inflight.clear()
+        self.sq.clear()
+        cur, self.rx_cur = self.rx_cur, None
+        return pending, cur

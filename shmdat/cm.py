@@ -88,7 +88,7 @@ class PSP(Handle):
         self._evd = evd
         self._flags = flags
         evd._streams.append(self)
-        ia._cm.sps[conn_qual] = self
+        ia._cm.add_sp(conn_qual, self)
 
     def query(self):
         """dat_psp_query -> PspParam."""
@@ -105,7 +105,7 @@ class PSP(Handle):
     def _destroy(self):
         self._mark_freed()
         self._evd._streams.remove(self)
-        self._ia._cm.sps.pop(self.conn_qual, None)
+        self._ia._cm.remove_sp(self.conn_qual)
 
 
 class RSP(Handle):
@@ -121,7 +121,7 @@ class RSP(Handle):
         ep._transition("reserve")
         ep.local_port_qual = conn_qual
         evd._streams.append(self)
-        ia._cm.sps[conn_qual] = self
+        ia._cm.add_sp(conn_qual, self)
 
     def query(self):
         """dat_rsp_query -> RspParam."""
@@ -140,7 +140,7 @@ class RSP(Handle):
     def _destroy(self):
         self._mark_freed()
         self._evd._streams.remove(self)
-        self._ia._cm.sps.pop(self.conn_qual, None)
+        self._ia._cm.remove_sp(self.conn_qual)
 
 
 def ep_module():
@@ -267,6 +267,14 @@ class ConnectionManager:
             raise InvalidParameter(f"the IA has {limits.MAX_PSPS} service points already")
         return PSP(self.ia, conn_qual, evd, PspFlags(flags))
 
+    def add_sp(self, conn_qual, sp):
+        self.sps[conn_qual] = sp
+        self.hca.listen(conn_qual, True)
+
+    def remove_sp(self, conn_qual):
+        self.sps.pop(conn_qual, None)
+        self.hca.listen(conn_qual, False)
+
     def free_conn_qual(self):
         for _ in range(64):
             q = CONN_QUAL_ANY_BASE + secrets.randbelow(CONN_QUAL_MAX - CONN_QUAL_ANY_BASE)
@@ -290,6 +298,9 @@ class ConnectionManager:
         ep._conn = conn
         try:
             conn.peer = self.hca.peer(address)
+            if not conn.peer.listens(conn_qual):
+                ep._refused(E.CONNECTION_EVENT_NON_PEER_REJECTED)
+                return
             self.hca.cm_send(address, encode(REQ, conn_id, self.hca.address, conn_qual=conn_qual,
                                              pz=ep._pz._id, segment=name, private_data=private_data))
         except PeerUnreachable:

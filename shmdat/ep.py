@@ -62,9 +62,9 @@ ALLOWED = {
 _STATUS = tuple(DtoStatus(i) for i in range(12))
 _FLUSHED = ring.FLUSHED
 _NOTIFY_OFF = CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED
-_REQUEST_FLAGS = (CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
-                  | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE)
-_RECV_FLAGS = CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED
+_REQUEST_FLAGS = int(CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
+                     | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE)
+_RECV_FLAGS = int(CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED)
 _NOT_IN_ATTR_MODIFY = {"service_type"}
 
 
@@ -98,13 +98,13 @@ def check_ep_attr(attr, srq=None):
         if not isinstance(v, int) or not low <= v <= top:
             raise bad_arg(6, f"EpAttr.{name} must be an int from {low} to {top}, not {v!r}")
     rf, qf = a.recv_completion_flags, a.request_completion_flags
-    if not isinstance(rf, int) or rf & ~(CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
-                                        | CompletionFlags.EVD_THRESHOLD):
+    if not isinstance(rf, int) or rf & ~int(CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
+                                           | CompletionFlags.EVD_THRESHOLD):
         raise bad_arg(6, f"EpAttr.recv_completion_flags {rf!r} is not one of DEFAULT, "
                          "UNSIGNALLED, SOLICITED_WAIT, EVD_THRESHOLD")
     if rf & CompletionFlags.EVD_THRESHOLD and rf & CompletionFlags.UNSIGNALLED:
         raise bad_arg(6, "EVD_THRESHOLD and UNSIGNALLED exclude each other in recv_completion_flags")
-    if not isinstance(qf, int) or qf & ~(CompletionFlags.UNSIGNALLED | CompletionFlags.EVD_THRESHOLD):
+    if not isinstance(qf, int) or qf & ~int(CompletionFlags.UNSIGNALLED | CompletionFlags.EVD_THRESHOLD):
         raise bad_arg(6, f"EpAttr.request_completion_flags {qf!r} is not one of DEFAULT, "
                          "UNSIGNALLED, EVD_THRESHOLD")
     a.recv_completion_flags = CompletionFlags(rf)
@@ -490,9 +490,8 @@ class EP(Handle):
                 self.recv_done(wr)
                 return
             self._recvq.append(wr)
-            qp = self._qp
-            if qp is not None and qp.rx_head != qp.rx_tail:
-                self._progress()                # a message may be waiting for this very buffer
+            if self._qp is not None:
+                self._ia._progress.poll()       # a message may be waiting for this very buffer
 
     def post_rdma_write(self, local_iov, user_cookie, remote_iov, completion_flags=CompletionFlags.DEFAULT):
         """dat_ep_post_rdma_write: write local_iov into the peer's memory at remote_iov,

@@ -5,7 +5,10 @@ Part of the hardware layer: it knows segments, words and semaphores, nothing of 
 
 One IA owns:
   - a segment ``<prefix>.ia``: a header (owner, doorbell-armed word, CM-pending
-    word) and the registration table that peers read to check their RDMA;
+    word), the table of connection qualifiers it listens on (so that a
+    connect to an unused one is refused without the owner's help, as a
+    kernel CM would), and the registration table that peers read to check
+    their RDMA;
   - a semaphore ``<prefix>.db``: the doorbell a sleeping waiter blocks on;
   - a Unix datagram socket in the abstract namespace (no file, gone with the
     process): the CM inbox. Any number of peers may send to it at once and the
@@ -14,11 +17,11 @@ One IA owns:
 """
 
 import itertools
-import os
 import secrets
 import socket
 import struct
 
+import numpy as np
 import posix_ipc
 
 from . import shm
@@ -29,10 +32,13 @@ CELL = 64
 HEADER_BYTES = 4096
 
 # Header words (8 bytes each); armed and cm_pending sit on cache lines of their own.
-W_MAGIC, W_PID, W_START, W_TABLE_SLOTS = 0, 1, 2, 3
+W_MAGIC, W_PID, W_START, W_TABLE_SLOTS, W_LISTEN_SLOTS = 0, 1, 2, 3, 4
 W_ARMED = 8
 W_CM_PENDING = 16
 W_CLOSED = 24
+
+# Listening table: (conn_qual, listening) word pairs.
+LISTEN_OFFSET = HEADER_BYTES
 
 # Registration table: one 64-byte entry per LMR or bound RMR.
 ENTRY_WORDS = 8
@@ -51,13 +57,24 @@ class Registration:
     __slots__ = ("key", "kind", "priv", "pz", "base", "length", "seg", "segoff")
 
 
+def _layout(listen_slots, table_slots):
+    """(byte offset of the registration table, total segment size)."""
+    table = LISTEN_OFFSET + listen_slots * 16
+    return table, table + table_slots * ENTRY_WORDS * 8
+
+
+def _listen_view(segment, listen_slots):
+    return np.frombuffer(segment.mmap, dtype=np.uint64, count=2 * listen_slots,
+                         offset=LISTEN_OFFSET).reshape(listen_slots, 2)
+
+
 class Hca:
-    def __init__(self, table_slots):
+    def __init__(self, listen_slots, table_slots):
         self.n = next(_ia_numbers)
         self.address = f"{shm.MY_PID}.{shm.MY_START}.{self.n}"
         self.prefix = f"{shm.PREFIX}{self.address}"
         self.table_slots = table_slots
-        size = HEADER_BYTES + table_slots * ENTRY_WORDS * 8
+        self.table_offset, size = _layout(listen_slots, table_slots)
         self.segment = Segment.create(self.prefix + ".ia", size, "the IA's registration table")
         try:
             self.doorbell = posix_ipc.Semaphore("/" + self.prefix + ".db", posix_ipc.O_CREX,
@@ -71,6 +88,8 @@ class Hca:
             raise
         w = self.segment.words
         w[W_PID], w[W_START], w[W_TABLE_SLOTS] = shm.MY_PID, shm.MY_START, table_slots
+        w[W_LISTEN_SLOTS] = listen_slots
+        self._listening = _listen_view(self.segment, listen_slots)
         w[W_MAGIC] = MAGIC                      # last: the header is complete when it shows
         self.words = w
         self._free_slots = list(range(table_slots - 1, 0, -1))     # slot 0 unused: key 0 is "none"
@@ -133,6 +152,23 @@ class Hca:
         peer.words[W_CM_PENDING] = 1
         peer.ring()
 
+    # Listening.
+
+    def listen(self, conn_qual, on):
+        """Publish (or withdraw) that this IA listens on conn_qual."""
+        table = self._listening
+        if on:
+            free = np.flatnonzero(table[:, 1] == 0)
+            if not len(free):
+                return False
+            row = table[free[0]]
+            row[0] = conn_qual
+            row[1] = 1              # last: the entry is whole when it shows
+        else:
+            for i in np.flatnonzero((table[:, 0] == conn_qual) & (table[:, 1] == 1)):
+                table[i, 1] = 0
+        return True
+
     # Memory.
 
     def new_segment(self, nbytes):
@@ -162,7 +198,7 @@ class Hca:
             self._free_slots.append(slot)
 
     def _entry(self, slot):
-        return HEADER_BYTES // 8 + slot * ENTRY_WORDS
+        return self.table_offset // 8 + slot * ENTRY_WORDS
 
     # Peers.
 
@@ -177,6 +213,7 @@ class Hca:
 
     def close(self):
         self.words[W_CLOSED] = 1
+        self._listening = None
         for p in self.peers.values():
             p.close()
         self.peers.clear()
@@ -231,6 +268,12 @@ class RemoteHca:
             self.segment.close()
             raise PeerUnreachable(address)
         self.table_slots = w[W_TABLE_SLOTS]
+        self._table_word, size = _layout(w[W_LISTEN_SLOTS], self.table_slots)
+        self._table_word //= 8
+        if size != self.segment.size:
+            self.segment.close()
+            raise PeerUnreachable(address)
+        self._listening = _listen_view(self.segment, w[W_LISTEN_SLOTS])
         try:
             self.doorbell = posix_ipc.Semaphore("/" + prefix + ".db")
         except posix_ipc.ExistentialError:
@@ -248,12 +291,17 @@ class RemoteHca:
     def alive(self):
         return self.watch.alive() and not self.words[W_CLOSED]
 
+    def listens(self, conn_qual):
+        """Whether the peer listens on conn_qual (a snapshot)."""
+        t = self._listening
+        return bool(np.any((t[:, 0] == conn_qual) & (t[:, 1] == 1)))
+
     def lookup(self, key):
         """The peer's registration under `key`, or None (a consistent snapshot)."""
         slot = key & ((1 << INDEX_BITS) - 1)
         if not 0 < slot < self.table_slots:
             return None
-        w, o = self.words, HEADER_BYTES // 8 + slot * ENTRY_WORDS
+        w, o = self.words, self._table_word + slot * ENTRY_WORDS
         if w[o + E_KEY] != key:
             return None
         r = Registration()
@@ -283,5 +331,6 @@ class RemoteHca:
         self._segments.clear()
         self.watch.close()
         self.doorbell.close()
+        self._listening = None
         self.segment.close()
 

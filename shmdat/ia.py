@@ -35,7 +35,7 @@ class IA(Handle):
     def __init__(self, async_evd_qlen):
         super().__init__(self)
         shm.reclaim_dead()
-        self._hca = Hca(limits.MAX_LMRS + limits.MAX_RMRS + 1)
+        self._hca = Hca(limits.MAX_PSPS, limits.MAX_LMRS + limits.MAX_RMRS + 1)
         self._progress = Progress(self._hca, self._poll)
         self._pzs, self._evds, self._eps, self._cnos, self._srqs, self._rmrs = (set() for _ in range(6))
         self._lmrs = {}                 # lmr_context -> LMR
@@ -148,8 +148,6 @@ class IA(Handle):
             check_qlen(qlen, 2)
             if not isinstance(flags, int) or not flags or flags & ~0x1F1:
                 raise bad_arg(4, f"flags must be a non-empty combination of EvdFlags, not {flags!r}")
-            if flags & EvdFlags.ASYNC:
-                raise bad_arg(4, "an IA has one async EVD, the one ia_open made (ia.async_evd)")
             check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True)
             if cno is not None:
                 check_same_ia(cno, self, "cno")

@@ -24,7 +24,7 @@ REMOTE = MemPriv.REMOTE_READ | MemPriv.REMOTE_WRITE
 
 
 def check_privileges(priv, position):
-    if not isinstance(priv, int) or priv & ~MemPriv.ALL or priv < 0:
+    if not isinstance(priv, int) or priv & ~int(MemPriv.ALL) or priv < 0:
         raise bad_arg(position, f"privileges must be MemPriv flags, not {priv!r}")
     return MemPriv(priv)
 

@@ -42,7 +42,7 @@ class RMR(Handle):
             self._check()
             check_handle(ep, EP, "ep", "INVALID_HANDLE_EP")
             priv = check_privileges(mem_privileges, 3)
-            if priv & ~REMOTE:
+            if priv & ~int(REMOTE):
                 raise bad_arg(3, "an RMR carries only remote privileges (REMOTE_READ, REMOTE_WRITE)")
             try:
                 ctx, addr, length = lmr_triplet

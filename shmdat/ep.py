@@ -273,8 +273,9 @@ class EP(Handle):
                 self._close_connection()
 
     def _check_drained(self):
+        """A graceful disconnect completes once the peer has consumed all we sent."""
         qp = self._qp
-        if qp is not None and not qp.sq and not qp.inflight:
+        if qp is not None and not qp.sq and not qp.inflight and qp.all_consumed():
             self._close_connection()
 
     def _close_connection(self):
@@ -331,6 +332,10 @@ class EP(Handle):
         peer_state = qp.peer_state()
         if peer_state != ring.S_UP:
             if peer_state == ring.S_CLOSED:
+                try:
+                    qp.poll_recv()      # what the peer sent before closing goes to posted receives
+                except ring.RingCorrupt:
+                    pass
                 self._close_connection()
             else:
                 self._break("the peer reported the connection broken")
@@ -435,6 +440,11 @@ class EP(Handle):
         qp.post_send(wr)
         if wr.status == ring.REMOTE_ACCESS:
             self._break("an RDMA failed the peer's access checks")
+            return
+        try:
+            qp.poll_send()
+        except ring.RingCorrupt as e:
+            self._break(str(e))
 
     def post_send(self, local_iov, user_cookie, completion_flags=CompletionFlags.DEFAULT):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.

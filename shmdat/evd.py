@@ -122,14 +122,19 @@ class EVD(Handle):
             if self._unwaitable:
                 raise InvalidState("the EVD is unwaitable (set_unwaitable)",
                                    subtype="INVALID_STATE_EVD_UNWAITABLE")
+            if len(self._q) >= threshold:       # already queued: returned whatever their notification
+                event = self._take()
+                return event, len(self._q)
+            # From here on only notification events wake the waiter (UNSIGNALLED and
+            # unsolicited completions queue silently).
+            seq = self._notify_seq
             prog.poll()
-            if len(self._q) >= threshold:
+            if self._notify_seq != seq and len(self._q) >= threshold:
                 event = self._take()
                 return event, len(self._q)
             if seconds == 0:
                 raise TimeoutExpired("no event arrived within the timeout", nmore=len(self._q))
             self._waiter = threading.get_ident()
-            seq = self._notify_seq
 
         def ready():
             return (self._freed or self._unwaitable or self._ia._freed

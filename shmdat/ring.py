@@ -21,6 +21,13 @@ fills the end of the ring when the next record would not fit):
 A message is a MSG record followed by FRAG records when it is larger than a
 chunk; or, when the source memory is reachable by the peer, a single RDV record
 listing the source segments, which the receiver copies from directly: one copy.
+
+When a send completes: a message copied into the ring completes as soon as it
+is wholly there (eager, as MPI does for small messages: the sender need not
+wait for the receiver to run); a rendezvous message completes once the
+receiver has copied it, since until then the receiver reads the sender's
+buffer. A message stays in the ring until a receive is posted for it, and a
+full ring holds later sends back: a slow receiver slows its sender.
 """
 
 import collections
@@ -81,7 +88,7 @@ class WorkRequest:
 
     def __init__(self, op, sges, length, remote=None, flags=0, ctx=None):
         self.op, self.sges, self.length, self.remote, self.flags, self.ctx = op, sges, length, remote, flags, ctx
-        self.end = 0            # send: ring position past its last record; 0 until all of it is in
+        self.end = 0            # send: complete once the peer's tail reaches this (0: complete now)
         self.status = OK
         self.done = 0           # bytes placed (receive) or queued (send)
         self.solicited = False
@@ -256,17 +263,18 @@ class QueuePair:
             self.inflight.append(wr)
 
     def poll_send(self):
-        """Complete, in order, the WRs the peer has consumed or that are done."""
+        """Move queued sends on as the peer frees ring space, and complete, in order,
+        the WRs that are done (RDMA, eager sends) or consumed (rendezvous sends)."""
         inflight = self.inflight
-        if not inflight:
+        if not inflight and not self.sq:
             return
         tail = self.words[self.w_tx_tail]
         if tail != self.tx_tail:
             if not 0 <= self.tx_head - tail <= self.ncells:
                 raise RingCorrupt(f"the peer moved our ring's tail to {tail}, head is {self.tx_head}")
             self.tx_tail = tail
-            if self.sq:
-                self.advance_sq()
+        if self.sq:
+            self.advance_sq()
         send_done = self.sink.send_done
         while inflight and inflight[0].end <= tail:
             send_done(inflight.popleft())
@@ -313,9 +321,12 @@ class QueuePair:
             wr.done += n
             self._publish(off, kind, flags, n, wr.length)
             if wr.done == wr.length:
-                wr.end = self.tx_head
                 self.peer.ring()
                 return True
+
+    def all_consumed(self):
+        """Whether the peer has consumed everything we put in the ring."""
+        return self.words[self.w_tx_tail] == self.tx_head
 
     def _can_rendezvous(self, sges):
         return all(s.seg for s in sges) or self.peer_can_read_me()

@@ -20,6 +20,7 @@ class _Server:
         self.node = Node(lmr_size=lmr_size, attr=attr)
         self.n = self.node
         self.cr = None
+        self.extra = []
 
     def address(self):
         return self.n.address
@@ -73,6 +74,70 @@ class _Server:
         d = event.data
         return d.status.name, d.transferred_length, d.operation.name, d.user_cookie
 
+    def post_recv_iov(self, segments, cookie):
+        """One receive scattered over (offset, length) pieces of the LMR."""
+        self.n.ep.post_recv([self.n.lmr.triplet(o, n) for o, n in segments], cookie)
+
+    def wait_dtos(self, count, timeout=WAIT):
+        return [self.wait_dto(timeout) for _ in range(count)]
+
+    def expose(self, size, privileges=shmdat.MemPriv.ALL, other_pz=False, offset=0, length=None):
+        """A new LMR (in another PZ if asked); returns its RmrTriplet as a tuple."""
+        pz = self.n.ia.pz_create() if other_pz else self.n.pz
+        lmr = self.n.ia.lmr_create(pz, size, privileges)
+        self.extra.append(lmr)
+        return tuple(lmr.rmr_triplet(offset, length))
+
+    def read_extra(self, index, offset, n):
+        return bytes(self.extra[index].buffer[offset:offset + n])
+
+    def free_extra(self, index):
+        self.extra[index].free()
+
+    def expose_consumer(self, size):
+        """An LMR over this process's own numpy memory, with remote privileges."""
+        import numpy as np
+        self.own = np.zeros(size, dtype=np.uint8)
+        lmr = self.n.ia.lmr_create(self.n.pz, self.own)
+        self.extra.append(lmr)
+        return tuple(lmr.rmr_triplet())
+
+    def read_consumer(self, offset, n):
+        return bytes(self.own[offset:offset + n])
+
+    def crc(self, offset, n):
+        import zlib
+        return zlib.crc32(self.n.lmr.buffer[offset:offset + n])
+
+    def wait_timeout(self, timeout):
+        """Wait expecting a timeout; returns its nmore."""
+        try:
+            self.n.dto.wait(timeout)
+        except shmdat.TimeoutExpired as e:
+            return e.nmore
+        raise AssertionError("the wait returned an event")
+
+    def check_batch(self, count, size, crcs):
+        """Receive `count` messages into receives of `size` (reposting), checking CRCs in order."""
+        import zlib
+        for i in range(count):
+            status, length, op, cookie = self.wait_dto()
+            assert status == "SUCCESS", status
+            slot = cookie[1]
+            got = zlib.crc32(self.n.lmr.buffer[slot * size:slot * size + length])
+            assert got == crcs[i], (i, length)
+            self.n.ep.post_recv([self.n.lmr.triplet(slot * size, size)], ("recv", slot))
+        return True
+
+    def async_events(self):
+        out = []
+        while True:
+            try:
+                e = self.n.ia.async_evd.dequeue()
+            except shmdat.QueueEmpty:
+                return out
+            out.append(e.number.name)
+
     def send(self, data, offset=0):
         self.n.lmr.buffer[offset:offset + len(data)] = memoryview(data)
         self.n.ep.post_send([self.n.lmr.triplet(offset, len(data))], ("send", len(data)))
@@ -125,7 +190,15 @@ class Remote:
         self.address = self.peer.recv()
 
     def call(self, name, *args, **kwargs):
+        self.start(name, *args, **kwargs)
+        return self.result()
+
+    def start(self, name, *args, **kwargs):
+        """Start a command in the peer without waiting for it (for work both sides do at once)."""
         self.peer.send((name, args, kwargs))
+
+    def result(self):
+        """The result of the command started last."""
         return self.peer.recv()
 
     def __getattr__(self, name):

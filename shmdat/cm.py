@@ -404,7 +404,7 @@ class ConnectionManager:
         self.passive[(address, conn_id)] = conn
         if not self.send(address, encode(REP, conn_id, self.hca.address, pz=ep._pz._id,
                                          private_data=private_data)):
-            ep._break("the requester has gone")
+            ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
 
     def _on_rtu(self, address, conn_id):
         conn = self.passive.pop((address, conn_id), None)

@@ -206,8 +206,9 @@ class Hca:
         """The RemoteHca at `address` (cached). Raises PeerUnreachable."""
         p = self.peers.get(address)
         if p is None or not p.alive():
-            if p is not None:
-                p.close()
+            # A dead peer's mapping stays with whoever still holds it (its connections
+            # flush through it); the cache just forgets it.
+            self.peers.pop(address, None)
             p = self.peers[address] = RemoteHca(address)
         return p
 
@@ -281,6 +282,9 @@ class RemoteHca:
             raise PeerUnreachable(address) from None
         self.pid = pid
         self.watch = ProcessWatch(pid, start)
+        if not self.watch.alive():          # its objects outlived it (killed): not a peer
+            self.close()
+            raise PeerUnreachable(address)
         self._segments = {}             # seg_id -> Segment, for RDMA into the peer's LMRs
 
     def ring(self):
@@ -326,9 +330,9 @@ class RemoteHca:
         return seg.buf
 
     def close(self):
-        for seg in self._segments.values():
+        for seg in getattr(self, "_segments", {}).values():
             seg.close()
-        self._segments.clear()
+        self._segments = {}
         self.watch.close()
         self.doorbell.close()
         self._listening = None

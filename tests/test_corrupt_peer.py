@@ -1,0 +1,101 @@
+"""A peer that writes garbage into a connection breaks that one connection: the victim
+neither crashes nor hangs nor reads out of bounds, and its other connections go on."""
+
+import secrets
+
+import pytest
+
+from shmdat import DtoStatus, EpState, EventNumber as E, ring
+
+from tests.nodes import WAIT, Node
+from tests.remote import Remote
+
+# What the corrupt peer does to the ring its victim reads (white box: the test helper
+# reaches into its own QueuePair, as a buggy or hostile peer could).
+
+
+def _record(qp, kind, length, aux, payload_words=()):
+    off = qp._reserve(0)
+    assert off >= 0
+    w0 = off >> 3
+    qp.words[w0] = kind | length << 32
+    qp.words[w0 + 1] = aux
+    for i, v in enumerate(payload_words):
+        qp.words[w0 + 2 + i] = v
+    qp.tx_head += 1
+    qp.words[qp.w_tx_head] = qp.tx_head
+
+
+CORRUPTIONS = {
+    "head past the ring": lambda qp: qp.words.__setitem__(qp.w_tx_head, qp.tx_head + 10 * qp.ncells),
+    "head behind the tail": lambda qp: qp.words.__setitem__(qp.w_tx_head, (1 << 64) - 1),
+    "unknown record kind": lambda qp: _record(qp, 99, 8, 8),
+    "record longer than the ring": lambda qp: _record(qp, ring.K_MSG, 1 << 30, 1 << 30),
+    "fragment without a message": lambda qp: _record(qp, ring.K_FRAG, 8, 8),
+    "fragments beyond the announced length": lambda qp: (_record(qp, ring.K_MSG, 16, 16),
+                                                         _record(qp, ring.K_FRAG, 32, 16)),
+    "rendezvous from a segment that does not exist": lambda qp: _record(
+        qp, ring.K_RDV, 32, 64, (987654, 0, 64, 0)),
+    "rendezvous past the end of a segment": lambda qp: _record(
+        qp, ring.K_RDV, 32, 64, (1, 1 << 40, 64, 0)),
+    "pad that does not end the ring": lambda qp: _record(qp, ring.K_PAD, 0, 3),
+    "garbage state word": lambda qp: qp.words.__setitem__(qp.w_my_state, 77),
+    "the victim's tail moved": lambda qp: qp.words.__setitem__(qp.w_rx_tail, qp.rx_tail + 5 * qp.ncells),
+    "random bytes over the ring": lambda qp: (
+        qp.buf.__setitem__(slice(qp.tx_base, qp.tx_base + qp.ncells * ring.CELL),
+                           secrets.token_bytes(qp.ncells * ring.CELL)),
+        qp.words.__setitem__(qp.w_tx_head, qp.tx_head + 7)),
+}
+
+
+def _corrupt_peer(ch, address, conn_qual, corruption):
+    n = Node()
+    n.ep.connect(address, conn_qual, WAIT)
+    n.expect(n.conn_evd, E.CONNECTION_EVENT_ESTABLISHED)
+    ch.send("connected")
+    ch.recv(timeout=60)
+    CORRUPTIONS[corruption](n.ep._qp)
+    n.ep._qp.peer.ring()
+    ch.send("corrupted")
+    ch.recv(timeout=60)
+    n.close()
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_garbage_breaks_only_that_connection(spawn, conn_qual, corruption):
+    victim = Node(qlen=64)
+    try:
+        victim.listen(conn_qual)
+        bad = spawn(_corrupt_peer, victim.address, conn_qual, corruption)
+        bad_ep = victim.ep
+        victim.accept()
+        assert bad.recv() == "connected"
+        # A healthy second connection, to another process.
+        good = Remote(spawn)
+        good.listen(conn_qual)
+        good_ep = victim.new_ep()
+        good_ep.connect(good.address, conn_qual, WAIT)
+        good.accept()
+        assert victim.expect(victim.conn_evd, E.CONNECTION_EVENT_ESTABLISHED).ep is good_ep
+        bad_ep.post_recv([victim.lmr.triplet(0, 4096)], "victim's receive")
+        bad.send("go")
+        assert bad.recv() == "corrupted"
+        if corruption == "the victim's tail moved":
+            bad_ep.post_send([victim.lmr.triplet(0, 8)], "send that notices")
+        event, _ = victim.conn_evd.wait(WAIT)
+        assert (event.number, event.data.ep) == (E.CONNECTION_EVENT_BROKEN, bad_ep)
+        assert bad_ep.state == EpState.DISCONNECTED
+        flushed = victim.dto_done()
+        assert flushed.status in (DtoStatus.ERR_FLUSHED, DtoStatus.SUCCESS)
+        # The other connection goes on.
+        good.post_recv(1, 64)
+        victim.lmr.buffer[:5] = list(b"still")
+        good_ep.post_send([victim.lmr.triplet(0, 5)], "good")
+        assert good.wait_dto()[:2] == ("SUCCESS", 5)
+        assert good.read(0, 5) == b"still"
+        assert good_ep.state == EpState.CONNECTED
+        bad.send("done")
+        bad.join()
+        good.finish()
+    finally:
+        victim.close()

@@ -33,8 +33,8 @@ import posix_ipc
 
 from . import limits, ring
 from .constants import CONN_QUAL_MAX, EventNumber, PspFlags
-from .errors import (ConnQualInUse, ConnQualUnavailable, InvalidAddress, InvalidHandle,
-                     InvalidParameter, InvalidState, ModelNotSupported, bad_arg)
+from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidAddress,
+                     InvalidHandle, InvalidState, ModelNotSupported, bad_arg)
 from .hca import PeerUnreachable, parse_address
 from .handle import Handle, check_handle
 from .values import CrArrival, CrParam, PspParam, RspParam
@@ -264,7 +264,7 @@ class ConnectionManager:
         if conn_qual in self.sps:
             raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
         if len(self.sps) >= limits.MAX_PSPS:
-            raise InvalidParameter(f"the IA has {limits.MAX_PSPS} service points already")
+            raise InsufficientResources(f"the IA has {limits.MAX_PSPS} service points already")
         return PSP(self.ia, conn_qual, evd, PspFlags(flags))
 
     def add_sp(self, conn_qual, sp):

@@ -224,6 +224,8 @@ class IA(Handle):
                 raise bad_arg(4, "an RSP needs an EVD for its connection request")
             if conn_qual in self._cm.sps:
                 raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
+            if len(self._cm.sps) >= limits.MAX_PSPS:
+                raise InsufficientResources(f"the IA has {limits.MAX_PSPS} service points already")
             ep._require("reserve", "rsp_create")
             return RSP(self, conn_qual, ep, evd)
 

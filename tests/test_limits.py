@@ -1,0 +1,132 @@
+"""The max_* attributes of ia.query() are enforced (in the style of OFA's dapltest -T L):
+create objects up to the limit, get the right error, clean up, leak nothing."""
+
+import os
+import stat
+
+import pytest
+
+import shmdat
+from shmdat import EvdFlags, Return, shm
+
+
+def objects_of(ia):
+    return sorted(o["name"] for o in shm.list_objects() if ia._hca.address in o["name"])
+
+
+def fill_to_limit(create, limit_error=shmdat.InsufficientResources):
+    made = []
+    with pytest.raises(limit_error) as e:
+        while True:
+            made.append(create())
+            assert len(made) <= 100_000
+    assert e.value.code == Return.INSUFFICIENT_RESOURCES
+    return made
+
+
+def test_evd_limit(ia):
+    attr, _ = ia.query()
+    evds = fill_to_limit(lambda: ia.evd_create(1))
+    assert len(evds) + 1 == attr.max_evds          # the async EVD counts
+    for e in evds:
+        e.free()
+    ia.evd_create(1).free()
+
+
+def test_ep_and_pz_limits(ia):
+    attr, _ = ia.query()
+    pzs = fill_to_limit(ia.pz_create)
+    assert len(pzs) == attr.max_pzs
+    eps = fill_to_limit(lambda: ia.ep_create(pzs[0]))
+    assert len(eps) == attr.max_eps
+    for ep in eps:
+        ep.free()
+    for pz in pzs:
+        pz.free()
+
+
+def test_lmr_limit_and_no_leak(ia):
+    attr, _ = ia.query()
+    before = objects_of(ia)
+    pz = ia.pz_create()
+    lmrs = fill_to_limit(lambda: ia.lmr_create(pz, 4096))
+    assert len(lmrs) == attr.max_lmrs
+    assert len(objects_of(ia)) == len(before) + attr.max_lmrs      # one segment each
+    for lmr in lmrs:
+        lmr.free()
+    assert objects_of(ia) == before
+
+
+def test_rmr_limit(ia):
+    attr, _ = ia.query()
+    pz = ia.pz_create()
+    rmrs = fill_to_limit(pz.rmr_create)
+    assert len(rmrs) == attr.max_rmrs
+    for r in rmrs:
+        r.free()
+
+
+def test_psp_limit(ia):
+    evd = ia.evd_create(4, EvdFlags.CR)
+    psps = fill_to_limit(lambda: ia.psp_create_any(evd))
+    for p in psps:
+        p.free()
+    ia.psp_create_any(evd).free()
+
+
+def test_receive_limit_per_ep(ia):
+    pz = ia.pz_create()
+    lmr = ia.lmr_create(pz, 64)
+    ep = ia.ep_create(pz, attr=shmdat.EpAttr(max_recv_dtos=300))
+    posted = fill_to_limit(lambda: ep.post_recv([lmr.triplet(0, 64)], None))
+    assert len(posted) == 300
+    ep.free()
+
+
+def test_ep_attr_above_the_ia_limits_is_invalid_parameter(ia):
+    attr, _ = ia.query()
+    pz = ia.pz_create()
+    for field, value in (("max_recv_dtos", attr.max_dto_per_ep + 1),
+                         ("max_request_iov", attr.max_iov_segments_per_dto + 1),
+                         ("max_message_size", attr.max_message_size + 1)):
+        with pytest.raises(shmdat.InvalidParameter) as e:
+            ia.ep_create(pz, attr=shmdat.EpAttr(**{field: value}))
+        assert e.value.code == Return.INVALID_PARAMETER
+
+
+def test_objects_are_private_to_the_user(ia):
+    mine = [o for o in shm.list_objects() if ia._hca.address in o["name"]]
+    assert mine
+    for o in mine:
+        assert o["name"].startswith(("shmdat.%d." % os.getuid(), "sem.shmdat.%d." % os.getuid()))
+        mode = os.stat(os.path.join("/dev/shm", o["name"])).st_mode
+        assert stat.S_IMODE(mode) == 0o600, o["name"]
+
+
+def test_connection_segments_are_unlinked_once_both_sides_have_them(ia):
+    pz = ia.pz_create()
+    evd = ia.evd_create(8)
+    cr_evd = ia.evd_create(8, EvdFlags.CR)
+    ia.psp_create(5, cr_evd)
+    a, b = ia.ep_create(pz, evd, evd, evd), ia.ep_create(pz, evd, evd, evd)
+    a.connect(ia.address, 5, 5_000_000)
+    def connection_segments():
+        return [n for n in objects_of(ia) if n.rsplit(".", 1)[1].startswith("c")]
+
+    assert len(connection_segments()) == 1          # named while the passive side has not mapped it
+    cr_evd.wait(5_000_000)[0].data.cr.accept(b)
+    for _ in range(2):
+        assert evd.wait(5_000_000)[0].number == shmdat.EventNumber.CONNECTION_EVENT_ESTABLISHED
+    assert connection_segments() == []
+
+
+def test_ia_open_reclaims_what_dead_owners_left():
+    import subprocess
+    import sys
+    code = ("import os, signal, shmdat; ia = shmdat.ia_open(); pz = ia.pz_create(); "
+            "ia.lmr_create(pz, 4096); print(ia.address, flush=True); os.kill(os.getpid(), signal.SIGKILL)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    address = out.stdout.strip()
+    assert address and any(address in o["name"] for o in shm.list_objects())
+    with shmdat.ia_open():
+        assert not any(address in o["name"] for o in shm.list_objects())

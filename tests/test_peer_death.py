@@ -139,9 +139,12 @@ def test_close_without_disconnecting_is_a_disconnect(spawn, node, conn_qual):
 
 
 def test_exit_without_atexit_is_broken(spawn, node, conn_qual):
+    from shmdat import shm
     peer = connect(spawn, node, conn_qual, "os_exit")
     peer.send("go")
     assert_broken(node, [])
+    peer.process.join(10)
+    shm.reclaim_dead()          # what it could not unlink, as the next ia_open would
 
 
 def _request_then_die(ch, address, conn_qual):

@@ -387,36 +387,7 @@ class EP(Handle):
     # DTOs.
 
     def _sges(self, local_iov, need, max_iov, position):
-        """Resolve local_iov into (sges, total bytes), checking every segment."""
-        lmrs = self._ia._lmrs
-        sges = []
-        total = 0
-        try:
-            segments = list(local_iov)
-        except TypeError:
-            raise bad_arg(position, "local_iov must be a sequence of LmrTriplet") from None
-        if len(segments) > max_iov:
-            raise bad_arg(position, f"local_iov has {len(segments)} segments; the EP allows {max_iov}")
-        for seg in segments:
-            try:
-                ctx, addr, n = seg
-            except (TypeError, ValueError):
-                raise bad_arg(position, f"{seg!r} is not an LmrTriplet") from None
-            if not n:
-                continue                        # DAT: a zero-length segment's other fields are ignored
-            lmr = lmrs.get(ctx)
-            if lmr is None:
-                raise PrivilegesViolation(f"lmr_context {ctx:#x} names no LMR of this IA")
-            if lmr._pz is not self._pz:
-                raise ProtectionViolation("an LMR of local_iov is in another PZ than the EP")
-            if not lmr._priv & need:
-                raise PrivilegesViolation(f"the LMR lacks {MemPriv(need).name} privilege")
-            sge = lmr._sge(addr, n)
-            if sge is None:
-                raise ProtectionViolation(f"segment [{addr:#x}, +{n}) lies outside its LMR")
-            sges.append(sge)
-            total += n
-        return sges, total
+        return resolve_iov(self._ia, self._pz, local_iov, need, max_iov, position, "EP")
 
     def _request_room(self, flags, position):
         qp = self._qp
@@ -670,6 +641,40 @@ def _check_private_data(private_data, position):
     if n > limits.MAX_PRIVATE_DATA_SIZE:
         raise bad_arg(position, f"{n} bytes of private data is over max_private_data_size "
                                 f"({limits.MAX_PRIVATE_DATA_SIZE})")
+
+
+def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
+    """Resolve local_iov into (sges, total bytes), checking every segment against
+    the LMRs of `ia`, the PZ `pz` of the EP or SRQ (`owner`) and the `need`ed privilege."""
+    lmrs = ia._lmrs
+    sges = []
+    total = 0
+    try:
+        segments = list(local_iov)
+    except TypeError:
+        raise bad_arg(position, "local_iov must be a sequence of LmrTriplet") from None
+    if len(segments) > max_iov:
+        raise bad_arg(position, f"local_iov has {len(segments)} segments; the {owner} allows {max_iov}")
+    for seg in segments:
+        try:
+            ctx, addr, n = seg
+        except (TypeError, ValueError):
+            raise bad_arg(position, f"{seg!r} is not an LmrTriplet") from None
+        if not n:
+            continue                        # DAT: a zero-length segment's other fields are ignored
+        lmr = lmrs.get(ctx)
+        if lmr is None:
+            raise PrivilegesViolation(f"lmr_context {ctx:#x} names no LMR of this IA")
+        if lmr._pz is not pz:
+            raise ProtectionViolation(f"an LMR of local_iov is in another PZ than the {owner}")
+        if not lmr._priv & need:
+            raise PrivilegesViolation(f"the LMR lacks {MemPriv(need).name} privilege")
+        sge = lmr._sge(addr, n)
+        if sge is None:
+            raise ProtectionViolation(f"segment [{addr:#x}, +{n}) lies outside its LMR")
+        sges.append(sge)
+        total += n
+    return sges, total
 
 
 check_private_data = _check_private_data

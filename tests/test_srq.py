@@ -325,7 +325,7 @@ def test_srq_post_recv_errors(ia):
     read_only = ia.lmr_create(pz, 4096, MemPriv.LOCAL_READ)
     for iov, error, code in (
             ([theirs.triplet(0, 64)], shmdat.ProtectionViolation, Return.PROTECTION_VIOLATION),
-            ([ours.triplet(4000, 200)], shmdat.ProtectionViolation, Return.PROTECTION_VIOLATION),
+            ([ours.triplet(4000, 96)._replace(segment_length=200)], shmdat.ProtectionViolation, Return.PROTECTION_VIOLATION),
             ([read_only.triplet(0, 64)], shmdat.PrivilegesViolation, Return.PRIVILEGES_VIOLATION),
             ([(0xDEAD, 0, 64)], shmdat.PrivilegesViolation, Return.PRIVILEGES_VIOLATION),
             ([ours.triplet(0, 8)] * 3, shmdat.InvalidParameter, Return.INVALID_PARAMETER),

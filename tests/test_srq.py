@@ -237,6 +237,10 @@ def test_recv_query_without_srq_counts_posted_buffers(ia):
         ep.post_recv([lmr.triplet(i * 64, 64)], i)
     n, span = ep.recv_query()
     assert n == 3 and span >= n
+    ep.free()
+    with pytest.raises(shmdat.InvalidHandle) as e:
+        ep.recv_query()
+    assert e.value.code == Return.INVALID_HANDLE
 
 
 # The low watermark.

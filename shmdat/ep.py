@@ -138,8 +138,9 @@ class EP(Handle):
         self.remote_ia_address = None
         self.remote_port_qual = None
         self.local_port_qual = None
-        self._soft_hw = WATERMARK_INFINITE
+        self._soft_hw = attr.srq_soft_hw        # armed unless WATERMARK_INFINITE (one-shot)
         self._hard_hw = WATERMARK_INFINITE
+        self._hw_exceeded = False               # the hard watermark was passed: break at the next chance
         self._recv_solicited_only = bool(attr.recv_completion_flags & CompletionFlags.SOLICITED_WAIT)
         self._recv_unsignalled = bool(attr.recv_completion_flags & CompletionFlags.UNSIGNALLED)
         self._link()
@@ -149,12 +150,17 @@ class EP(Handle):
             evd._streams.append(self)
         self._pz._users.add(self)
         self._ia._eps.add(self)
+        if self._srq is not None:
+            self._srq._eps.add(self)
+            self._srq._evds.add(self._recv_evd)
 
     def _unlink(self):
         for evd in {self._recv_evd, self._request_evd, self._connect_evd} - {None}:
             evd._streams.remove(self)
         self._pz._users.discard(self)
         self._ia._eps.discard(self)
+        if self._srq is not None:
+            self._srq._eps.discard(self)
 
     # The state machine.
 
@@ -314,6 +320,7 @@ class EP(Handle):
             self._ia._active_eps.remove(self)
         self._flush_recvs()
         self._ia._cm.forget(self)
+        self._hw_exceeded = False
         self._transition(event)
         if number is not None and self._connect_evd is not None:
             self._connect_evd._post(number, ConnectionEvent(self, private_data))
@@ -346,6 +353,9 @@ class EP(Handle):
         except ring.RingCorrupt as e:
             self._break(str(e))
             return
+        if self._hw_exceeded:
+            self._break("the EP went past its hard high watermark of receive buffers")
+            return
         if self._state == S.DISCONNECT_PENDING:
             self._check_drained()
 
@@ -364,6 +374,8 @@ class EP(Handle):
             evd._post(1, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
 
     def recv_done(self, wr):
+        if self._srq is not None:
+            self._srq._completed += 1
         cookie, flags, op = wr.ctx
         evd = self._recv_evd
         status = wr.status
@@ -377,46 +389,55 @@ class EP(Handle):
             evd._post(1, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
 
     def _take_recv(self):
-        q = self._recvq
-        return q.popleft() if q else None
+        """The QueuePair's take_recv: the buffer for a message that begins to arrive,
+        from the EP's own queue or its SRQ; None makes the message wait in the ring."""
+        if self._hw_exceeded:
+            return None
+        srq = self._srq
+        if srq is None:
+            q = self._recvq
+            if not q:
+                return None
+            held = 0            # the buffer was already counted while posted
+        elif not len(srq._hw):
+            return None
+        else:
+            held = 1            # the buffer now becomes the EP's
+        if self._soft_hw != WATERMARK_INFINITE or self._hard_hw != WATERMARK_INFINITE:
+            held += self._held()
+            if held > self._hard_hw:
+                # Leave the buffer where it is: the message is not delivered, the connection breaks.
+                self._hw_exceeded = True
+                return None
+            if held > self._soft_hw:
+                self._soft_exceeded()
+        return self._recvq.popleft() if srq is None else srq._hw.take()
 
     def _take_recv_source(self):
-        """Where the QueuePair takes receives from: this EP's queue (or its SRQ)."""
+        """Where the QueuePair takes receives from."""
         return self._take_recv
+
+    def _allocated(self):
+        """recv_query's nbufs_allocated: buffers posted to the EP, or taken from its SRQ,
+        not yet completed (one taken buffer at most: a connection delivers in order)."""
+        qp = self._qp
+        return len(self._recvq) + (qp is not None and qp.rx_cur is not None)
+
+    def _held(self):
+        """What the high watermarks count: receive buffers the EP holds, i.e. allocated
+        ones and completed ones whose completion is still in the recv EVD."""
+        from .srq import unreaped_receives
+        return self._allocated() + unreaped_receives((self._recv_evd,), lambda ep: ep is self)
+
+    def _soft_exceeded(self):
+        self._soft_hw = WATERMARK_INFINITE          # one-shot: quiet until set again
+        self._ia._async_evd._post(EventNumber.ASYNC_EP_SOFT_HIGH_WATERMARK,
+                                  AsyncError(self, AsyncReason.SOFT_HIGH_WATERMARK))
 
     # DTOs.
 
     def _sges(self, local_iov, need, max_iov, position):
-        """Resolve local_iov into (sges, total bytes), checking every segment."""
-        lmrs = self._ia._lmrs
-        sges = []
-        total = 0
-        try:
-            segments = list(local_iov)
-        except TypeError:
-            raise bad_arg(position, "local_iov must be a sequence of LmrTriplet") from None
-        if len(segments) > max_iov:
-            raise bad_arg(position, f"local_iov has {len(segments)} segments; the EP allows {max_iov}")
-        for seg in segments:
-            try:
-                ctx, addr, n = seg
-            except (TypeError, ValueError):
-                raise bad_arg(position, f"{seg!r} is not an LmrTriplet") from None
-            if not n:
-                continue                        # DAT: a zero-length segment's other fields are ignored
-            lmr = lmrs.get(ctx)
-            if lmr is None:
-                raise PrivilegesViolation(f"lmr_context {ctx:#x} names no LMR of this IA")
-            if lmr._pz is not self._pz:
-                raise ProtectionViolation("an LMR of local_iov is in another PZ than the EP")
-            if not lmr._priv & need:
-                raise PrivilegesViolation(f"the LMR lacks {MemPriv(need).name} privilege")
-            sge = lmr._sge(addr, n)
-            if sge is None:
-                raise ProtectionViolation(f"segment [{addr:#x}, +{n}) lies outside its LMR")
-            sges.append(sge)
-            total += n
-        return sges, total
+        return resolve_iov(self._ia, self._pz, local_iov, need, max_iov, position, "EP")
 
     def _request_room(self, flags, position):
         qp = self._qp
@@ -473,16 +494,17 @@ class EP(Handle):
         """dat_ep_post_recv: a buffer for the next incoming message (front segments filled first).
 
         Valid in every state; on a DISCONNECTED EP the receive is flushed at once.
-        Raises InvalidParameter (flags; UNSIGNALLED without the EP attribute),
-        InvalidState (the EP uses an SRQ), ProtectionViolation, PrivilegesViolation
+        Raises InvalidParameter (flags; UNSIGNALLED without the EP attribute; the EP
+        uses an SRQ), ProtectionViolation, PrivilegesViolation
         (no LOCAL_WRITE), InsufficientResources (max_recv_dtos), InvalidHandle.
         """
         with self._ia._progress.lock:
             if self._freed:
                 self._check()
             if self._srq is not None:
-                raise InvalidState("this EP receives from its SRQ: post to the SRQ instead",
-                                   subtype="INVALID_STATE_EP_NOTREADY")
+                # dat_ep_post_recv lists no INVALID_STATE (it is "valid for all states");
+                # the EP handle is the invalid parameter here.
+                raise bad_arg(1, "this EP takes its receives from an SRQ: post them to the SRQ")
             if not isinstance(completion_flags, int) or completion_flags & ~_RECV_FLAGS:
                 raise bad_arg(5, f"completion_flags {completion_flags!r} are not valid for a receive")
             if completion_flags & CompletionFlags.UNSIGNALLED and not self._recv_unsignalled:
@@ -564,27 +586,42 @@ class EP(Handle):
             return self._state, recv_idle, request_idle
 
     def recv_query(self):
-        """dat_ep_recv_query -> (nbufs_allocated, bufs_alloc_span).
+        """dat_ep_recv_query -> (nbufs_allocated, bufs_alloc_span). Raises InvalidHandle.
 
-        One snapshot under the IA lock. Messages arrive in order, so message
-        sequence numbers have no gaps and the span equals the count.
+        Runs progress, then takes both numbers from one snapshot under the IA lock.
+        Without an SRQ a buffer is allocated once posted; with one, once the EP takes
+        it for a message that has begun to arrive. A connection delivers messages in
+        order and allocates a buffer only for the message at the head of its ring, so
+        message sequence numbers of allocated buffers have no gaps: the span equals
+        the count.
         """
         with self._ia._progress.lock:
             self._check()
             self._ia._progress.poll()
-            qp = self._qp
-            current = 1 if qp is not None and qp.rx_cur is not None else 0
-            nbufs = (0 if self._srq is not None else len(self._recvq)) + current
+            nbufs = self._allocated()
             return nbufs, nbufs
 
     def set_watermark(self, soft_high_watermark, hard_high_watermark):
-        """dat_ep_set_watermark: async event above the soft mark, broken connection above the hard one."""
+        """dat_ep_set_watermark: when the receive buffers the EP holds (allocated to it,
+        or completed and not yet reaped from its recv EVD) exceed soft_high_watermark,
+        one ASYNC_EP_SOFT_HIGH_WATERMARK event on the async EVD (set it again for
+        another); when they would exceed hard_high_watermark, the connection breaks
+        (CONNECTION_EVENT_BROKEN). Checked now and each time the EP takes a buffer.
+        WATERMARK_INFINITE (the default) turns a mark off.
+
+        Raises InvalidParameter (not an int from 0 to WATERMARK_INFINITE), InvalidHandle.
+        """
         with self._ia._progress.lock:
             self._check()
             for pos, v in ((2, soft_high_watermark), (3, hard_high_watermark)):
-                if not isinstance(v, int) or v < 0:
-                    raise bad_arg(pos, f"a watermark must be a non-negative int, not {v!r}")
+                if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= WATERMARK_INFINITE:
+                    raise bad_arg(pos, f"a watermark must be an int from 0 to WATERMARK_INFINITE, not {v!r}")
             self._soft_hw, self._hard_hw = soft_high_watermark, hard_high_watermark
+            held = self._held()
+            if held > soft_high_watermark:
+                self._soft_exceeded()
+            if held > hard_high_watermark and self._qp is not None:
+                self._break("the EP is past its hard high watermark of receive buffers")
 
     def query(self):
         """dat_ep_query -> EpParam."""
@@ -670,6 +707,40 @@ def _check_private_data(private_data, position):
     if n > limits.MAX_PRIVATE_DATA_SIZE:
         raise bad_arg(position, f"{n} bytes of private data is over max_private_data_size "
                                 f"({limits.MAX_PRIVATE_DATA_SIZE})")
+
+
+def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
+    """Resolve local_iov into (sges, total bytes), checking every segment against
+    the LMRs of `ia`, the PZ `pz` of the EP or SRQ (`owner`) and the `need`ed privilege."""
+    lmrs = ia._lmrs
+    sges = []
+    total = 0
+    try:
+        segments = list(local_iov)
+    except TypeError:
+        raise bad_arg(position, "local_iov must be a sequence of LmrTriplet") from None
+    if len(segments) > max_iov:
+        raise bad_arg(position, f"local_iov has {len(segments)} segments; the {owner} allows {max_iov}")
+    for seg in segments:
+        try:
+            ctx, addr, n = seg
+        except (TypeError, ValueError):
+            raise bad_arg(position, f"{seg!r} is not an LmrTriplet") from None
+        if not n:
+            continue                        # DAT: a zero-length segment's other fields are ignored
+        lmr = lmrs.get(ctx)
+        if lmr is None:
+            raise PrivilegesViolation(f"lmr_context {ctx:#x} names no LMR of this IA")
+        if lmr._pz is not pz:
+            raise ProtectionViolation(f"an LMR of local_iov is in another PZ than the {owner}")
+        if not lmr._priv & need:
+            raise PrivilegesViolation(f"the LMR lacks {MemPriv(need).name} privilege")
+        sge = lmr._sge(addr, n)
+        if sge is None:
+            raise ProtectionViolation(f"segment [{addr:#x}, +{n}) lies outside its LMR")
+        sges.append(sge)
+        total += n
+    return sges, total
 
 
 check_private_data = _check_private_data

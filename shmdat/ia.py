@@ -8,7 +8,7 @@ import threading
 import time
 import weakref
 
-from . import limits, shm
+from . import limits, shm, srq as _srq
 from .cm import ConnectionManager, PSP, RSP
 from .cno import CNO
 from .constants import CloseFlags, CompletionFlags, EvdFlags, PspFlags
@@ -95,7 +95,7 @@ class IA(Handle):
                                         | CompletionFlags.EVD_THRESHOLD),
             ep_creator="consumer", max_rdma_read_per_ep_in_guaranteed=True,
             max_rdma_read_per_ep_out_guaranteed=True,
-            srq_supported=False, srq_watermarks_supported=False, srq_info_supported=False,
+            srq_supported=True, srq_watermarks_supported=True, srq_info_supported=True,
             ep_recv_info_supported=True, optimal_buffer_alignment=limits.OPTIMAL_BUFFER_ALIGNMENT,
             iov_ownership_on_return="consumer", dto_async_return_guaranteed=False,
             rdma_write_for_rdma_read_req=False, lmr_sync_req=False)
@@ -242,8 +242,36 @@ class IA(Handle):
         return self._ep_create(pz, recv_evd, request_evd, connect_evd, None, attr)
 
     def ep_create_with_srq(self, pz, recv_evd, request_evd, connect_evd, srq, attr=None):
-        """dat_ep_create_with_srq -> EP that takes its receives from `srq`."""
-        return self._ep_create(pz, recv_evd, request_evd, connect_evd, srq, attr)
+        """dat_ep_create_with_srq -> EP (UNCONNECTED) that takes its receives from `srq`.
+
+        Raises InvalidHandle (srq missing, freed or of another IA, and as ep_create),
+        InvalidParameter (pz is not the SRQ's PZ: shmdat does not support EPs in
+        another PZ than their SRQ; attr), InsufficientResources (max_eps, or
+        max_ep_per_srq EPs on the SRQ)."""
+        with self._progress.lock:
+            self._check()
+            check_handle(srq, _srq.SRQ, "srq", "INVALID_HANDLE_SRQ")
+            check_same_ia(srq, self, "srq")
+            if pz is not srq._pz and isinstance(pz, PZ):
+                raise bad_arg(2, "pz must be the SRQ's PZ (srq_ep_pz_difference_support is false)")
+            if len(srq._eps) >= limits.MAX_EP_PER_SRQ:
+                raise InsufficientResources(f"the SRQ has max_ep_per_srq ({limits.MAX_EP_PER_SRQ}) EPs",
+                                            subtype="RESOURCE_SRQ")
+            return self._ep_create(pz, recv_evd, request_evd, connect_evd, srq, attr)
+
+    def srq_create(self, pz, max_recv_dtos, max_recv_iov=1, low_watermark=0):
+        """dat_srq_create -> SRQ in `pz` holding up to max_recv_dtos receives of up to
+        max_recv_iov segments. A low_watermark above 0 arms the low-watermark event,
+        which then fires at once (the SRQ starts empty); 0 is DAT_SRQ_LW_DEFAULT.
+
+        Raises InvalidParameter (max_recv_dtos not 1..max_recv_per_srq, max_recv_iov
+        not 1..max_iov_segments_per_dto, low_watermark not 0..max_recv_dtos),
+        InsufficientResources (max_srqs), InvalidHandle (pz)."""
+        with self._progress.lock:
+            self._check()
+            check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ")
+            check_same_ia(pz, self, "pz")
+            return _srq.create(self, pz, max_recv_dtos, max_recv_iov, low_watermark)
 
     def _ep_create(self, pz, recv_evd, request_evd, connect_evd, srq, attr):
         with self._progress.lock:

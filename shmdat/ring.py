@@ -162,6 +162,38 @@ def address_pairs(sges, pos, n):
     return [(s.addr + off, take) for s, off, take in _spans(sges, pos, n)]
 
 
+class SharedRecvQueue:
+    """Receive WRs that several QueuePairs of this process take from, in posting order.
+
+    A QueuePair gets `take` as its take_recv; `on_take(remaining)` lets the driver
+    watch the level (for the low watermark) as each buffer leaves.
+    """
+
+    def __init__(self, on_take=None):
+        self.q = collections.deque()
+        self.on_take = on_take
+
+    def __len__(self):
+        return len(self.q)
+
+    def post(self, wr):
+        self.q.append(wr)
+
+    def take(self):
+        q = self.q
+        if not q:
+            return None
+        wr = q.popleft()
+        if self.on_take is not None:
+            self.on_take(len(q))
+        return wr
+
+    def drain(self):
+        out = list(self.q)
+        self.q.clear()
+        return out
+
+
 class QueuePair:
     """One end of a connection: our send ring, our receive ring, and RDMA to the peer.
 

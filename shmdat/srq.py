@@ -1,0 +1,194 @@
+"""Shared Receive Queues (dat_srq_*).
+
+Receive buffers posted to an SRQ go to whichever of its EPs needs one first:
+an EP takes the next buffer when a message begins to arrive on its connection
+(ring.SharedRecvQueue is the hardware queue). The SRQ counts, as dat_srq_query
+defines them:
+
+- available: buffers still on the SRQ;
+- outstanding: buffers posted and not yet reaped, i.e. available + buffers an EP
+  is filling + completions still sitting in a recv EVD.
+
+Completions are not tracked as they are dequeued (the EVD knows nothing of
+SRQs); the SRQ counts them by one scan of its EPs' recv EVDs when it needs the
+exact figure (query, resize, and post_recv near the limit).
+"""
+
+from . import limits, ring
+from .constants import AsyncReason, DtoOp, EventNumber, MemPriv, SrqState
+from .errors import InsufficientResources, InvalidState, bad_arg
+from .handle import Handle
+from .values import AsyncError, DtoCompletion, SrqParam
+
+_DTO = EventNumber.DTO_COMPLETION_EVENT
+_RECEIVE = DtoOp.RECEIVE
+
+
+def unreaped_receives(evds, match):
+    """How many receive completions in `evds` (not yet dequeued) satisfy match(ep)."""
+    n = 0
+    for evd in evds:
+        if evd is None or evd._freed:
+            continue
+        for e in evd._q:
+            d = e.data
+            if e.number == _DTO and type(d) is DtoCompletion and d.operation == _RECEIVE and match(d.ep):
+                n += 1
+    return n
+
+
+def check_count(value, position, low, high, what):
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise bad_arg(position, f"{what} must be an int from {low} to {high}, not {value!r}")
+    return value
+
+
+class SRQ(Handle):
+    kind = "srq"
+
+    def __init__(self, ia, pz, max_recv_dtos, max_recv_iov, low_watermark):
+        super().__init__(ia)
+        self._pz = pz
+        self._max_recv_dtos = max_recv_dtos
+        self._max_recv_iov = max_recv_iov
+        self._hw = ring.SharedRecvQueue(self._taken)
+        self._eps = set()               # EPs created with this SRQ (until they are freed)
+        self._evds = set()              # every recv EVD those EPs have used: completions wait there
+        self._completed = 0             # completions since the last exact count (an upper bound)
+        self._lw = 0
+        self._lw_armed = False
+        pz._users.add(self)
+        ia._srqs.add(self)
+        # dat_srq_create: a non-default low watermark arms the event; with no buffers
+        # posted yet it fires at once (why the man page asks for DAT_SRQ_LW_DEFAULT).
+        self._arm_lw(low_watermark)
+
+    # Counts.
+
+    def _at_eps(self):
+        """Buffers taken by EPs for messages still arriving."""
+        return sum(1 for ep in self._eps if ep._qp is not None and ep._qp.rx_cur is not None)
+
+    def _outstanding(self):
+        unreaped = unreaped_receives(self._evds, lambda ep: ep._srq is self)
+        self._completed = unreaped
+        return len(self._hw) + self._at_eps() + unreaped
+
+    # The low watermark.
+
+    def _arm_lw(self, low_watermark):
+        self._lw = low_watermark
+        self._lw_armed = low_watermark > 0
+        self._taken(len(self._hw))
+
+    def _taken(self, remaining):
+        """Called as each buffer leaves the SRQ (and when the watermark is set)."""
+        if self._lw_armed and remaining < self._lw:
+            self._lw_armed = False          # one-shot: quiet until set_lw again
+            self._ia._async_evd._post(EventNumber.ASYNC_SRQ_LOW_WATERMARK,
+                                      AsyncError(self, AsyncReason.SRQ_LOW_WATERMARK))
+
+    # DAT calls.
+
+    def post_recv(self, local_iov, user_cookie):
+        """dat_srq_post_recv: a receive buffer for the next message on any EP of this SRQ.
+
+        Raises InsufficientResources (max_recv_dtos buffers outstanding: on the SRQ,
+        at EPs, or completed but not yet reaped), InvalidParameter (local_iov),
+        ProtectionViolation (an LMR of another PZ than the SRQ's, or a segment outside
+        its LMR), PrivilegesViolation (unknown lmr_context or no LOCAL_WRITE),
+        InvalidHandle.
+        """
+        from .ep import resolve_iov
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            sges, total = resolve_iov(ia, self._pz, local_iov, MemPriv.LOCAL_WRITE,
+                                      self._max_recv_iov, 3, "SRQ")
+            # Exact count only near the limit: the scan of the recv EVDs is not free.
+            if len(self._hw) + self._at_eps() + self._completed >= self._max_recv_dtos \
+                    and self._outstanding() >= self._max_recv_dtos:
+                raise InsufficientResources(f"the SRQ has max_recv_dtos ({self._max_recv_dtos}) "
+                                            "buffers outstanding; reap completions or resize it",
+                                            subtype="RESOURCE_SRQ")
+            wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, 0,
+                                   (user_cookie, 0, DtoOp.RECEIVE))
+            self._hw.post(wr)
+            if any(ep._qp is not None for ep in self._eps):
+                ia._progress.poll()         # a message may be waiting for this very buffer
+
+    def query(self):
+        """dat_srq_query -> SrqParam, with available_dto_count (buffers on the SRQ)
+        and outstanding_dto_count (posted and not yet reaped). Runs progress first,
+        so messages that have arrived are counted. Raises InvalidHandle."""
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            ia._progress.poll()
+            return SrqParam(ia=ia, srq_state=SrqState.OPERATIONAL, pz=self._pz,
+                            max_recv_dtos=self._max_recv_dtos, max_recv_iov=self._max_recv_iov,
+                            low_watermark=self._lw, available_dto_count=len(self._hw),
+                            outstanding_dto_count=self._outstanding())
+
+    def resize(self, max_recv_dtos):
+        """dat_srq_resize: change max_recv_dtos without losing a buffer.
+
+        Raises InvalidState (below the outstanding buffers, or below the low
+        watermark), InvalidParameter (not an int from 1 to max_recv_per_srq),
+        InvalidHandle.
+        """
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            check_count(max_recv_dtos, 2, 1, limits.MAX_RECV_PER_SRQ, "max_recv_dtos")
+            ia._progress.poll()
+            outstanding = self._outstanding()
+            if max_recv_dtos < outstanding:
+                raise InvalidState(f"{outstanding} receive buffers are outstanding on the SRQ; "
+                                   f"it cannot shrink to {max_recv_dtos}",
+                                   subtype="INVALID_STATE_SRQ_OPERATIONAL")
+            if max_recv_dtos < self._lw:
+                raise InvalidState(f"max_recv_dtos {max_recv_dtos} is below the low watermark "
+                                   f"({self._lw})", subtype="INVALID_STATE_SRQ_OPERATIONAL")
+            self._max_recv_dtos = max_recv_dtos
+
+    def set_lw(self, low_watermark):
+        """dat_srq_set_lw: arm a one-shot ASYNC_SRQ_LOW_WATERMARK event (on the async
+        EVD, handle = this SRQ) for the first time the buffers on the SRQ drop below
+        low_watermark; fires at once if they already are. 0 disarms.
+
+        Raises InvalidParameter (negative, or above max_recv_dtos), InvalidHandle.
+        """
+        ia = self._ia
+        with ia._progress.lock:
+            self._check()
+            check_count(low_watermark, 2, 0, self._max_recv_dtos, "low_watermark")
+            self._arm_lw(low_watermark)
+
+    def free(self):
+        """dat_srq_free. Raises InvalidState (INVALID_STATE_SRQ_IN_USE: an EP still uses
+        the SRQ; free the EPs first), InvalidHandle."""
+        with self._ia._progress.lock:
+            self._check()
+            if self._eps:
+                raise InvalidState(f"{len(self._eps)} EP(s) still use this SRQ; free them first",
+                                   subtype="INVALID_STATE_SRQ_IN_USE")
+            self._destroy()
+
+    def _destroy(self):
+        # No EP is left to complete the buffers to, so they go with the SRQ.
+        self._hw.drain()
+        self._pz._users.discard(self)
+        self._ia._srqs.discard(self)
+        self._mark_freed()
+
+
+def create(ia, pz, max_recv_dtos, max_recv_iov, low_watermark):
+    """The checks of dat_srq_create (the IA holds the lock and checked pz)."""
+    check_count(max_recv_dtos, 3, 1, limits.MAX_RECV_PER_SRQ, "max_recv_dtos")
+    check_count(max_recv_iov, 3, 1, limits.MAX_IOV_SEGMENTS_PER_DTO, "max_recv_iov")
+    check_count(low_watermark, 3, 0, max_recv_dtos, "low_watermark")
+    if len(ia._srqs) >= limits.MAX_SRQS:
+        raise InsufficientResources(f"the IA has max_srqs ({limits.MAX_SRQS}) SRQs",
+                                    subtype="RESOURCE_SRQ")
+    return SRQ(ia, pz, max_recv_dtos, max_recv_iov, low_watermark)

@@ -1,0 +1,110 @@
+"""The `shmdat` command (also `python -m shmdat`): info, ls, gc and bench."""
+
+import argparse
+import json
+import os
+import sys
+
+from . import cma, shm
+
+
+def _fields(value):
+    """(name, value) pairs of a NamedTuple or dataclass-like attribute object."""
+    if hasattr(value, "_asdict"):
+        return list(value._asdict().items())
+    return sorted(vars(value).items())
+
+
+def _show(title, pairs):
+    print(title)
+    width = max(len(k) for k, _ in pairs)
+    for key, value in pairs:
+        print(f"  {key:<{width}}  {getattr(value, 'name', value)}")
+
+
+def _bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def cmd_info(args):
+    """Providers, the attributes ia.query() reports, and what this machine allows."""
+    import shmdat
+    for p in shmdat.registry_list_providers():
+        print(f"provider {p.ia_name}: DAT {'.'.join(map(str, p.version))}, thread safe: {p.thread_safe}")
+    with shmdat.ia_open() as ia:
+        ia_attr, provider_attr = ia.query()
+        _show("IA attributes", _fields(ia_attr))
+        _show("provider attributes", _fields(provider_attr))
+    st = os.statvfs(shm.SHM_DIR)
+    usable, why = cma.status()
+    _show("machine", [
+        (f"{shm.SHM_DIR} size", _bytes(st.f_blocks * st.f_frsize)),
+        (f"{shm.SHM_DIR} free", _bytes(st.f_bavail * st.f_frsize)),
+        ("cross-memory attach", f"{'yes' if usable else 'no'} ({why})"),
+        ("cores", os.cpu_count()),
+    ])
+    return 0
+
+
+def cmd_ls(args):
+    """Every shmdat object of this user: owner pid, whether it lives, size, kind."""
+    objects = shm.list_objects()
+    if args.json:
+        print(json.dumps(objects, indent=2))
+        return 0
+    if not objects:
+        print(f"no shmdat objects in {shm.SHM_DIR}")
+        return 0
+    print(f"{'owner':>8}  {'state':<5}  {'size':>10}  {'kind':<9}  name")
+    for o in objects:
+        print(f"{o['pid']:>8}  {'alive' if o['alive'] else 'dead':<5}  {_bytes(o['size']):>10}"
+              f"  {o['kind']:<9}  {o['name']}")
+    return 0
+
+
+def cmd_gc(args):
+    """Unlink the objects whose owner has died; a live process's objects are never touched."""
+    gone = shm.reclaim_dead()
+    for name in gone:
+        print(f"removed {name}")
+    live = sum(1 for o in shm.list_objects() if o["alive"])
+    print(f"{len(gone)} object(s) of dead processes removed; {live} of live processes left alone")
+    return 0
+
+
+def cmd_bench(argv):
+    try:
+        from .bench import main as bench_main
+    except ImportError as e:
+        print(f"shmdat bench is not available: {e}", file=sys.stderr)
+        return 2
+    return bench_main(argv)
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="shmdat", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="providers, attributes, and what this machine allows")
+    ls = sub.add_parser("ls", help="list shmdat's shared-memory objects and whether their owners live")
+    ls.add_argument("--json", action="store_true", help="print a JSON list")
+    sub.add_parser("gc", help="reclaim the objects of dead processes")
+    sub.add_parser("bench", help="perftest-style latency and bandwidth (shmdat bench --help)",
+                   add_help=False)
+    return parser
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # bench has its own options: hand it everything after the word.
+    if argv and argv[0] == "bench":
+        return cmd_bench(argv[1:])
+    args = _parser().parse_args(argv)
+    import shmdat
+    try:
+        return {"info": cmd_info, "ls": cmd_ls, "gc": cmd_gc}[args.command](args)
+    except shmdat.DatError as e:
+        print(f"shmdat {args.command}: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,112 @@
+"""The alternatives as benchmark transports, with the same send/recv/finish
+interface as shmdat's: multiprocessing.Pipe, pyzmq over ipc://, mpi4py.
+
+Each uses its library the fast way a user would: bytes straight from and into
+preallocated numpy buffers, no pickling.
+"""
+
+import os
+import tempfile
+
+import numpy as np
+
+
+class PipeEndpoint:
+    """multiprocessing.Pipe: send_bytes / recv_bytes_into; polling is conn.poll(0)."""
+
+    def __init__(self, role, ctrl, max_size, conn):
+        self.conn = conn
+        self.src = np.zeros(max_size, np.uint8)
+        self.dst = np.zeros(max_size, np.uint8)
+
+    def send(self, size):
+        self.conn.send_bytes(self.src, 0, size)
+
+    def recv(self, poll):
+        if poll:
+            while not self.conn.poll(0):
+                pass
+        return self.conn.recv_bytes_into(self.dst)
+
+    def finish(self, poll):
+        pass
+
+    def close(self):
+        self.conn.close()
+
+
+class ZmqEndpoint:
+    """pyzmq PAIR sockets over ipc://; large messages sent zero-copy, received into a buffer."""
+
+    ZERO_COPY = 64 * 1024
+
+    def __init__(self, role, ctrl, max_size):
+        import zmq
+        self.zmq = zmq
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.PAIR)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        if role == "server":
+            self.path = os.path.join(tempfile.gettempdir(), f"shmdat-bench-{os.getpid()}.ipc")
+            self.sock.bind(f"ipc://{self.path}")
+            ctrl.send(self.path)
+        else:
+            self.path = None
+            self.sock.connect(f"ipc://{ctrl.recv()}")
+        self.src = np.zeros(max_size, np.uint8)
+        self.dst = np.zeros(max_size, np.uint8)
+
+    def send(self, size):
+        self.sock.send(self.src[:size], copy=size < self.ZERO_COPY)
+
+    def recv(self, poll):
+        if poll:
+            again, noblock, recv_into = self.zmq.Again, self.zmq.NOBLOCK, self.sock.recv_into
+            while True:
+                try:
+                    return recv_into(self.dst, flags=noblock)
+                except again:
+                    pass
+        return self.sock.recv_into(self.dst)
+
+    def finish(self, poll):
+        pass
+
+    def close(self):
+        self.sock.close()
+        self.ctx.term()
+        if self.path:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
+class MpiEndpoint:
+    """mpi4py Send / Recv of numpy buffers between ranks 0 and 1 (run under mpiexec)."""
+
+    def __init__(self, comm, max_size):
+        from mpi4py import MPI
+        self.MPI = MPI
+        self.comm = comm
+        self.peer = 1 - comm.Get_rank()
+        self.src = np.zeros(max_size, np.uint8)
+        self.dst = np.zeros(max_size, np.uint8)
+
+    def send(self, size):
+        self.comm.Send([self.src[:size], self.MPI.BYTE], dest=self.peer, tag=1)
+
+    def recv(self, poll):
+        buf = [self.dst, self.MPI.BYTE]
+        if poll:
+            req = self.comm.Irecv(buf, source=self.peer, tag=1)
+            while not req.Test():
+                pass
+        else:
+            self.comm.Recv(buf, source=self.peer, tag=1)
+
+    def finish(self, poll):
+        pass
+
+    def close(self):
+        pass

@@ -1,0 +1,46 @@
+"""mpi4py's side of the benchmark, run by `mpiexec -n 2 python -m shmdat.bench.mpi_worker`.
+
+Rank 0 drives (the client), rank 1 serves; the cells come as JSON on rank 0's
+stdin and each result goes out as one JSON line.
+"""
+
+import json
+import sys
+
+from mpi4py import MPI
+
+from .alternatives import MpiEndpoint
+from .plan import Cell
+from .timing import drive, serve
+
+CTRL = 2        # tag of control messages, apart from the data's
+
+
+class _Ctrl:
+    def __init__(self, comm):
+        self.comm, self.peer = comm, 1 - comm.Get_rank()
+
+    def send(self, obj):
+        self.comm.send(obj, dest=self.peer, tag=CTRL)
+
+    def recv(self):
+        return self.comm.recv(source=self.peer, tag=CTRL)
+
+
+def main():
+    comm = MPI.COMM_WORLD
+    spec = json.loads(sys.stdin.read()) if comm.Get_rank() == 0 else None
+    spec = comm.bcast(spec, root=0)
+    cells = [Cell(*c) for c in spec["cells"]]
+    t = MpiEndpoint(comm, max(c.size for c in cells))
+    ctrl = _Ctrl(comm)
+    if comm.Get_rank() == 0:
+        def report(cell, median, minimum):
+            print(json.dumps({"cell": list(cell), "median": median, "min": minimum}), flush=True)
+        drive(t, ctrl, cells, spec["budget"], report)
+    else:
+        serve(t, ctrl)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Message rate: N sender processes to one receiver over shmdat, 8-byte messages."""
+
+import multiprocessing
+import time
+import traceback
+
+import shmdat
+from shmdat import EventNumber, EvdFlags
+
+from .plan import TIMEOUT_US
+from .shmdat_transport import WINDOW, _next
+
+SIZE = 8
+_ctx = multiprocessing.get_context("spawn")
+
+
+def _receiver(conn, senders, per_sender):
+    try:
+        with shmdat.ia_open() as ia:
+            pz = ia.pz_create()
+            cr_evd = ia.evd_create(senders + 1, EvdFlags.CR)
+            conn_evd = ia.evd_create(2 * senders + 1, EvdFlags.CONNECTION)
+            recv_evd = ia.evd_create(senders * WINDOW * 2, EvdFlags.DTO)
+            req_evd = ia.evd_create(8, EvdFlags.DTO)
+            lmr = ia.lmr_create(pz, 4096)
+            iov = [lmr.triplet(0, 64)]
+            psp = ia.psp_create_any(cr_evd)
+            conn.send((ia.address, psp.conn_qual))
+            eps = []
+            for _ in range(senders):
+                cr = cr_evd.wait(TIMEOUT_US)[0].data.cr
+                ep = ia.ep_create(pz, recv_evd, req_evd, conn_evd)
+                for _ in range(WINDOW):
+                    ep.post_recv(iov, None)
+                cr.accept(ep)
+                eps.append(ep)
+            for _ in range(senders):
+                if conn_evd.wait(TIMEOUT_US)[0].number != EventNumber.CONNECTION_EVENT_ESTABLISHED:
+                    raise RuntimeError("a sender failed to connect")
+            conn.send("ready")
+            total = senders * per_sender
+            first = None
+            for _ in range(total):
+                d = _next(recv_evd, False).data
+                if first is None:
+                    first = time.perf_counter()
+                d.ep.post_recv(iov, None)
+            elapsed = time.perf_counter() - first
+            conn.send(("rate", (total - 1) / elapsed if elapsed > 0 else float("nan")))
+            conn.recv()     # the senders are done: close
+    except BaseException:
+        conn.send(("error", traceback.format_exc()))
+
+
+def _sender(conn, address, conn_qual, count):
+    try:
+        with shmdat.ia_open() as ia:
+            pz = ia.pz_create()
+            conn_evd = ia.evd_create(4, EvdFlags.CONNECTION)
+            dto = ia.evd_create(2 * WINDOW, EvdFlags.DTO)
+            lmr = ia.lmr_create(pz, 4096)
+            ep = ia.ep_create(pz, dto, dto, conn_evd)
+            ep.connect(address, conn_qual, TIMEOUT_US)
+            conn_evd.wait(TIMEOUT_US)
+            conn.recv()     # go
+            iov = [lmr.triplet(0, SIZE)]
+            outstanding = 0
+            for _ in range(count):
+                if outstanding == WINDOW:
+                    _next(dto, False)
+                    outstanding -= 1
+                ep.post_send(iov, None)
+                outstanding += 1
+            for _ in range(outstanding):
+                _next(dto, False)
+            conn.send("sent")
+            conn.recv()     # the receiver has everything: disconnect
+    except BaseException:
+        conn.send(("error", traceback.format_exc()))
+
+
+def _expect(conn, timeout=120.0):
+    if not conn.poll(timeout):
+        raise RuntimeError("message-rate test: no answer within the timeout")
+    msg = conn.recv()
+    if isinstance(msg, tuple) and msg[0] == "error":
+        raise RuntimeError(f"message-rate test failed:\n{msg[1]}")
+    return msg
+
+
+def run(senders, total):
+    """Messages per second that one receiver takes from `senders` processes."""
+    per_sender = max(1, total // senders)
+    rconn, rchild = _ctx.Pipe()
+    procs = [_ctx.Process(target=_receiver, args=(rchild, senders, per_sender), daemon=True)]
+    procs[0].start()
+    try:
+        address, conn_qual = _expect(rconn)
+        sconns = []
+        for _ in range(senders):
+            mine, theirs = _ctx.Pipe()
+            p = _ctx.Process(target=_sender, args=(theirs, address, conn_qual, per_sender), daemon=True)
+            p.start()
+            procs.append(p)
+            sconns.append(mine)
+        assert _expect(rconn) == "ready"
+        for c in sconns:
+            c.send("go")
+        _, rate = _expect(rconn)
+        for c in sconns:
+            assert _expect(c) == "sent"
+            c.send("bye")
+        rconn.send("bye")
+        return {"senders": senders, "messages": per_sender * senders, "size": SIZE, "msgs_per_s": rate}
+    finally:
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+                p.join()

@@ -1,0 +1,105 @@
+"""Presenting results: the readable table, the --json object, the --plot figure."""
+
+import datetime
+import os
+import platform
+
+TITLES = {"send": "send/recv", "rdma_write": "RDMA write", "rdma_read": "RDMA read"}
+ALTERNATIVES = ("multiprocessing.Pipe", "pyzmq", "mpi4py")
+SHORT = {"multiprocessing.Pipe": "Pipe", "pyzmq": "pyzmq", "mpi4py": "mpi4py"}
+
+
+def machine():
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    versions = {}
+    for name in ("numpy", "mpi4py", "zmq"):
+        try:
+            versions[name] = __import__(name).__version__
+        except ImportError:
+            pass
+    return {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": cpu,
+            "cores": os.cpu_count(), "system": platform.platform(), "python": platform.python_version(),
+            "versions": versions}
+
+
+def size_text(n):
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
+def _better(metric, ours, theirs):
+    """How many times better shmdat is (above 1: shmdat wins)."""
+    if not ours or not theirs:
+        return None
+    return theirs / ours if metric == "latency" else ours / theirs
+
+
+def table(rows, msgrate=(), skipped=None):
+    """The readable report: one block per (op, metric, wait), a line per size."""
+    index = {(r["transport"], r["op"], r["metric"], r["wait"], r["size"]): r for r in rows}
+    memcpy = {r["size"]: r["median"] for r in rows if r["op"] == "memcpy"}
+    present = [t for t in ALTERNATIVES if any(r["transport"] == t for r in rows)]
+    out = []
+    blocks = sorted({(r["op"], r["metric"], r["wait"]) for r in rows if r["transport"] == "shmdat"},
+                    key=lambda b: (b[1], list(TITLES).index(b[0]), b[2]))
+    for op, metric, wait in blocks:
+        unit = "us" if metric == "latency" else "GB/s"
+        alts = [t for t in present if any(k[:4] == (t, op, metric, wait) for k in index)]
+        show_memcpy = metric == "bandwidth" and memcpy
+        head = f"{TITLES[op]} {metric} ({unit}), receiver {'polling' if wait == 'poll' else 'blocked in evd.wait'}"
+        cols = f"{'size':>8}  {'shmdat':>9}" + "".join(f"  {SHORT[t]:>8} {'(x)':>6}" for t in alts)
+        if show_memcpy:
+            cols += f"  {'memcpy':>8} {'(%)':>5}"
+        out += ["", head, cols]
+        for size in sorted({k[4] for k in index if k[:4] == ("shmdat", op, metric, wait)}):
+            ours = index[("shmdat", op, metric, wait, size)]["median"]
+            line = f"{size_text(size):>8}  {ours:>9.3g}"
+            for t in alts:
+                r = index.get((t, op, metric, wait, size))
+                ratio = _better(metric, ours, r and r["median"])
+                line += f"  {r['median']:>8.3g} {ratio:>5.2f}x" if r else f"  {'-':>8} {'':>6}"
+            if show_memcpy and size in memcpy:
+                line += f"  {memcpy[size]:>8.3g} {100 * ours / memcpy[size]:>4.0f}%"
+            out.append(line)
+    if msgrate:
+        out += ["", "message rate, 8-byte sends, N senders to one receiver",
+                f"{'senders':>8}  {'msgs/s':>10}"]
+        out += [f"{m['senders']:>8}  {m['msgs_per_s']:>10.4g}" for m in msgrate]
+    if present or skipped:
+        out += ["", "(x): how many times better shmdat is (their latency / ours, our bandwidth / theirs);"
+                    " (%): shmdat's bandwidth as a share of numpy.copyto's"]
+    for name, why in (skipped or {}).items():
+        out.append(f"skipped {name}: {why}")
+    return "\n".join(out).lstrip("\n")
+
+
+def plot(rows, path):
+    """Latency and bandwidth against size, one line per transport, op and wait."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SystemExit("--plot needs matplotlib: pip install 'shmdat[plot]'")
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    for ax, metric, unit in ((axes[0], "latency", "us"), (axes[1], "bandwidth", "GB/s")):
+        series = sorted({(r["transport"], r["op"], r["wait"]) for r in rows if r["metric"] == metric})
+        for transport, op, wait in series:
+            pts = sorted((r["size"], r["median"]) for r in rows if r["metric"] == metric
+                         and (r["transport"], r["op"], r["wait"]) == (transport, op, wait))
+            ax.plot(*zip(*pts), marker="o", label=f"{transport} {op} {wait}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel(f"{metric} ({unit})")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)

@@ -65,6 +65,12 @@ _NOTIFY_OFF = CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED
 _REQUEST_FLAGS = int(CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
                      | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE)
 _RECV_FLAGS = int(CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED)
+# The hot path tests flags as plain ints: an IntFlag operation costs a Python call.
+_SUPPRESS = int(CompletionFlags.SUPPRESS)
+_UNSIGNALLED = int(CompletionFlags.UNSIGNALLED)
+_SOLICITED = int(CompletionFlags.SOLICITED_WAIT)
+_LOCAL_READ = int(MemPriv.LOCAL_READ)
+_LOCAL_WRITE = int(MemPriv.LOCAL_WRITE)
 _NOT_IN_ATTR_MODIFY = {"service_type"}
 
 
@@ -366,10 +372,9 @@ class EP(Handle):
         evd = self._request_evd
         status = wr.status
         if status == ring.OK:
-            if flags & CompletionFlags.SUPPRESS or evd is None:
+            if flags & _SUPPRESS or evd is None:
                 return
-            evd._post(1, DtoCompletion(self, cookie, _STATUS[0], wr.done, op),
-                      not flags & CompletionFlags.UNSIGNALLED)
+            evd._post(1, DtoCompletion(self, cookie, _STATUS[0], wr.done, op), not flags & _UNSIGNALLED)
         elif evd is not None:
             evd._post(1, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
 
@@ -380,9 +385,9 @@ class EP(Handle):
         evd = self._recv_evd
         status = wr.status
         if status == ring.OK:
-            if flags & CompletionFlags.SUPPRESS or evd is None:
+            if flags & _SUPPRESS or evd is None:
                 return
-            notify = not (flags & CompletionFlags.UNSIGNALLED
+            notify = not (flags & _UNSIGNALLED
                           or (self._recv_solicited_only and not wr.solicited))
             evd._post(1, DtoCompletion(self, cookie, _STATUS[0], wr.done, op), notify)
         elif evd is not None:
@@ -440,16 +445,18 @@ class EP(Handle):
         return resolve_iov(self._ia, self._pz, local_iov, need, max_iov, position, "EP")
 
     def _request_room(self, flags, position):
+        """Check a request's flags (returned as a plain int) and that the queue has room."""
         qp = self._qp
         if qp is not None and len(qp.sq) + len(qp.inflight) >= self._attr.max_request_dtos:
             raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
                                         "max_request_dtos); reap completions first",
                                         subtype="RESOURCE_TEP")
-        if not isinstance(flags, int) or flags & ~_REQUEST_FLAGS:
+        if not isinstance(flags, int) or int(flags) & ~_REQUEST_FLAGS:
             raise bad_arg(position, f"completion_flags {flags!r} are not valid for a request")
-        if flags & CompletionFlags.UNSIGNALLED and \
-                not self._attr.request_completion_flags & CompletionFlags.UNSIGNALLED:
+        flags = int(flags)
+        if flags & _UNSIGNALLED and not self._attr.request_completion_flags & _UNSIGNALLED:
             raise bad_arg(position, "UNSIGNALLED needs an EP whose request_completion_flags allow it")
+        return flags
 
     def _post_request(self, wr):
         """Hand a request to the QP, or flush it at once on a DISCONNECTED EP."""
@@ -480,14 +487,14 @@ class EP(Handle):
                 self._check()
             if self._state not in ALLOWED["post_send"]:
                 raise invalid_state(self, "post_send")
-            self._request_room(completion_flags, 5)
-            sges, total = self._sges(local_iov, MemPriv.LOCAL_READ, self._attr.max_request_iov, 3)
+            completion_flags = self._request_room(completion_flags, 5)
+            sges, total = self._sges(local_iov, _LOCAL_READ, self._attr.max_request_iov, 3)
             if total > self._attr.max_message_size:
                 raise LengthError(f"{total} bytes is over the EP's max_message_size "
                                   f"({self._attr.max_message_size})")
             wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, completion_flags,
                                   (user_cookie, completion_flags, DtoOp.SEND))
-            wr.solicited = bool(completion_flags & CompletionFlags.SOLICITED_WAIT)
+            wr.solicited = bool(completion_flags & _SOLICITED)
             self._post_request(wr)
 
     def post_recv(self, local_iov, user_cookie, completion_flags=CompletionFlags.DEFAULT):
@@ -505,16 +512,17 @@ class EP(Handle):
                 # dat_ep_post_recv lists no INVALID_STATE (it is "valid for all states");
                 # the EP handle is the invalid parameter here.
                 raise bad_arg(1, "this EP takes its receives from an SRQ: post them to the SRQ")
-            if not isinstance(completion_flags, int) or completion_flags & ~_RECV_FLAGS:
+            if not isinstance(completion_flags, int) or int(completion_flags) & ~_RECV_FLAGS:
                 raise bad_arg(5, f"completion_flags {completion_flags!r} are not valid for a receive")
-            if completion_flags & CompletionFlags.UNSIGNALLED and not self._recv_unsignalled:
+            completion_flags = int(completion_flags)
+            if completion_flags & _UNSIGNALLED and not self._recv_unsignalled:
                 raise bad_arg(5, "UNSIGNALLED needs an EP whose recv_completion_flags allow it")
             outstanding = len(self._recvq) + (self._qp is not None and self._qp.rx_cur is not None)
             if outstanding >= self._attr.max_recv_dtos:
                 raise InsufficientResources(f"the EP already has max_recv_dtos "
                                             f"({self._attr.max_recv_dtos}) receives posted",
                                             subtype="RESOURCE_TEP")
-            sges, total = self._sges(local_iov, MemPriv.LOCAL_WRITE, self._attr.max_recv_iov, 3)
+            sges, total = self._sges(local_iov, _LOCAL_WRITE, self._attr.max_recv_iov, 3)
             wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, completion_flags,
                                   (user_cookie, completion_flags, DtoOp.RECEIVE))
             if self._state == S.DISCONNECTED:
@@ -551,12 +559,12 @@ class EP(Handle):
                 self._check()
             if self._state not in ALLOWED["post_send"]:
                 raise invalid_state(self, "post_rdma_write" if write else "post_rdma_read")
-            self._request_room(completion_flags, 6)
+            completion_flags = self._request_room(completion_flags, 6)
             try:
                 remote = RmrTriplet(*remote_iov)
             except TypeError:
                 raise bad_arg(5, "remote_iov must be one RmrTriplet") from None
-            need = MemPriv.LOCAL_READ if write else MemPriv.LOCAL_WRITE
+            need = _LOCAL_READ if write else _LOCAL_WRITE
             sges, total = self._sges(local_iov, need, self._attr.max_request_iov, 3)
             if write:
                 if total > remote.segment_length:

@@ -35,7 +35,7 @@ class LMR(Handle):
     def __init__(self, ia, pz, region, privileges):
         super().__init__(ia)
         self._pz = pz
-        self._priv = privileges
+        self._priv = int(privileges)          # a plain int: tested on the hot path
         self._segment = None
         self._seg_id = 0
         if isinstance(region, int) and not isinstance(region, bool):
@@ -137,7 +137,7 @@ class LMR(Handle):
             self._check()
             return LmrParam(ia=self._ia, mem_type="shared" if self._seg_id else "virtual",
                             region=self._region, length=self.registered_size, pz=self._pz,
-                            mem_priv=self._priv, lmr_context=self.lmr_context,
+                            mem_priv=MemPriv(self._priv), lmr_context=self.lmr_context,
                             rmr_context=self.rmr_context, registered_size=self.registered_size,
                             registered_address=self.registered_address)
 

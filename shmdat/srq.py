@@ -103,7 +103,7 @@ class SRQ(Handle):
         ia = self._ia
         with ia._progress.lock:
             self._check()
-            sges, total = resolve_iov(ia, self._pz, local_iov, MemPriv.LOCAL_WRITE,
+            sges, total = resolve_iov(ia, self._pz, local_iov, int(MemPriv.LOCAL_WRITE),
                                       self._max_recv_iov, 3, "SRQ")
             # Exact count only near the limit: the scan of the recv EVDs is not free.
             if len(self._hw) + self._at_eps() + self._completed >= self._max_recv_dtos \

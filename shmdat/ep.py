@@ -59,6 +59,7 @@ ALLOWED = {
     "reserve": {S.UNCONNECTED},
 }
 
+_DTO_EVENT = EventNumber.DTO_COMPLETION_EVENT
 _STATUS = tuple(DtoStatus(i) for i in range(12))
 _FLUSHED = ring.FLUSHED
 _NOTIFY_OFF = CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED
@@ -374,9 +375,9 @@ class EP(Handle):
         if status == ring.OK:
             if flags & _SUPPRESS or evd is None:
                 return
-            evd._post(1, DtoCompletion(self, cookie, _STATUS[0], wr.done, op), not flags & _UNSIGNALLED)
+            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[0], wr.done, op), not flags & _UNSIGNALLED)
         elif evd is not None:
-            evd._post(1, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
+            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
 
     def recv_done(self, wr):
         if self._srq is not None:
@@ -389,9 +390,9 @@ class EP(Handle):
                 return
             notify = not (flags & _UNSIGNALLED
                           or (self._recv_solicited_only and not wr.solicited))
-            evd._post(1, DtoCompletion(self, cookie, _STATUS[0], wr.done, op), notify)
+            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[0], wr.done, op), notify)
         elif evd is not None:
-            evd._post(1, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
+            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
 
     def _take_recv(self):
         """The QueuePair's take_recv: the buffer for a message that begins to arrive,

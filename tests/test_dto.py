@@ -39,7 +39,9 @@ def test_send_gathers_and_recv_scatters_front_first(pair):
     r.post_recv_iov([(0, 4), (100, 4), (200, 100)], "scatter")
     iov = [fill(node, 0, b"ab"), fill(node, 50, b"cdef"), fill(node, 90, b"ghij")]
     node.ep.post_send(iov, "gather")
-    d = node.dto_done()
+    event, _ = node.dto.wait(WAIT)
+    assert event.number is E.DTO_COMPLETION_EVENT        # the enum, not a bare int
+    d = event.data
     assert (d.user_cookie, d.status, d.transferred_length, d.operation) == \
         ("gather", DtoStatus.SUCCESS, 10, DtoOp.SEND)
     assert r.wait_dto() == ("SUCCESS", 10, "RECEIVE", "scatter")

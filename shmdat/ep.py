@@ -343,7 +343,7 @@ class EP(Handle):
 
     def _progress(self):
         qp = self._qp
-        peer_state = qp.peer_state()
+        peer_state = qp.words[qp.w_peer_state]     # qp.peer_state(), inlined: runs every poll
         if peer_state != ring.S_UP:
             if peer_state == ring.S_CLOSED:
                 try:
@@ -562,7 +562,7 @@ class EP(Handle):
                 raise invalid_state(self, "post_rdma_write" if write else "post_rdma_read")
             completion_flags = self._request_room(completion_flags, 6)
             try:
-                remote = RmrTriplet(*remote_iov)
+                remote = remote_iov if type(remote_iov) is RmrTriplet else RmrTriplet(*remote_iov)
             except TypeError:
                 raise bad_arg(5, "remote_iov must be one RmrTriplet") from None
             need = _LOCAL_READ if write else _LOCAL_WRITE

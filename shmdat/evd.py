@@ -183,7 +183,8 @@ class EVD(Handle):
         """
         prog = self._ia._progress
         with prog.lock:
-            self._check()
+            if self._freed:
+                self._check()
             if self._waiter is not None:
                 raise InvalidState("a thread is waiting on this EVD; dequeue would race it",
                                    subtype="INVALID_STATE_EVD_WAITER")

@@ -61,6 +61,12 @@ def test_ls_text_and_an_empty_gc_run():
     assert code == 0 and "left alone" in out, err
 
 
+def test_bench_options_go_to_the_benchmark():
+    code, out, err = run("bench", "--help")
+    assert code == 0, err
+    assert "--compare" in out
+
+
 def test_unknown_command_is_a_usage_error():
     code, _, err = run("frobnicate")
     assert code == 2 and "invalid choice" in err

@@ -7,10 +7,10 @@ import os
 import sys
 import time
 
-from . import msgrate, report, runner
+from . import msgrate, report, runner, waiting
 from .plan import DEFAULT_SIZES, QUICK_SIZES, TESTS, WAITS, Cell, row
 
-TARGET_SECONDS = 45.0       # what the cells of a default run share (about a minute with set-up)
+TARGET_SECONDS = 50.0       # what the cells of a default run share (about a minute with set-up)
 
 
 def _size(text):
@@ -32,6 +32,8 @@ def _parser():
     p.add_argument("--budget", type=float, help="seconds per cell (default: ~45 s spread over all cells)")
     p.add_argument("--senders", help="message-rate sender counts, e.g. 1,2,4 (default 1 to 2x cores); 0: skip")
     p.add_argument("--messages", type=int, help="messages per message-rate run (default 40000)")
+    p.add_argument("--no-waiting", action="store_true",
+                   help="skip the idle-waiter CPU and peer-death notice measurements")
     return p
 
 
@@ -108,6 +110,10 @@ def main(argv=None):
     for n in (s for s in senders if s > 0):
         _progress(f"message rate, {n} sender(s)")
         rates.append(msgrate.run(n, messages))
+    wait_costs = None
+    if not args.no_waiting:
+        _progress("idle waiter CPU and peer-death notice")
+        wait_costs = waiting.measure(idle_seconds=0.5 if args.quick else 2.0, deaths=1 if args.quick else 3)
     if sys.stderr.isatty():
         _progress("")
     elapsed = time.monotonic() - started
@@ -116,9 +122,9 @@ def main(argv=None):
         report.plot(rows, args.plot)
     if args.json:
         print(json.dumps({"machine": {**report.machine(), "seconds": round(elapsed, 1)},
-                          "rows": rows, "msgrate": rates, "skipped": skipped}, indent=1))
+                          "rows": rows, "msgrate": rates, "waiting": wait_costs, "skipped": skipped}, indent=1))
     else:
         m = report.machine()
         print(f"shmdat bench, {m['date']}, {m['cpu']}, {m['cores']} cores, {elapsed:.0f} s\n")
-        print(report.table(rows, rates, skipped))
+        print(report.table(rows, rates, wait_costs, skipped))
     return 0

@@ -41,14 +41,14 @@ def _better(metric, ours, theirs):
     return theirs / ours if metric == "latency" else ours / theirs
 
 
-def table(rows, msgrate=(), skipped=None):
+def table(rows, msgrate=(), waits=None, skipped=None):
     """The readable report: one block per (op, metric, wait), a line per size."""
     index = {(r["transport"], r["op"], r["metric"], r["wait"], r["size"]): r for r in rows}
     memcpy = {r["size"]: r["median"] for r in rows if r["op"] == "memcpy"}
     present = [t for t in ALTERNATIVES if any(r["transport"] == t for r in rows)]
     out = []
     blocks = sorted({(r["op"], r["metric"], r["wait"]) for r in rows if r["transport"] == "shmdat"},
-                    key=lambda b: (b[1], list(TITLES).index(b[0]), b[2]))
+                    key=lambda b: (b[1] != "latency", list(TITLES).index(b[0]), b[2] != "poll"))
     for op, metric, wait in blocks:
         unit = "us" if metric == "latency" else "GB/s"
         alts = [t for t in present if any(k[:4] == (t, op, metric, wait) for k in index)]
@@ -72,6 +72,10 @@ def table(rows, msgrate=(), skipped=None):
         out += ["", "message rate, 8-byte sends, N senders to one receiver",
                 f"{'senders':>8}  {'msgs/s':>10}"]
         out += [f"{m['senders']:>8}  {m['msgs_per_s']:>10.4g}" for m in msgrate]
+    if waits:
+        notices = ", ".join(f"{ms:.0f}" for ms in waits["death_notice_ms"])
+        out += ["", f"idle waiter blocked in evd.wait: {waits['idle_waiter_cpu_percent']:.2f}% of a core",
+                f"peer killed (SIGKILL) to CONNECTION_EVENT_BROKEN at a blocked waiter: {notices} ms"]
     if present or skipped:
         out += ["", "(x): how many times better shmdat is (their latency / ours, our bandwidth / theirs);"
                     " (%): shmdat's bandwidth as a share of numpy.copyto's"]

@@ -1,0 +1,52 @@
+"""Smoke test of `shmdat bench`: tiny sizes and budgets, the JSON's shape only (never timings)."""
+
+import json
+import subprocess
+import sys
+
+ROW_KEYS = {"transport", "op", "metric", "size", "wait", "median", "min", "unit"}
+
+
+def bench(*args):
+    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--json", "--sizes", "8,4K",
+                           "--budget", "0.002", "--messages", "200", *args],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def check_rows(rows):
+    for r in rows:
+        assert set(r) == ROW_KEYS, r
+        assert r["op"] in ("send", "rdma_write", "rdma_read", "memcpy")
+        assert r["metric"] in ("latency", "bandwidth") and r["wait"] in ("poll", "block")
+        assert r["unit"] == ("us" if r["metric"] == "latency" else "GB/s")
+        assert isinstance(r["size"], int) and r["median"] > 0 and r["min"] > 0
+
+
+def test_json_shape_of_every_shmdat_cell():
+    out = bench("--senders", "1,2")
+    assert {"machine", "rows", "msgrate", "waiting"} <= set(out)
+    rows = out["rows"]
+    check_rows(rows)
+    cells = {(r["op"], r["metric"], r["size"], r["wait"]) for r in rows if r["transport"] == "shmdat"}
+    assert len(cells) == 3 * 2 * 2 * 2      # ops x metrics x sizes x waits
+    assert [m["senders"] for m in out["msgrate"]] == [1, 2]
+    assert all(m["msgs_per_s"] > 0 for m in out["msgrate"])
+    assert out["waiting"]["idle_waiter_cpu_percent"] >= 0 and out["waiting"]["death_notice_ms"]
+
+
+def test_compare_names_every_alternative_measured_or_skipped():
+    out = bench("--compare", "--tests", "send_lat,send_bw", "--wait", "poll", "--senders", "0",
+                "--no-waiting")
+    check_rows(out["rows"])
+    transports = {r["transport"] for r in out["rows"]}
+    for name in ("multiprocessing.Pipe", "pyzmq", "mpi4py"):
+        assert name in transports or name in out["skipped"], name
+    assert "shmdat" in transports and "memcpy" in transports
+
+
+def test_bad_test_name_is_refused():
+    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--tests", "nonsense"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "nonsense" in done.stderr

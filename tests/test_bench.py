@@ -50,3 +50,9 @@ def test_bad_test_name_is_refused():
     done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--tests", "nonsense"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "nonsense" in done.stderr
+
+
+def test_plot_draws_a_png(tmp_path):
+    png = tmp_path / "bench.png"
+    bench("--plot", str(png), "--tests", "send_lat,send_bw", "--wait", "poll", "--senders", "0", "--no-waiting")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -6,6 +6,10 @@ import platform
 
 TITLES = {"send": "send/recv", "rdma_write": "RDMA write", "rdma_read": "RDMA read"}
 ALTERNATIVES = ("multiprocessing.Pipe", "pyzmq", "mpi4py")
+# --plot: a colour per transport, a line style per operation, a marker per wait mode.
+COLORS = {"shmdat": "tab:blue", "multiprocessing.Pipe": "tab:orange", "pyzmq": "tab:green",
+          "mpi4py": "tab:red", "memcpy": "tab:gray"}
+STYLES = {"send": "-", "rdma_write": "--", "rdma_read": ":", "memcpy": "-."}
 SHORT = {"multiprocessing.Pipe": "Pipe", "pyzmq": "pyzmq", "mpi4py": "mpi4py"}
 
 
@@ -98,7 +102,8 @@ def plot(rows, path):
         for transport, op, wait in series:
             pts = sorted((r["size"], r["median"]) for r in rows if r["metric"] == metric
                          and (r["transport"], r["op"], r["wait"]) == (transport, op, wait))
-            ax.plot(*zip(*pts), marker="o", label=f"{transport} {op} {wait}")
+            ax.plot(*zip(*pts), color=COLORS.get(transport, "black"), linestyle=STYLES.get(op, "-"),
+                     marker="o" if wait == "poll" else "x", label=f"{transport} {op} {wait}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("message size (bytes)")

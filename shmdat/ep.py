@@ -11,7 +11,7 @@ from . import limits, ring
 from .constants import (AsyncReason, CloseFlags, CompletionFlags, ConnectFlags, DtoOp, DtoStatus,
                         EpState, EventNumber, EvdFlags, MemPriv, Qos, TIMEOUT_INFINITE,
                         WATERMARK_INFINITE)
-from .errors import (InsufficientResources, InternalError, InvalidHandle, InvalidParameter,
+from .errors import (InsufficientResources, InternalError, InvalidHandle,
                      InvalidState, LengthError, PrivilegesViolation, ProtectionViolation, bad_arg)
 from .evd import EVD, check_timeout
 from .handle import Handle, check_handle

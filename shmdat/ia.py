@@ -9,7 +9,7 @@ import time
 import weakref
 
 from . import limits, shm, srq as _srq
-from .cm import ConnectionManager, PSP, RSP
+from .cm import ConnectionManager, RSP
 from .cno import CNO
 from .constants import CloseFlags, CompletionFlags, EvdFlags, PspFlags
 from .ep import EP, check_ep_attr, check_evd

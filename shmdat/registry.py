@@ -1,6 +1,6 @@
 """The DAT registry: which providers exist and ia_open (dat_ia_open, dat_registry_list_providers)."""
 
-from .errors import ProviderNotFound, bad_arg
+from .errors import ProviderNotFound
 from .values import ProviderInfo
 
 

@@ -2,7 +2,7 @@
 
 from . import hca, limits
 from .constants import CompletionFlags, DtoStatus, EpState, EventNumber, MemPriv
-from .errors import (InsufficientResources, InvalidParameter, InvalidState,
+from .errors import (InsufficientResources, InvalidState,
                      PrivilegesViolation, ProtectionViolation, bad_arg)
 from .handle import Handle, check_handle
 from .lmr import REMOTE, check_privileges

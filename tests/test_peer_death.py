@@ -4,7 +4,6 @@ moment is seen as a broken or ended connection, never as silence."""
 import os
 import time
 
-import numpy as np
 import pytest
 
 import shmdat

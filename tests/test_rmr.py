@@ -5,7 +5,7 @@ import pytest
 import shmdat
 from shmdat import DtoStatus, EventNumber as E, MemPriv, Return, RmrTriplet
 
-from tests.nodes import WAIT, Node
+from tests.nodes import Node
 from tests.remote import Remote
 
 

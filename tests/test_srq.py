@@ -10,9 +10,9 @@ import pytest
 
 import shmdat
 from shmdat import (DtoOp, DtoStatus, EpAttr, EventNumber as E, MemPriv, Return,
-                    WATERMARK_INFINITE, limits, ring)
+                    limits, ring)
 
-from tests.nodes import WAIT, Node
+from tests.nodes import Node
 from tests.remote import Remote
 
 SLOT = 16 * 1024        # receive buffer size in the server's LMR

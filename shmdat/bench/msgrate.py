@@ -8,6 +8,7 @@ import shmdat
 from shmdat import EventNumber, EvdFlags
 
 from .plan import TIMEOUT_US
+from .runner import reap
 from .shmdat_transport import WINDOW, _next
 
 SIZE = 8
@@ -113,8 +114,4 @@ def run(senders, total):
         rconn.send("bye")
         return {"senders": senders, "messages": per_sender * senders, "size": SIZE, "msgs_per_s": rate}
     finally:
-        for p in procs:
-            p.join(10)
-            if p.is_alive():
-                p.kill()
-                p.join()
+        reap(procs)

@@ -79,17 +79,21 @@ def run_pair(transport, cells, budget, on_row):
                 else:
                     pending.discard(conn)
     finally:
-        for p in procs:
-            p.join(10)
-            if p.is_alive():
-                p.kill()
-                p.join()
+        reap(procs)
+
+
+def reap(procs, timeout=10):
+    """Join benchmark processes, killing any that did not finish."""
+    for p in procs:
+        p.join(timeout)
+        if p.is_alive():
+            p.kill()
+            p.join()
 
 
 def mpi_available():
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
+    import importlib.util
+    if importlib.util.find_spec("mpi4py") is None:
         return "mpi4py is not installed"
     if not shutil.which("mpiexec"):
         return "mpiexec is not on PATH"

@@ -10,6 +10,7 @@ import shmdat
 from shmdat import EventNumber, EvdFlags, shm
 
 from .plan import TIMEOUT_US
+from .runner import reap
 
 _ctx = multiprocessing.get_context("spawn")
 
@@ -77,11 +78,7 @@ def measure(idle_seconds=2.0, deaths=3):
             _, seen = _recv(s_conn)
             notices.append(1000 * (seen - killed))
         finally:
-            for p in (survivor, victim):
-                p.join(5)
-                if p.is_alive():
-                    p.kill()
-                    p.join()
+            reap((survivor, victim), 5)
             shm.reclaim_dead()      # what the killed victim left, as `shmdat gc` would
     return {"idle_waiter_cpu_percent": cpu, "death_notice_ms": notices}
 

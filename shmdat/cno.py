@@ -13,6 +13,7 @@ import os
 import threading
 import time
 
+from .constants import TIMEOUT_INFINITE
 from .errors import Abort, InterruptedCall, InvalidState, TimeoutExpired
 from .evd import check_timeout
 from .handle import Handle
@@ -76,6 +77,16 @@ class CNO(Handle):
                 return None if evd._freed else evd
             finally:
                 self._waiter = None
+
+    async def wait_async(self, timeout=TIMEOUT_INFINITE):
+        """dat_cno_wait for asyncio: `evd = await cno.wait_async(timeout)`; the errors of wait()."""
+        from . import aio
+        return await aio.wait(lambda: self.wait(0), self, timeout)
+
+    def _clear(self):
+        """Forget every trigger (for the private CNO of evd.wait_async, which polls its EVD)."""
+        while self._triggered:
+            self._untrigger()
 
     def fileno(self):
         """A file descriptor that polls readable while the CNO is triggered."""

@@ -12,7 +12,7 @@ import time
 from . import limits
 from .constants import (AsyncReason, CompletionFlags, EventNumber, EvdFlags, EvdState,
                         TIMEOUT_INFINITE)
-from .errors import (Abort, InterruptedCall, InvalidParameter, InvalidState, QueueEmpty,
+from .errors import (Abort, InterruptedCall, InvalidState, QueueEmpty,
                      QueueFull, TimeoutExpired, bad_arg)
 from .handle import Handle, check_handle
 from .progress import SPIN_SECONDS, SignalError
@@ -51,6 +51,7 @@ class EVD(Handle):
         self._overflowed = False
         self._notify_seq = 0            # counts notification events (what wakes a waiter)
         self._streams = []              # EPs, PSPs and RSPs whose events come here
+        self._notifier = None           # a private CNO for wait_async, made on first use
 
     # Producer side (called by progress, with the IA lock held).
 
@@ -63,8 +64,11 @@ class EVD(Handle):
         q.append(Event(number, self, data))
         if notify:
             self._notify_seq += 1
-            if self._cno is not None and self._waiter is None and self._enabled:
-                self._cno._trigger(self)
+            if self._waiter is None:
+                if self._cno is not None and self._enabled:
+                    self._cno._trigger(self)
+                if self._notifier is not None:
+                    self._notifier._trigger(self)
             prog = self._ia._progress
             if prog.blocked:
                 prog.wake_local()
@@ -162,6 +166,20 @@ class EVD(Handle):
                 return self._result(ok)
         finally:
             self._waiter = None
+
+    async def wait_async(self, timeout=TIMEOUT_INFINITE, threshold=1):
+        """dat_evd_wait for asyncio: `event, nmore = await evd.wait_async(timeout)`.
+
+        The same rules and errors as wait(); the event loop runs while nothing
+        has arrived. Built on a private CNO's file descriptor (see aio.py).
+        """
+        from . import aio
+        from .cno import CNO
+        with self._ia._progress.lock:
+            self._check()
+            if self._notifier is None:
+                self._notifier = CNO(self._ia)
+        return await aio.wait(lambda: self.wait(0, threshold), self._notifier, timeout, clear=True)
 
     def _result(self, ok):
         if self._freed or self._ia._freed:
@@ -284,6 +302,8 @@ class EVD(Handle):
 
     def _destroy(self):
         self._mark_freed()
+        if self._notifier is not None:
+            self._notifier._destroy()
         self._ia._evds.discard(self)
         self._q.clear()
         self._ia._progress.wake_local()

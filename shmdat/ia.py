@@ -104,6 +104,8 @@ class IA(Handle):
     # Progress: run under the lock by every wait, dequeue and post.
 
     def _poll(self):
+        if self._freed:
+            return                  # closed: the hardware is gone (waiters are leaving)
         cm = self._cm
         if self._hca.cm_pending():
             cm.process()
@@ -319,6 +321,9 @@ class IA(Handle):
         self._async_evd._destroy()
         self._mark_freed()
         self._progress.wake_local()
+        # Threads blocked in this IA (another thread's wait, a CNO's progress thread)
+        # still touch its doorbell as they leave: unmap only after they are gone.
+        self._progress.drain_waiters()
         self._hca.close()
         _open_ias.discard(self)
 

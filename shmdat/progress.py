@@ -47,6 +47,13 @@ class Progress:
             if self.sleeper:
                 self.hca.ring_self()
 
+    def drain_waiters(self, bound=LIVENESS_SLICE * 20):
+        """With the lock held, let the threads blocked here leave (their ready() must
+        now be true); bounded, in case the caller interrupted a wait of its own thread."""
+        end = time.monotonic() + bound
+        while self.blocked and time.monotonic() < end:
+            self.cond.wait(LIVENESS_SLICE)
+
     def block(self, ready, deadline):
         """With the lock held, run progress and sleep until ready() or the deadline.
 
@@ -73,6 +80,7 @@ class Progress:
                 self._sleep(limit, ready)
         finally:
             self.blocked -= 1
+            self.cond.notify_all()
 
     def _sleep(self, limit, ready):
         self.sleeper = True

@@ -531,8 +531,9 @@ class EP(Handle):
                 self.recv_done(wr)
                 return
             self._recvq.append(wr)
-            if self._qp is not None:
-                self._ia._progress.poll()       # a message may be waiting for this very buffer
+            qp = self._qp
+            if qp is not None and qp.rx_tail != qp.words[qp.w_rx_head]:
+                self._ia._progress.poll()       # a message waits in the ring for this very buffer
 
     def post_rdma_write(self, local_iov, user_cookie, remote_iov, completion_flags=CompletionFlags.DEFAULT):
         """dat_ep_post_rdma_write: write local_iov into the peer's memory at remote_iov,

@@ -719,9 +719,31 @@ def _check_private_data(private_data, position):
                                 f"({limits.MAX_PRIVATE_DATA_SIZE})")
 
 
+IOV_CACHE_SIZE = 1024
+
+
 def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
     """Resolve local_iov into (sges, total bytes), checking every segment against
-    the LMRs of `ia`, the PZ `pz` of the EP or SRQ (`owner`) and the `need`ed privilege."""
+    the LMRs of `ia`, the PZ `pz` of the EP or SRQ (`owner`) and the `need`ed privilege.
+
+    Consumers post the same triplets again and again: a resolved local_iov is
+    remembered per IA (the sges are never modified) until any LMR is freed.
+    """
+    try:
+        key = (pz, need, max_iov, *local_iov)
+        hit = ia._iov_cache.get(key)
+    except TypeError:                   # not a sequence of hashable triplets: no caching
+        return _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner)
+    if hit is None:
+        hit = _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner)
+        cache = ia._iov_cache
+        if len(cache) >= IOV_CACHE_SIZE:
+            cache.clear()
+        cache[key] = hit
+    return hit
+
+
+def _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
     lmrs = ia._lmrs
     sges = []
     total = 0

@@ -39,6 +39,7 @@ class IA(Handle):
         self._progress = Progress(self._hca, self._poll)
         self._pzs, self._evds, self._eps, self._cnos, self._srqs, self._rmrs = (set() for _ in range(6))
         self._lmrs = {}                 # lmr_context -> LMR
+        self._iov_cache = {}            # resolved local_iovs (ep.resolve_iov); cleared when an LMR goes
         self._active_eps = []           # EPs with a QueuePair, polled by progress
         self._cm = ConnectionManager(self)
         self._next_liveness = 0.0

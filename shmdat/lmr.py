@@ -158,6 +158,7 @@ class LMR(Handle):
         if self.rmr_context is not None:
             self._ia._hca.deregister(self.rmr_context)
         self._ia._lmrs.pop(self.lmr_context, None)
+        self._ia._iov_cache.clear()     # no resolved iov may name this LMR any more
         self._pz._users.discard(self)
         self._release_memory()
 

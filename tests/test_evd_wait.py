@@ -33,16 +33,13 @@ class Waiter(threading.Thread):
 
 
 def until_waiting(evd):
-    """Return once a thread owns `evd` by waiting: dequeue then refuses with InvalidState."""
-    done = threading.Event()
-    while not done.wait(0.001):
-        try:
-            evd.dequeue()
-        except shmdat.InvalidState:
+    """Return once a thread owns `evd` by waiting (without taking any of its events)."""
+    pause = threading.Event()
+    for _ in range(int(BOUND / 0.001)):
+        if evd._waiter is not None:
             return
-        except shmdat.QueueEmpty:
-            pass
-    raise AssertionError("unreachable")
+        pause.wait(0.001)
+    raise AssertionError("no thread started waiting")
 
 
 @pytest.fixture

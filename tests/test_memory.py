@@ -156,3 +156,20 @@ def test_shm_too_small_is_insufficient_resources_with_sizes(ia):
     with pytest.raises(shmdat.InsufficientResources) as e:
         ia.lmr_create(ia.pz_create(), huge)
     assert str(huge) in str(e.value) and "/dev/shm" in str(e.value)
+
+
+def test_a_freed_lmr_cannot_be_posted_even_after_earlier_posts(ia):
+    """Resolved iovs are remembered for speed; freeing the LMR must forget them."""
+    pz = ia.pz_create()
+    dto = ia.evd_create(8, shmdat.EvdFlags.DTO)
+    ep = ia.ep_create(pz, dto, dto, None)
+    lmr = ia.lmr_create(pz, 4096)
+    iov = [lmr.triplet(0, 64)]
+    ep.post_recv(iov, "first")
+    ep.post_recv(iov, "second")                  # the remembered resolution
+    ep.free()
+    lmr.free()
+    ep = ia.ep_create(pz, dto, dto, None)
+    with pytest.raises(shmdat.PrivilegesViolation) as e:
+        ep.post_recv(iov, "after free")
+    assert e.value.code == shmdat.Return.PRIVILEGES_VIOLATION

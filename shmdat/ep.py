@@ -442,9 +442,6 @@ class EP(Handle):
 
     # DTOs.
 
-    def _sges(self, local_iov, need, max_iov, position):
-        return resolve_iov(self._ia, self._pz, local_iov, need, max_iov, position, "EP")
-
     def _request_room(self, flags, position):
         """Check a request's flags (returned as a plain int) and that the queue has room."""
         qp = self._qp
@@ -489,7 +486,8 @@ class EP(Handle):
             if self._state not in ALLOWED["post_send"]:
                 raise invalid_state(self, "post_send")
             completion_flags = self._request_room(completion_flags, 5)
-            sges, total = self._sges(local_iov, _LOCAL_READ, self._attr.max_request_iov, 3)
+            sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_READ,
+                                      self._attr.max_request_iov, 3, "EP")
             if total > self._attr.max_message_size:
                 raise LengthError(f"{total} bytes is over the EP's max_message_size "
                                   f"({self._attr.max_message_size})")
@@ -523,7 +521,8 @@ class EP(Handle):
                 raise InsufficientResources(f"the EP already has max_recv_dtos "
                                             f"({self._attr.max_recv_dtos}) receives posted",
                                             subtype="RESOURCE_TEP")
-            sges, total = self._sges(local_iov, _LOCAL_WRITE, self._attr.max_recv_iov, 3)
+            sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_WRITE,
+                                      self._attr.max_recv_iov, 3, "EP")
             wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, completion_flags,
                                   (user_cookie, completion_flags, DtoOp.RECEIVE))
             if self._state == S.DISCONNECTED:
@@ -567,7 +566,8 @@ class EP(Handle):
             except TypeError:
                 raise bad_arg(5, "remote_iov must be one RmrTriplet") from None
             need = _LOCAL_READ if write else _LOCAL_WRITE
-            sges, total = self._sges(local_iov, need, self._attr.max_request_iov, 3)
+            sges, total = resolve_iov(self._ia, self._pz, local_iov, need,
+                                      self._attr.max_request_iov, 3, "EP")
             if write:
                 if total > remote.segment_length:
                     raise LengthError(f"local_iov holds {total} bytes but remote_iov only "

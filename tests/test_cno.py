@@ -65,15 +65,10 @@ def test_cno_wait_returns_the_evd_that_triggered_it(ia):
 def test_one_waiter_per_cno_and_abort_when_freed(ia):
     cno = ia.cno_create()
     w = Waiter(lambda: cno.wait(WAIT))
-    # A second waiter is refused while the first blocks.
-    while True:
-        try:
-            cno.wait(0)
-        except shmdat.InvalidState as e:
-            assert e.code == Return.INVALID_STATE
-            break
-        except shmdat.TimeoutExpired:
-            continue
+    until_waiting(cno)
+    with pytest.raises(shmdat.InvalidState) as e:       # a second waiter is refused
+        cno.wait(0)
+    assert e.value.code == Return.INVALID_STATE
     cno.free()
     assert isinstance(w.outcome(), shmdat.Abort)
 

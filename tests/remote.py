@@ -227,4 +227,15 @@ class Remote:
         self.peer.join()
 
 
-__all__ = ["Remote", "shmdat"]
+def connect_to_remote(spawn, node, conn_qual, **remote_kwargs):
+    """A Remote listening on conn_qual, with node.ep connected to it and ESTABLISHED on both sides."""
+    r = Remote(spawn, **remote_kwargs)
+    r.listen(conn_qual)
+    node.ep.connect(r.address, conn_qual, WAIT)
+    r.accept()
+    node.expect(node.conn_evd, EventNumber.CONNECTION_EVENT_ESTABLISHED)
+    assert r.wait_conn()[0] == "CONNECTION_EVENT_ESTABLISHED"
+    return r
+
+
+__all__ = ["Remote", "connect_to_remote", "shmdat"]

@@ -10,7 +10,7 @@ from shmdat import (CompletionFlags as CF, DtoOp, DtoStatus, EpAttr, EpState, Ev
                     MemPriv, Return, RmrTriplet)
 
 from tests.nodes import WAIT, Node
-from tests.remote import Remote
+from tests.remote import connect_to_remote
 
 
 @pytest.fixture
@@ -18,12 +18,7 @@ def pair(spawn, conn_qual, request):
     """(node, remote): this process connected to a scriptable peer."""
     attr, remote_attr = getattr(request, "param", (None, None))
     node = Node(lmr_size=4 << 20, attr=attr)
-    r = Remote(spawn, lmr_size=4 << 20, attr=remote_attr)
-    r.listen(conn_qual)
-    node.ep.connect(r.address, conn_qual, WAIT)
-    r.accept()
-    node.expect(node.conn_evd, E.CONNECTION_EVENT_ESTABLISHED)
-    assert r.wait_conn()[0] == "CONNECTION_EVENT_ESTABLISHED"
+    r = connect_to_remote(spawn, node, conn_qual, lmr_size=4 << 20, attr=remote_attr)
     yield node, r
     node.close()
     r.finish()

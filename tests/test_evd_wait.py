@@ -250,14 +250,10 @@ def test_modify_cno_moves_the_trigger(ia):
 
 def test_overflow_of_a_dto_evd_is_reported_on_the_async_evd(spawn, conn_qual):
     from tests.nodes import Node
-    from tests.remote import Remote
+    from tests.remote import connect_to_remote
     node = Node(qlen=2)
     try:
-        r = Remote(spawn)
-        r.listen(conn_qual)
-        node.ep.connect(r.address, conn_qual, WAIT)
-        r.accept()
-        node.expect(node.conn_evd, E.CONNECTION_EVENT_ESTABLISHED)
+        r = connect_to_remote(spawn, node, conn_qual)
         r.post_recv(3, 64)
         for i in range(3):                          # three completions for a queue of two
             node.ep.post_send([node.lmr.triplet(0, 8)], i)

@@ -6,10 +6,10 @@ import time
 import pytest
 
 import shmdat
-from shmdat import EpAttr, EvdFlags, EventNumber as E
+from shmdat import EpAttr, EvdFlags
 
 from tests.nodes import WAIT, Node
-from tests.remote import Remote
+from tests.remote import connect_to_remote
 
 BOUND = 30.0
 
@@ -17,13 +17,9 @@ BOUND = 30.0
 @pytest.fixture
 def pair(spawn, conn_qual):
     """A Node with a deep DTO EVD, connected to a spawned peer that can hold many receives."""
-    node = Node(qlen=4096, attr=EpAttr(max_recv_dtos=2048, max_request_dtos=2048))
-    r = Remote(spawn, attr=EpAttr(max_recv_dtos=2048, max_request_dtos=2048))
-    r.listen(conn_qual)
-    node.ep.connect(r.address, conn_qual, WAIT)
-    r.accept()
-    node.expect(node.conn_evd, E.CONNECTION_EVENT_ESTABLISHED)
-    assert r.wait_conn()[0] == "CONNECTION_EVENT_ESTABLISHED"
+    deep = EpAttr(max_recv_dtos=2048, max_request_dtos=2048)
+    node = Node(qlen=4096, attr=deep)
+    r = connect_to_remote(spawn, node, conn_qual, attr=deep)
     yield node, r
     node.close()
 

@@ -375,7 +375,8 @@ class EP(Handle):
         if status == ring.OK:
             if flags & _SUPPRESS or evd is None:
                 return
-            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[0], wr.done, op), not flags & _UNSIGNALLED)
+            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[0], wr.done, op),
+                      not flags & _UNSIGNALLED)
         elif evd is not None:
             evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
 

@@ -117,7 +117,6 @@ def test_many_evds_wait_async_in_one_loop(ia):
 
     async def main():
         waits = [asyncio.ensure_future(e.wait_async(timeout=WAIT)) for e in evds]
-        await asyncio.sleep(0)                          # let every wait start (not a timing sleep)
         for i, e in enumerate(evds):
             e.post_se(i)
         return await asyncio.wait_for(asyncio.gather(*waits), SECONDS)

@@ -6,7 +6,7 @@ import shmdat
 from shmdat import CloseFlags, EpState, EventNumber as E, EvdFlags, PspFlags, Return
 
 from tests.nodes import WAIT, Node
-from tests.remote import Remote
+from tests.remote import Remote, connect_to_remote
 
 MAX_PD = 256
 
@@ -213,11 +213,7 @@ def test_handoff_moves_the_request(spawn, conn_qual):
 
 
 def test_dup_connect_reaches_the_same_service_point(spawn, node, conn_qual):
-    r = Remote(spawn)
-    r.listen(conn_qual)
-    node.ep.connect(r.address, conn_qual, WAIT)
-    r.accept()
-    node.expect(node.conn_evd, E.CONNECTION_EVENT_ESTABLISHED)
+    r = connect_to_remote(spawn, node, conn_qual)
     ep2 = node.new_ep()
     with pytest.raises(shmdat.InvalidParameter):
         ep2.dup_connect(node.new_ep(), WAIT)
@@ -232,12 +228,7 @@ def test_dup_connect_reaches_the_same_service_point(spawn, node, conn_qual):
 @pytest.mark.parametrize("who", ["active", "passive"])
 @pytest.mark.parametrize("flags", [CloseFlags.ABRUPT, CloseFlags.GRACEFUL])
 def test_disconnect_gives_one_event_each_side(spawn, node, conn_qual, who, flags):
-    r = Remote(spawn)
-    r.listen(conn_qual)
-    node.ep.connect(r.address, conn_qual, WAIT)
-    r.accept()
-    node.expect(node.conn_evd, E.CONNECTION_EVENT_ESTABLISHED)
-    assert r.wait_conn()[0] == "CONNECTION_EVENT_ESTABLISHED"
+    r = connect_to_remote(spawn, node, conn_qual)       # ESTABLISHED on both sides
     if who == "active":
         node.ep.disconnect(flags)
     else:

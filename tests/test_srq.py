@@ -229,12 +229,18 @@ def test_a_buffer_taken_for_a_message_still_arriving_is_allocated(spawn, server,
     r.finish()
 
 
-def test_recv_query_without_srq_counts_posted_buffers(ia):
+def ep_with_receives(ia, count):
+    """An unconnected EP (no SRQ) with `count` receives of 64 bytes posted."""
     pz = ia.pz_create()
     ep = ia.ep_create(pz)
-    lmr = ia.lmr_create(pz, 4096)
-    for i in range(3):
+    lmr = ia.lmr_create(pz, 64 * count)
+    for i in range(count):
         ep.post_recv([lmr.triplet(i * 64, 64)], i)
+    return ep
+
+
+def test_recv_query_without_srq_counts_posted_buffers(ia):
+    ep = ep_with_receives(ia, 3)
     n, span = ep.recv_query()
     assert n == 3 and span >= n
     ep.free()

@@ -6,7 +6,7 @@ import pytest
 import shmdat
 from shmdat import AsyncReason, DtoStatus, EpAttr, EventNumber as E, Return, WATERMARK_INFINITE
 
-from tests.test_srq import SrqServer, client
+from tests.test_srq import SrqServer, client, ep_with_receives
 
 INF = WATERMARK_INFINITE
 
@@ -83,11 +83,7 @@ def test_hard_high_watermark_breaks_the_connection(spawn, server):
 
 
 def test_watermarks_count_posted_buffers_without_srq(ia):
-    pz = ia.pz_create()
-    ep = ia.ep_create(pz)
-    lmr = ia.lmr_create(pz, 4096)
-    for i in range(3):
-        ep.post_recv([lmr.triplet(i * 64, 64)], i)
+    ep = ep_with_receives(ia, 3)
     ep.set_watermark(3, INF)
     with pytest.raises(shmdat.QueueEmpty):
         ia.async_evd.dequeue()

@@ -1,10 +1,10 @@
 """asyncio on top of CNO file descriptors: `await evd.wait_async()`, `await cno.wait_async()`.
 
 A CNO's fileno() polls readable while the CNO is triggered (a background
-thread runs progress while the event loop sleeps). The loops here clear the
-trigger, poll once with a zero timeout, and only then await the descriptor:
-an event that arrives after the poll triggers the CNO and wakes the loop, so
-none is missed.
+thread runs progress while the event loop sleeps). The loop here polls once
+with a zero timeout and only then awaits the descriptor: an event that
+arrives after the poll triggers the CNO and wakes the loop, so none is
+missed.
 """
 
 import asyncio

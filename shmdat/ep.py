@@ -459,6 +459,7 @@ class EP(Handle):
 
     def _post_request(self, wr):
         """Hand a request to the QP, or flush it at once on a DISCONNECTED EP."""
+        self._ia._watch_peers()         # may break the connection: the request then flushes
         if self._state == S.DISCONNECTED:
             wr.status = _FLUSHED
             self.send_done(wr)
@@ -526,6 +527,7 @@ class EP(Handle):
                                       self._attr.max_recv_iov, 3, "EP")
             wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, completion_flags,
                                   (user_cookie, completion_flags, DtoOp.RECEIVE))
+            self._ia._watch_peers()
             if self._state == S.DISCONNECTED:
                 wr.status = _FLUSHED
                 self.recv_done(wr)
@@ -638,6 +640,7 @@ class EP(Handle):
         """dat_ep_query -> EpParam."""
         with self._ia._progress.lock:
             self._check()
+            self._ia._watch_peers()
             return EpParam(ia=self._ia, ep_state=self._state, local_ia_address=self._ia._hca.address,
                            local_port_qual=self.local_port_qual,
                            remote_ia_address=self.remote_ia_address,

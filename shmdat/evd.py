@@ -126,6 +126,7 @@ class EVD(Handle):
             if self._unwaitable:
                 raise InvalidState("the EVD is unwaitable (set_unwaitable)",
                                    subtype="INVALID_STATE_EVD_UNWAITABLE")
+            self._ia._watch_peers()
             if len(self._q) >= threshold:       # already queued: returned whatever their notification
                 event = self._take()
                 return event, len(self._q)
@@ -241,6 +242,7 @@ class EVD(Handle):
         """dat_evd_query -> EvdParam."""
         with self._ia._progress.lock:
             self._check()
+            self._ia._watch_peers()         # evd_count then includes a dead peer's flushes
             if self._overflowed:
                 state = EvdState.OVERFLOWED
             elif not self._enabled:

@@ -119,6 +119,13 @@ class IA(Handle):
             now = time.monotonic()
             if now >= self._progress.next_timer:
                 cm.check_timers(now)
+        self._watch_peers()
+
+    def _watch_peers(self):
+        """Notice dead peers at most LIVENESS_SLICE late. Every post, wait, dequeue and
+        query comes here (under the lock), not only progress: an RDMA initiator that
+        reaps completions already queued runs no progress, yet must learn its target
+        died. Costs one clock read unless a check is due."""
         now = time.monotonic()
         if now >= self._next_liveness:
             self._next_liveness = now + LIVENESS_SLICE

@@ -23,6 +23,10 @@ def _serve(ch, conn_qual, then):
     if then == "idle":
         ch.send("connected")
         ch.recv(timeout=60)
+    elif then == "rdma_target":
+        ch.send(tuple(n.lmr.rmr_triplet(0, 1 << 20)))
+        ch.send("connected")
+        ch.recv(timeout=60)                # never calls shmdat again: the initiator does it all
     elif then == "rdma_write_loop" or then == "rdma_read_loop":
         target = RmrTriplet(*ch.recv())
         ch.send("connected")
@@ -107,6 +111,72 @@ def test_sigkill_during_rdma(spawn, node, conn_qual, op):
     node.ep.post_recv([node.lmr.triplet(0, 64)], "r")
     peer.kill()
     assert_broken(node, ["r"])
+
+
+LIVENESS_PROMISE = 0.1      # seconds: the README's "never more than 100 ms"
+
+
+@pytest.mark.parametrize("op", ["post_rdma_write", "post_rdma_read"])
+def test_blind_rdma_initiator_learns_its_target_died(spawn, node, conn_qual, op):
+    """An initiator that only posts RDMA and reaps completions already queued (so no
+    wait ever blocks) learns of its target's SIGKILL within the promised bound."""
+    peer = spawn(_serve, conn_qual, "rdma_target")
+    address = peer.recv()
+    node.ep.connect(address, conn_qual, WAIT)
+    node.expect(node.conn_evd, E.CONNECTION_EVENT_ESTABLISHED)
+    target = RmrTriplet(*peer.recv())
+    assert peer.recv() == "connected"
+    post = getattr(node.ep, op)
+    local = [node.lmr.triplet(0, target.segment_length)]
+
+    def one(i):
+        post(local, i, target)
+        return node.dto_done().status
+
+    for i in range(20):
+        assert one(i) == DtoStatus.SUCCESS
+    peer.kill()
+    peer.process.join(peer_timeout := 10)
+    assert not peer.process.is_alive(), f"the peer outlived SIGKILL by {peer_timeout} s"
+    dead_at = time.monotonic()
+    i = 20
+    while one(i) == DtoStatus.SUCCESS:
+        i += 1
+        assert time.monotonic() - dead_at < 10, "the initiator never learned its target died"
+    noticed = time.monotonic() - dead_at
+    assert noticed <= LIVENESS_PROMISE, f"the death took {noticed * 1e3:.0f} ms to notice"
+    assert one(i + 1) == DtoStatus.ERR_FLUSHED                  # later DTOs flush at once
+    node.expect(node.conn_evd, E.CONNECTION_EVENT_BROKEN, 0)
+    a = node.ia.async_evd.dequeue()
+    assert a.number == E.ASYNC_ERROR_EP_BROKEN and a.data.handle is node.ep
+    assert node.ep.state == EpState.DISCONNECTED
+
+
+@pytest.mark.parametrize("call", ["dequeue", "evd_query", "ep_query"])
+def test_any_call_notices_a_dead_peer(spawn, node, conn_qual, call):
+    """dequeue and the queries run the liveness check too, not only waits."""
+    peer = connect(spawn, node, conn_qual, "idle")
+    peer.kill()
+    peer.process.join(10)
+    assert not peer.process.is_alive()
+    dead_at = time.monotonic()
+    probe = {"dequeue": lambda: _dequeue_or_none(node.conn_evd),
+             "evd_query": lambda: node.conn_evd.query().evd_count or None,
+             "ep_query": lambda: node.ep.query().ep_state == EpState.DISCONNECTED or None}[call]
+    while probe() is None:
+        assert time.monotonic() - dead_at < 10, f"{call} never noticed the dead peer"
+    assert time.monotonic() - dead_at <= LIVENESS_PROMISE
+    if call != "dequeue":
+        node.expect(node.conn_evd, E.CONNECTION_EVENT_BROKEN, 0)
+
+
+def _dequeue_or_none(evd):
+    try:
+        event = evd.dequeue()
+    except shmdat.QueueEmpty:
+        return None
+    assert event.number == E.CONNECTION_EVENT_BROKEN
+    return event
 
 
 def test_sigkill_in_the_middle_of_a_large_message(spawn, node, conn_qual):

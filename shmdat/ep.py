@@ -84,11 +84,23 @@ def invalid_state(ep, what):
                         subtype=f"INVALID_STATE_EP_{short}")
 
 
-def check_ep_attr(attr, srq=None):
+def check_ep_attr(attr, recv_evd, request_evd, srq=None):
+    """The EpAttr an EP gets (a copy), checked against its EVDs.
+
+    As DAT (and OFA's dapl) rule: a NULL request EVD goes with max_request_dtos 0,
+    a NULL recv EVD with max_recv_dtos 0 (unless an SRQ supplies the receives),
+    and an EVD with a queue of at least 1. attr=None takes the defaults, with 0
+    for the queue of a NULL EVD.
+    """
+    recv_dtos_free = srq is not None       # the SRQ holds the receives: max_recv_dtos is moot
     if attr is None:
-        return EpAttr()
+        attr = EpAttr()
+        if request_evd is None:
+            attr.max_request_dtos = 0
+        if recv_evd is None and not recv_dtos_free:
+            attr.max_recv_dtos = 0
     if not isinstance(attr, EpAttr):
-        raise bad_arg(6, f"attr must be an EpAttr, not {type(attr).__name__}")
+        raise bad_arg(6, f"attr must be an EpAttr or None, not {type(attr).__name__}")
     a = dataclasses.replace(attr)
     if a.service_type != 0:
         raise bad_arg(6, "service_type must be ServiceType.RC")
@@ -101,9 +113,17 @@ def check_ep_attr(attr, srq=None):
                       ("max_rdma_read_in", limits.MAX_RDMA_READ_PER_EP),
                       ("max_rdma_read_out", limits.MAX_RDMA_READ_PER_EP)):
         v = getattr(a, name)
-        low = 0 if name.startswith("max_rdma_read") or (srq is not None and name == "max_recv_dtos") else 1
-        if not isinstance(v, int) or not low <= v <= top:
+        low = 0 if name.startswith("max_rdma_read") or name.endswith("_dtos") else 1
+        if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= top:
             raise bad_arg(6, f"EpAttr.{name} must be an int from {low} to {top}, not {v!r}")
+    for name, evd, exempt in (("max_request_dtos", request_evd, False),
+                              ("max_recv_dtos", recv_evd, recv_dtos_free)):
+        v = getattr(a, name)
+        if not exempt and (evd is None) != (v == 0):
+            which = name[4:-5]
+            raise bad_arg(6, f"EpAttr.{name} is {v}, but the {which} EVD is "
+                             f"{'NULL' if evd is None else 'not NULL'}: a NULL {which} EVD goes "
+                             f"with {name} 0, an EVD with a queue of at least 1")
     rf, qf = a.recv_completion_flags, a.request_completion_flags
     if not isinstance(rf, int) or rf & ~int(CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
                                            | CompletionFlags.EVD_THRESHOLD):
@@ -665,8 +685,6 @@ class EP(Handle):
             for name in fields:
                 if name not in attr_names | handles or name in _NOT_IN_ATTR_MODIFY:
                     raise bad_arg(2, f"{name!r} is not a field dat_ep_modify can change")
-            attr = check_ep_attr(dataclasses.replace(
-                self._attr, **{k: v for k, v in fields.items() if k in attr_names}), self._srq)
             pz = check_handle(fields.get("pz", self._pz), PZ, "pz", "INVALID_HANDLE_PZ")
             recv = check_evd(fields.get("recv_evd", self._recv_evd), EvdFlags.DTO, "recv_evd",
                              "INVALID_HANDLE_EVD_RECV")
@@ -674,6 +692,8 @@ class EP(Handle):
                             "request_evd", "INVALID_HANDLE_EVD_REQUEST")
             conn = check_evd(fields.get("connect_evd", self._connect_evd), EvdFlags.CONNECTION,
                              "connect_evd", "INVALID_HANDLE_EVD_CONN")
+            attr = check_ep_attr(dataclasses.replace(
+                self._attr, **{k: v for k, v in fields.items() if k in attr_names}), recv, req, self._srq)
             self._unlink()
             self._pz, self._recv_evd, self._request_evd, self._connect_evd = pz, recv, req, conn
             self._attr = attr

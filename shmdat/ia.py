@@ -247,8 +247,12 @@ class IA(Handle):
     def ep_create(self, pz, recv_evd=None, request_evd=None, connect_evd=None, attr=None):
         """dat_ep_create -> EP (UNCONNECTED).
 
+        A NULL (None) recv or request EVD goes with max_recv_dtos or max_request_dtos
+        0; attr=None takes the defaults, with 0 for a NULL EVD's queue.
+
         Raises InvalidHandle (pz missing or freed; an EVD without the DTO or CONNECTION
-        flag), InvalidParameter (attr), InsufficientResources (max_eps)."""
+        flag), InvalidParameter (attr: a field out of range, an EVD with a zero queue
+        or a NULL EVD with a non-zero one), InsufficientResources (max_eps)."""
         return self._ep_create(pz, recv_evd, request_evd, connect_evd, None, attr)
 
     def ep_create_with_srq(self, pz, recv_evd, request_evd, connect_evd, srq, attr=None):
@@ -294,7 +298,7 @@ class IA(Handle):
             for evd in (recv_evd, request_evd, connect_evd):
                 if evd is not None:
                     check_same_ia(evd, self, "an EVD")
-            attr = check_ep_attr(attr, srq)
+            attr = check_ep_attr(attr, recv_evd, request_evd, srq)
             if len(self._eps) >= limits.MAX_EPS:
                 raise InsufficientResources(f"the IA has max_eps ({limits.MAX_EPS}) EPs",
                                             subtype="RESOURCE_TEP")

@@ -313,3 +313,46 @@ def test_loopback_in_one_process(node, conn_qual):
     got = {node.dto_done().user_cookie for _ in range(2)}
     assert got == {"r", "s"}
     assert bytes(node.lmr.buffer[:5]) == b"hello"
+
+
+def test_an_ep_with_null_dto_evds_connects_and_disconnects(spawn, node, conn_qual):
+    """dat_ep_create with NULL recv and request EVDs and both queues 0: an EP made
+    only to connect and disconnect, a common consumer pattern."""
+    ep = node.ia.ep_create(node.pz, None, None, node.conn_evd,
+                           shmdat.EpAttr(max_recv_dtos=0, max_request_dtos=0))
+    r = Remote(spawn)
+    r.listen(conn_qual)
+    ep.connect(r.address, conn_qual, WAIT, b"only to connect")
+    assert r.accept() == b"only to connect"
+    assert node.expect(node.conn_evd, E.CONNECTION_EVENT_ESTABLISHED).ep is ep
+    ep.disconnect()
+    assert node.expect(node.conn_evd, E.CONNECTION_EVENT_DISCONNECTED).ep is ep
+    assert r.wait_conn()[0] == "CONNECTION_EVENT_ESTABLISHED"
+    assert r.wait_conn()[0] == "CONNECTION_EVENT_DISCONNECTED"
+    r.finish()
+
+
+def test_null_evd_queue_defaults_to_zero(node):
+    attr = node.ia.ep_create(node.pz, None, None, node.conn_evd).query().ep_attr
+    assert (attr.max_recv_dtos, attr.max_request_dtos) == (0, 0)
+    attr = node.ia.ep_create(node.pz, node.dto, None, None).query().ep_attr
+    assert attr.max_recv_dtos > 0 and attr.max_request_dtos == 0
+
+
+@pytest.mark.parametrize("recv, req, max_recv_dtos, max_request_dtos, field", [
+    (True, True, 0, 8, "max_recv_dtos"),        # an EVD with a zero queue
+    (True, True, 8, 0, "max_request_dtos"),
+    (False, True, 8, 8, "max_recv_dtos"),       # a NULL EVD with a queue
+    (True, False, 8, 8, "max_request_dtos"),
+])
+def test_evd_and_queue_must_agree(node, recv, req, max_recv_dtos, max_request_dtos, field):
+    attr = shmdat.EpAttr(max_recv_dtos=max_recv_dtos, max_request_dtos=max_request_dtos)
+    with pytest.raises(shmdat.InvalidParameter, match=field) as e:
+        node.ia.ep_create(node.pz, node.dto if recv else None, node.dto if req else None,
+                          node.conn_evd, attr)
+    assert e.value.code == Return.INVALID_PARAMETER and e.value.subtype == "INVALID_ARG6"
+    ep = node.ia.ep_create(node.pz, node.dto, node.dto, node.conn_evd)
+    with pytest.raises(shmdat.InvalidParameter, match="max_request_dtos"):
+        ep.modify(request_evd=None)             # dat_ep_modify keeps the same rule
+    ep.modify(request_evd=None, max_request_dtos=0)
+    assert ep.query().request_evd is None

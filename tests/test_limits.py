@@ -77,7 +77,8 @@ def test_psp_limit(ia):
 def test_receive_limit_per_ep(ia):
     pz = ia.pz_create()
     lmr = ia.lmr_create(pz, 64)
-    ep = ia.ep_create(pz, attr=shmdat.EpAttr(max_recv_dtos=300))
+    ep = ia.ep_create(pz, ia.evd_create(300, shmdat.EvdFlags.DTO),
+                      attr=shmdat.EpAttr(max_recv_dtos=300, max_request_dtos=0))
     posted = fill_to_limit(lambda: ep.post_recv([lmr.triplet(0, 64)], None))
     assert len(posted) == 300
     ep.free()
@@ -86,11 +87,12 @@ def test_receive_limit_per_ep(ia):
 def test_ep_attr_above_the_ia_limits_is_invalid_parameter(ia):
     attr, _ = ia.query()
     pz = ia.pz_create()
+    dto = ia.evd_create(8, shmdat.EvdFlags.DTO)
     for field, value in (("max_recv_dtos", attr.max_dto_per_ep + 1),
                          ("max_request_iov", attr.max_iov_segments_per_dto + 1),
                          ("max_message_size", attr.max_message_size + 1)):
-        with pytest.raises(shmdat.InvalidParameter) as e:
-            ia.ep_create(pz, attr=shmdat.EpAttr(**{field: value}))
+        with pytest.raises(shmdat.InvalidParameter, match=field) as e:
+            ia.ep_create(pz, dto, dto, attr=shmdat.EpAttr(**{field: value}))
         assert e.value.code == Return.INVALID_PARAMETER
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import shmdat
-from shmdat import (DtoOp, DtoStatus, EpAttr, EventNumber as E, MemPriv, Return,
+from shmdat import (DtoOp, DtoStatus, EpAttr, EvdFlags, EventNumber as E, MemPriv, Return,
                     limits, ring)
 
 from tests.nodes import Node
@@ -232,7 +232,7 @@ def test_a_buffer_taken_for_a_message_still_arriving_is_allocated(spawn, server,
 def ep_with_receives(ia, count):
     """An unconnected EP (no SRQ) with `count` receives of 64 bytes posted."""
     pz = ia.pz_create()
-    ep = ia.ep_create(pz)
+    ep = ia.ep_create(pz, ia.evd_create(count, EvdFlags.DTO))
     lmr = ia.lmr_create(pz, 64 * count)
     for i in range(count):
         ep.post_recv([lmr.triplet(i * 64, 64)], i)
@@ -322,7 +322,7 @@ def test_resize_never_loses_a_buffer(spawn, server):
 def test_post_recv_on_an_srq_ep_is_refused(ia):
     pz = ia.pz_create()
     srq = ia.srq_create(pz, 4)
-    ep = ia.ep_create_with_srq(pz, None, None, None, srq, EpAttr())
+    ep = ia.ep_create_with_srq(pz, None, None, None, srq, EpAttr(max_request_dtos=0))
     lmr = ia.lmr_create(pz, 4096)
     with pytest.raises(shmdat.InvalidParameter) as e:
         ep.post_recv([lmr.triplet(0, 64)], "no")
@@ -389,18 +389,18 @@ def test_ep_create_with_srq_errors(ia):
     pz, other = ia.pz_create(), ia.pz_create()
     srq = ia.srq_create(pz, 4)
     with pytest.raises(shmdat.InvalidParameter) as e:
-        ia.ep_create_with_srq(other, None, None, None, srq, EpAttr())
+        ia.ep_create_with_srq(other, None, None, None, srq, EpAttr(max_request_dtos=0))
     assert e.value.code == Return.INVALID_PARAMETER
     for bad in (None, pz):
         with pytest.raises(shmdat.InvalidHandle) as e:
-            ia.ep_create_with_srq(pz, None, None, None, bad, EpAttr())
+            ia.ep_create_with_srq(pz, None, None, None, bad, EpAttr(max_request_dtos=0))
         assert e.value.code == Return.INVALID_HANDLE
     with shmdat.ia_open() as ia2:
         srq2 = ia2.srq_create(ia2.pz_create(), 4)
         with pytest.raises(shmdat.InvalidHandle) as e:
-            ia.ep_create_with_srq(pz, None, None, None, srq2, EpAttr())
+            ia.ep_create_with_srq(pz, None, None, None, srq2, EpAttr(max_request_dtos=0))
         assert e.value.code == Return.INVALID_HANDLE
-    ep = ia.ep_create_with_srq(pz, None, None, None, srq, EpAttr(max_recv_dtos=0))
+    ep = ia.ep_create_with_srq(pz, None, None, None, srq, EpAttr(max_recv_dtos=0, max_request_dtos=0))
     with pytest.raises(shmdat.InvalidState) as e:
         srq.free()
     assert e.value.code == Return.INVALID_STATE
@@ -422,7 +422,7 @@ def test_srq_limits(ia):
     eps = []
     with pytest.raises(shmdat.InsufficientResources) as e:
         while len(eps) <= attr.max_ep_per_srq:
-            eps.append(ia.ep_create_with_srq(pz, None, None, None, srq, EpAttr()))
+            eps.append(ia.ep_create_with_srq(pz, None, None, None, srq, EpAttr(max_request_dtos=0)))
     assert e.value.code == Return.INSUFFICIENT_RESOURCES and len(eps) == attr.max_ep_per_srq
     for ep in eps:
         ep.free()

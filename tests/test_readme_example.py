@@ -118,8 +118,11 @@ class Running:
         return code, list(self._out), "\n".join(self._err)
 
     def kill(self):
+        """Kill the process if it still runs (a failed test); reclaim what it leaves."""
         if self.proc.poll() is None:
             self.proc.kill()
+            self.proc.wait(TIMEOUT)
+            shm.reclaim_dead()
         self.proc.wait(TIMEOUT)
 
 

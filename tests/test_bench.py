@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 ROW_KEYS = {"transport", "op", "metric", "size", "wait", "median", "min", "unit"}
 
 
@@ -46,10 +48,21 @@ def test_compare_names_every_alternative_measured_or_skipped():
     assert "shmdat" in transports and "memcpy" in transports
 
 
-def test_bad_test_name_is_refused():
-    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--tests", "nonsense"],
+@pytest.mark.parametrize("option, value", [
+    ("--tests", "nonsense"), ("--wait", "never"), ("--sizes", "8,abc"), ("--sizes", "0"), ("--sizes", "3G"),
+    ("--senders", "x"), ("--budget", "-1"), ("--budget", "nan"), ("--messages", "0"),
+    ("--plot", "{tmp}/missing/bench.png"),
+])
+def test_a_bad_argument_is_a_usage_error_before_anything_starts(tmp_path, option, value):
+    value = value.format(tmp=tmp_path)
+    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", option, value],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "nonsense" in done.stderr
+    assert done.returncode == 2, done.stderr
+    # argparse's usage, then one line naming the argument and the bad item; nothing ran.
+    last = done.stderr.rstrip("\n").splitlines()[-1]
+    assert last.startswith(f"shmdat bench: error: argument {option}: ") and value.split(",")[-1] in last, \
+        done.stderr
+    assert done.stdout == "" and "[1/" not in done.stderr
 
 
 def test_plot_draws_a_png(tmp_path):

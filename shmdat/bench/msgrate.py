@@ -2,20 +2,21 @@
 
 import multiprocessing
 import time
-import traceback
 
 import shmdat
 from shmdat import EventNumber, EvdFlags
 
 from .plan import TIMEOUT_US
-from .runner import reap
+from .runner import error_report, expect, stop_on_sigterm, supervised
 from .shmdat_transport import WINDOW, _next
 
 SIZE = 8
+WHAT = "message-rate test"
 _ctx = multiprocessing.get_context("spawn")
 
 
 def _receiver(conn, senders, per_sender):
+    stop_on_sigterm()
     try:
         with shmdat.ia_open() as ia:
             pz = ia.pz_create()
@@ -49,11 +50,12 @@ def _receiver(conn, senders, per_sender):
             elapsed = time.perf_counter() - first
             conn.send(("rate", (total - 1) / elapsed if elapsed > 0 else float("nan")))
             conn.recv()     # the senders are done: close
-    except BaseException:
-        conn.send(("error", traceback.format_exc()))
+    except Exception:
+        conn.send(error_report())
 
 
 def _sender(conn, address, conn_qual, count):
+    stop_on_sigterm()
     try:
         with shmdat.ia_open() as ia:
             pz = ia.pz_create()
@@ -76,42 +78,33 @@ def _sender(conn, address, conn_qual, count):
                 _next(dto, False)
             conn.send("sent")
             conn.recv()     # the receiver has everything: disconnect
-    except BaseException:
-        conn.send(("error", traceback.format_exc()))
-
-
-def _expect(conn, timeout=120.0):
-    if not conn.poll(timeout):
-        raise RuntimeError("message-rate test: no answer within the timeout")
-    msg = conn.recv()
-    if isinstance(msg, tuple) and msg[0] == "error":
-        raise RuntimeError(f"message-rate test failed:\n{msg[1]}")
-    return msg
+    except Exception:
+        conn.send(error_report())
 
 
 def run(senders, total):
     """Messages per second that one receiver takes from `senders` processes."""
     per_sender = max(1, total // senders)
     rconn, rchild = _ctx.Pipe()
-    procs = [_ctx.Process(target=_receiver, args=(rchild, senders, per_sender), daemon=True)]
-    procs[0].start()
-    try:
-        address, conn_qual = _expect(rconn)
+    receiver = _ctx.Process(target=_receiver, args=(rchild, senders, per_sender), daemon=True)
+    with supervised([receiver]) as procs:
+        receiver.start()
+        rchild.close()
+        address, conn_qual = expect(rconn, WHAT)
         sconns = []
         for _ in range(senders):
             mine, theirs = _ctx.Pipe()
             p = _ctx.Process(target=_sender, args=(theirs, address, conn_qual, per_sender), daemon=True)
             p.start()
+            theirs.close()
             procs.append(p)
             sconns.append(mine)
-        assert _expect(rconn) == "ready"
+        assert expect(rconn, WHAT) == "ready"
         for c in sconns:
             c.send("go")
-        _, rate = _expect(rconn)
+        _, rate = expect(rconn, WHAT)
         for c in sconns:
-            assert _expect(c) == "sent"
+            assert expect(c, WHAT) == "sent"
             c.send("bye")
         rconn.send("bye")
-        return {"senders": senders, "messages": per_sender * senders, "size": SIZE, "msgs_per_s": rate}
-    finally:
-        reap(procs)
+    return {"senders": senders, "messages": per_sender * senders, "size": SIZE, "msgs_per_s": rate}

@@ -1,8 +1,12 @@
-"""Running a transport's cells between two spawned processes (or under mpiexec)."""
+"""Running a transport's cells between two spawned processes (or under mpiexec),
+and stopping benchmark processes without leaving their memory behind."""
 
+import contextlib
+import importlib.util
 import json
 import multiprocessing
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -12,27 +16,89 @@ from multiprocessing.connection import wait
 
 import numpy as np
 
+from .. import shm
+from .alternatives import PipeEndpoint, ZmqEndpoint
 from .plan import REPS, Cell, iterations
+from .shmdat_transport import ShmdatEndpoint
 from .timing import drive, serve
 
 CELL_TIMEOUT = 120.0        # seconds: one cell that takes longer means the transport hung
+JOIN_TIMEOUT = 10.0         # seconds a benchmark process gets to exit, then again after SIGTERM
 _ctx = multiprocessing.get_context("spawn")
+
+
+def stop_on_sigterm():
+    """In a benchmark process: make SIGTERM an exception, so that its `with` and
+    `finally` blocks close its IA (default SIGTERM would leave its segments behind)."""
+    def stop(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)      # once: never inside our own cleanup
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, stop)
+
+
+def error_report():
+    """What a benchmark process sends when it fails: the error in one line, and its traceback."""
+    tb = traceback.format_exc()
+    return ("error", tb.strip().splitlines()[-1], tb)
+
+
+def expect(conn, what, timeout=CELL_TIMEOUT):
+    """The next message from a benchmark process; RuntimeError if it failed, died or hung."""
+    if not conn.poll(timeout):
+        raise RuntimeError(f"{what}: no answer within {timeout:.0f} s")
+    try:
+        msg = conn.recv()
+    except EOFError:
+        raise RuntimeError(f"{what}: a benchmark process died") from None
+    if isinstance(msg, tuple) and msg[0] == "error":
+        raise RuntimeError(f"{what} failed: {msg[1]}\n\n{msg[2]}")
+    return msg
+
+
+def reap(procs, timeout=JOIN_TIMEOUT):
+    """Join benchmark processes. One still running after `timeout` is asked to stop
+    (SIGTERM: it closes its IA), and killed only if it does not; what a killed one
+    left in /dev/shm is reclaimed at once (its owner is dead: `shmdat gc` would)."""
+    killed = []
+    for p in procs:
+        p.join(timeout)
+        if p.is_alive():
+            p.terminate()
+            p.join(JOIN_TIMEOUT)
+        if p.is_alive():
+            p.kill()
+            p.join()
+            killed.append(p.pid)
+    if killed:
+        shm.reclaim_dead()
+        print(f"shmdat bench: killed benchmark process(es) {killed}, which did not stop;"
+              " their shared memory was reclaimed", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def supervised(procs):
+    """Reap `procs` (a list that may grow inside) on the way out. On an error, stop
+    them at once: a peer of the process that failed may wait for it for ever."""
+    try:
+        yield procs
+    except BaseException:
+        reap(procs, timeout=0)
+        raise
+    reap(procs)
 
 
 def _endpoint(transport, role, ctrl, max_size, data_conn):
     if transport == "shmdat":
-        from .shmdat_transport import ShmdatEndpoint
         return ShmdatEndpoint(role, ctrl, max_size)
     if transport == "multiprocessing.Pipe":
-        from .alternatives import PipeEndpoint
         return PipeEndpoint(role, ctrl, max_size, data_conn)
     if transport == "pyzmq":
-        from .alternatives import ZmqEndpoint
         return ZmqEndpoint(role, ctrl, max_size)
     raise ValueError(transport)
 
 
 def _side(transport, role, ctrl, results, cells, budget, max_size, data_conn):
+    stop_on_sigterm()
     try:
         t = _endpoint(transport, role, ctrl, max_size, data_conn)
         try:
@@ -43,8 +109,8 @@ def _side(transport, role, ctrl, results, cells, budget, max_size, data_conn):
         finally:
             t.close()
         results.send(("done",))
-    except BaseException:
-        results.send(("error", traceback.format_exc()))
+    except Exception:
+        results.send(error_report())
 
 
 def run_pair(transport, cells, budget, on_row):
@@ -52,47 +118,33 @@ def run_pair(transport, cells, budget, on_row):
     max_size = max(c.size for c in cells)
     ctrl_a, ctrl_b = _ctx.Pipe()
     data_a, data_b = _ctx.Pipe() if transport == "multiprocessing.Pipe" else (None, None)
-    procs, conns = [], []
-    for role, ctrl, data in (("server", ctrl_a, data_a), ("client", ctrl_b, data_b)):
-        mine, theirs = _ctx.Pipe(duplex=False)
-        p = _ctx.Process(target=_side, args=(transport, role, ctrl, theirs, cells, budget, max_size, data),
-                         daemon=True)
-        p.start()
-        theirs.close()
-        procs.append(p)
-        conns.append(mine)
-    try:
+    conns = []
+    with supervised([]) as procs:
+        for role, ctrl, data in (("server", ctrl_a, data_a), ("client", ctrl_b, data_b)):
+            mine, theirs = _ctx.Pipe(duplex=False)
+            p = _ctx.Process(target=_side, args=(transport, role, ctrl, theirs, cells, budget, max_size, data),
+                             daemon=True)
+            p.start()
+            procs.append(p)
+            conns.append(mine)
+            # Only the children hold their ends now: a child that exits is an EOF to its peer.
+            for end in (theirs, ctrl, data):
+                if end is not None:
+                    end.close()
         pending = set(conns)
         while pending:
             ready = wait(list(pending), CELL_TIMEOUT)
             if not ready:
                 raise RuntimeError(f"{transport}: no progress within {CELL_TIMEOUT:.0f} s")
             for conn in ready:
-                try:
-                    msg = conn.recv()
-                except EOFError:
-                    raise RuntimeError(f"{transport}: a benchmark process died") from None
+                msg = expect(conn, transport)
                 if msg[0] == "row":
                     on_row(*msg[1:])
-                elif msg[0] == "error":
-                    raise RuntimeError(f"{transport} failed:\n{msg[1]}")
                 else:
                     pending.discard(conn)
-    finally:
-        reap(procs)
-
-
-def reap(procs, timeout=10):
-    """Join benchmark processes, killing any that did not finish."""
-    for p in procs:
-        p.join(timeout)
-        if p.is_alive():
-            p.kill()
-            p.join()
 
 
 def mpi_available():
-    import importlib.util
     if importlib.util.find_spec("mpi4py") is None:
         return "mpi4py is not installed"
     if not shutil.which("mpiexec"):

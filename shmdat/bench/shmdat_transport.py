@@ -17,7 +17,16 @@ WINDOW = 32
 
 class ShmdatEndpoint:
     def __init__(self, role, ctrl, max_size):
-        self.ia = ia = shmdat.ia_open()
+        self.ia = shmdat.ia_open()
+        try:
+            self._connect(role, ctrl, max_size)
+        except BaseException:
+            self.ia.close()     # at once: its LMRs may be large
+            raise
+        self.outstanding = 0
+
+    def _connect(self, role, ctrl, max_size):
+        ia = self.ia
         self.pz = ia.pz_create()
         self.recv_evd = ia.evd_create(4 * WINDOW, EvdFlags.DTO)
         self.req_evd = ia.evd_create(4 * WINDOW, EvdFlags.DTO)
@@ -44,7 +53,6 @@ class ShmdatEndpoint:
             self._expect(conn_evd, EventNumber.CONNECTION_EVENT_ESTABLISHED)
         ctrl.send(tuple(self.dst.rmr_triplet()))
         self.remote = RmrTriplet(*ctrl.recv())
-        self.outstanding = 0
 
     @staticmethod
     def _expect(evd, number):

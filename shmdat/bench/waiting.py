@@ -10,8 +10,9 @@ import shmdat
 from shmdat import EventNumber, EvdFlags, shm
 
 from .plan import TIMEOUT_US
-from .runner import reap
+from .runner import expect, stop_on_sigterm, supervised
 
+WHAT = "waiting benchmark"
 _ctx = multiprocessing.get_context("spawn")
 
 
@@ -24,6 +25,7 @@ def _node(ia):
 
 def _victim(conn):
     """Connects to the survivor, says so, then waits to be killed."""
+    stop_on_sigterm()
     with shmdat.ia_open() as ia:
         conn_evd, _, ep = _node(ia)
         address, conn_qual = conn.recv()
@@ -36,6 +38,7 @@ def _victim(conn):
 def _survivor(conn, idle_seconds):
     """Accepts the victim; reports the CPU of an idle blocked wait, then when the
     death was seen (time.monotonic is one clock for every process)."""
+    stop_on_sigterm()
     with shmdat.ia_open() as ia:
         conn_evd, dto, ep = _node(ia)
         cr_evd = ia.evd_create(4, EvdFlags.CR)
@@ -64,26 +67,22 @@ def measure(idle_seconds=2.0, deaths=3):
         survivor = _ctx.Process(target=_survivor, args=(s_child, idle_seconds if cpu is None else 0.01),
                                 daemon=True)
         victim = _ctx.Process(target=_victim, args=(v_child,), daemon=True)
-        survivor.start()
-        victim.start()
         try:
-            v_conn.send(_recv(s_conn))
-            assert _recv(v_conn) == "connected"
-            _, fraction = _recv(s_conn, idle_seconds + 60)
-            cpu = 100 * fraction if cpu is None else cpu
-            # The survivor is now blocked in evd.wait on its connection EVD.
-            time.sleep(0.2)     # not synchronisation: lets the waiter get past its spin into the sleep
-            killed = time.monotonic()
-            os.kill(victim.pid, signal.SIGKILL)
-            _, seen = _recv(s_conn)
-            notices.append(1000 * (seen - killed))
+            with supervised([survivor, victim]):
+                survivor.start()
+                victim.start()
+                s_child.close()
+                v_child.close()
+                v_conn.send(expect(s_conn, WHAT))
+                assert expect(v_conn, WHAT) == "connected"
+                _, fraction = expect(s_conn, WHAT, idle_seconds + 60)
+                cpu = 100 * fraction if cpu is None else cpu
+                # The survivor is now blocked in evd.wait on its connection EVD.
+                time.sleep(0.2)     # not synchronisation: lets the waiter get past its spin into the sleep
+                killed = time.monotonic()
+                os.kill(victim.pid, signal.SIGKILL)
+                _, seen = expect(s_conn, WHAT)
+                notices.append(1000 * (seen - killed))
         finally:
-            reap((survivor, victim), 5)
             shm.reclaim_dead()      # what the killed victim left, as `shmdat gc` would
     return {"idle_waiter_cpu_percent": cpu, "death_notice_ms": notices}
-
-
-def _recv(conn, timeout=60.0):
-    if not conn.poll(timeout):
-        raise RuntimeError("waiting benchmark: a process did not answer")
-    return conn.recv()

@@ -1,0 +1,34 @@
+"""The benchmark's runner in-process: a failing benchmark stops its peers cleanly and
+leaves nothing in /dev/shm."""
+
+import math
+import os
+
+from shmdat import bench, shm
+from shmdat.bench import runner
+
+
+def test_a_failing_benchmark_stops_its_peer_and_leaves_no_memory(monkeypatch, capsys):
+    pids = []
+    real_reap, real_run_pair = runner.reap, runner.run_pair
+
+    def recording_reap(procs, *args, **kwargs):
+        pids.extend(p.pid for p in procs)
+        real_reap(procs, *args, **kwargs)
+
+    def failing_run_pair(transport, cells, budget, on_row):
+        # A NaN budget (the command line refuses it) makes the client fail after it has
+        # connected, while its server waits for the next step on the control pipe.
+        real_run_pair(transport, cells, math.nan, on_row)
+
+    monkeypatch.setattr(runner, "reap", recording_reap)
+    monkeypatch.setattr(runner, "run_pair", failing_run_pair)
+    code = bench.main(["--tests", "rdma_write_lat", "--sizes", "8", "--wait", "poll", "--senders", "0",
+                       "--no-waiting"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "shmdat bench: shmdat failed: ValueError: cannot convert float NaN to integer" in err
+    assert len(pids) == 2 and not any(p == os.getpid() for p in pids)
+    # Both benchmark processes closed their IAs: none had to be killed, nothing of theirs is left.
+    assert "killed" not in err
+    assert not [o["name"] for o in shm.list_objects() if o["pid"] in pids]

@@ -1,8 +1,11 @@
 """The benchmark's runner in-process: a failing benchmark stops its peers cleanly and
-leaves nothing in /dev/shm."""
+leaves nothing in /dev/shm; mpiexec is found beside the interpreter."""
 
 import math
 import os
+import sys
+
+import pytest
 
 from shmdat import bench, shm
 from shmdat.bench import runner
@@ -32,3 +35,11 @@ def test_a_failing_benchmark_stops_its_peer_and_leaves_no_memory(monkeypatch, ca
     # Both benchmark processes closed their IAs: none had to be killed, nothing of theirs is left.
     assert "killed" not in err
     assert not [o["name"] for o in shm.list_objects() if o["pid"] in pids]
+
+
+def test_mpiexec_beside_the_interpreter_is_found_off_path(monkeypatch):
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if not os.access(beside, os.X_OK):
+        pytest.skip("no mpiexec beside this interpreter")
+    monkeypatch.setenv("PATH", os.pathsep.join(["/nonexistent", "/usr/bin", "/bin"]))    # a venv not activated
+    assert runner.find_mpiexec() == beside

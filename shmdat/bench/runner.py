@@ -5,6 +5,7 @@ import contextlib
 import importlib.util
 import json
 import multiprocessing
+import os
 import shutil
 import signal
 import statistics
@@ -144,17 +145,25 @@ def run_pair(transport, cells, budget, on_row):
                     pending.discard(conn)
 
 
+def find_mpiexec():
+    """The mpiexec beside the interpreter (the mpich wheel puts it in the venv's bin,
+    which is not on PATH when the venv is not activated), else the one on PATH."""
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+    return shutil.which("mpiexec", path=path)
+
+
 def mpi_available():
+    """None if mpi4py can run, else why not."""
     if importlib.util.find_spec("mpi4py") is None:
         return "mpi4py is not installed"
-    if not shutil.which("mpiexec"):
-        return "mpiexec is not on PATH"
+    if not find_mpiexec():
+        return "no mpiexec beside the interpreter or on PATH"
     return None
 
 
 def run_mpi(cells, budget, on_row):
     """Measure `cells` over mpi4py: two ranks under mpiexec, one JSON line per result."""
-    cmd = [shutil.which("mpiexec"), "-n", "2", sys.executable, "-m", "shmdat.bench.mpi_worker"]
+    cmd = [find_mpiexec(), "-n", "2", sys.executable, "-m", "shmdat.bench.mpi_worker"]
     spec = json.dumps({"cells": [list(c) for c in cells], "budget": budget})
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

@@ -9,12 +9,17 @@ import pytest
 ROW_KEYS = {"transport", "op", "metric", "size", "wait", "median", "min", "unit"}
 
 
-def bench(*args):
+def run_bench(*args):
+    """A tiny --json run; its finished subprocess."""
     done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--json", "--sizes", "8,4K",
                            "--budget", "0.002", "--messages", "200", *args],
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return done
+
+
+def bench(*args):
+    return json.loads(run_bench(*args).stdout)
 
 
 def check_rows(rows):
@@ -65,7 +70,10 @@ def test_a_bad_argument_is_a_usage_error_before_anything_starts(tmp_path, option
     assert done.stdout == "" and "[1/" not in done.stderr
 
 
-def test_plot_draws_a_png(tmp_path):
+def test_plot_draws_a_png_and_says_where(tmp_path):
     png = tmp_path / "bench.png"
-    bench("--plot", str(png), "--tests", "send_lat,send_bw", "--wait", "poll", "--senders", "0", "--no-waiting")
+    done = run_bench("--plot", str(png), "--tests", "send_lat,send_bw", "--wait", "poll", "--senders", "0",
+                     "--no-waiting")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot written to {png}" in done.stderr      # stdout is the JSON alone
+    json.loads(done.stdout)

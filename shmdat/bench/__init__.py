@@ -191,5 +191,7 @@ def main(argv=None):
         print(f"shmdat bench, {m['date']}, {m['cpu']}, {m['cores']} cores, {m['seconds']:.0f} s\n")
         print(report.table(rows, rates, wait_costs, skipped))
     if args.plot:
-        report.plot(rows, args.plot)
+        from . import plot      # matplotlib is optional: imported only when asked for
+        plot.draw(rows, args.plot, m, " ".join(["shmdat bench", *argv]))
+        print(f"plot written to {os.path.abspath(args.plot)}", file=sys.stderr if args.json else sys.stdout)
     return 0

@@ -1,4 +1,4 @@
-"""Presenting results: the readable table, the --json object, the --plot figure."""
+"""Presenting results: the readable table and the machine record of the --json object."""
 
 import datetime
 import os
@@ -6,10 +6,7 @@ import platform
 
 TITLES = {"send": "send/recv", "rdma_write": "RDMA write", "rdma_read": "RDMA read"}
 ALTERNATIVES = ("multiprocessing.Pipe", "pyzmq", "mpi4py")
-# --plot: a colour per transport, a line style per operation, a marker per wait mode.
-COLORS = {"shmdat": "tab:blue", "multiprocessing.Pipe": "tab:orange", "pyzmq": "tab:green",
-          "mpi4py": "tab:red", "memcpy": "tab:gray"}
-STYLES = {"send": "-", "rdma_write": "--", "rdma_read": ":", "memcpy": "-."}
+WAIT_TITLES = {"poll": "receiver polling", "block": "receiver blocked in evd.wait"}
 SHORT = {"multiprocessing.Pipe": "Pipe", "pyzmq": "pyzmq", "mpi4py": "mpi4py"}
 
 
@@ -26,9 +23,9 @@ def machine():
             versions[name] = __import__(name).__version__
         except ImportError:
             pass
-    return {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": cpu,
-            "cores": os.cpu_count(), "system": platform.platform(), "python": platform.python_version(),
-            "versions": versions}
+    return {"date": datetime.datetime.now().isoformat(timespec="seconds"), "host": platform.node(),
+            "cpu": cpu, "cores": os.cpu_count(), "system": platform.platform(),
+            "python": platform.python_version(), "versions": versions}
 
 
 def size_text(n):
@@ -57,7 +54,7 @@ def table(rows, msgrate=(), waits=None, skipped=None):
         unit = "us" if metric == "latency" else "GB/s"
         alts = [t for t in present if any(k[:4] == (t, op, metric, wait) for k in index)]
         show_memcpy = metric == "bandwidth" and memcpy
-        head = f"{TITLES[op]} {metric} ({unit}), receiver {'polling' if wait == 'poll' else 'blocked in evd.wait'}"
+        head = f"{TITLES[op]} {metric} ({unit}), {WAIT_TITLES[wait]}"
         cols = f"{'size':>8}  {'shmdat':>9}" + "".join(f"  {SHORT[t]:>8} {'(x)':>6}" for t in alts)
         if show_memcpy:
             cols += f"  {'memcpy':>8} {'(%)':>5}"
@@ -86,29 +83,3 @@ def table(rows, msgrate=(), waits=None, skipped=None):
     for name, why in (skipped or {}).items():
         out.append(f"skipped {name}: {why}")
     return "\n".join(out).lstrip("\n")
-
-
-def plot(rows, path):
-    """Latency and bandwidth against size, one line per transport, op and wait."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SystemExit("--plot needs matplotlib: pip install 'shmdat[plot]'")
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
-    for ax, metric, unit in ((axes[0], "latency", "us"), (axes[1], "bandwidth", "GB/s")):
-        series = sorted({(r["transport"], r["op"], r["wait"]) for r in rows if r["metric"] == metric})
-        for transport, op, wait in series:
-            pts = sorted((r["size"], r["median"]) for r in rows if r["metric"] == metric
-                         and (r["transport"], r["op"], r["wait"]) == (transport, op, wait))
-            ax.plot(*zip(*pts), color=COLORS.get(transport, "black"), linestyle=STYLES.get(op, "-"),
-                     marker="o" if wait == "poll" else "x", label=f"{transport} {op} {wait}")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel(f"{metric} ({unit})")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)

@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from . import cma, shm
+from . import __version__, cma, shm
 
 
 def _fields(value):
@@ -86,6 +86,7 @@ def cmd_bench(argv):
 
 def _parser():
     parser = argparse.ArgumentParser(prog="shmdat", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="providers, attributes, and what this machine allows")
     ls = sub.add_parser("ls", help="list shmdat's shared-memory objects and whether their owners live")

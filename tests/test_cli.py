@@ -67,6 +67,12 @@ def test_bench_options_go_to_the_benchmark():
     assert "--compare" in out
 
 
+def test_version_is_the_package_version():
+    code, out, err = run("--version")
+    assert code == 0, err
+    assert out.strip() == f"shmdat {shmdat.__version__}"
+
+
 def test_unknown_command_is_a_usage_error():
     code, _, err = run("frobnicate")
     assert code == 2 and "invalid choice" in err

@@ -32,6 +32,7 @@ import numpy as np
 import posix_ipc
 
 from . import limits, ring
+from .args import check_choice, check_conn_qual, check_private_data
 from .constants import CONN_QUAL_MAX, EventNumber, PspFlags
 from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidAddress,
                      InvalidHandle, InvalidState, ModelNotSupported, bad_arg)
@@ -197,18 +198,18 @@ class CR(Handle):
                     raise InvalidHandle("accept needs an EP", subtype="INVALID_HANDLE_EP")
                 check_handle(ep, E_.EP, "ep", "INVALID_HANDLE_EP")
                 ep._require("accept")
-            E_.check_private_data(private_data, 4)
+            private_data = check_private_data(private_data, 4)
             if ep._connect_evd is None:
                 raise InvalidState("the EP has no connect EVD", subtype="INVALID_STATE_EP_EVD_CONNECT")
             self._destroy()
-            ia._cm.accept(self, ep, bytes(private_data))
+            ia._cm.accept(self, ep, private_data)
 
     def reject(self, private_data=b""):
         """dat_cr_reject: refuse; the requester gets PEER_REJECTED carrying `private_data`."""
         ia = self._ia
         with ia._progress.lock:
             self._check()
-            ep_module().check_private_data(private_data, 2)
+            private_data = check_private_data(private_data, 2)
             self._destroy()
             if self._local_ep is not None:
                 self._local_ep._transition("reject")
@@ -223,7 +224,7 @@ class CR(Handle):
         ia = self._ia
         with ia._progress.lock:
             self._check()
-            sp = ia._cm.sps.get(conn_qual)
+            sp = ia._cm.sps.get(check_conn_qual(conn_qual, 2))
             if not isinstance(sp, PSP):
                 raise bad_arg(2, f"no PSP of this IA listens on conn_qual {conn_qual!r}")
             if self._local_ep is not None:
@@ -256,11 +257,10 @@ class ConnectionManager:
     # Service points.
 
     def psp_create(self, conn_qual, evd, flags):
+        flags = check_choice(flags, 4, "flags", (PspFlags.CONSUMER, PspFlags.PROVIDER))
         if flags == PspFlags.PROVIDER:
             raise ModelNotSupported("PspFlags.PROVIDER (provider-created EPs) is not supported; "
                                     "use PspFlags.CONSUMER and accept with your own EP")
-        if flags != PspFlags.CONSUMER:
-            raise bad_arg(4, f"flags must be PspFlags.CONSUMER or PROVIDER, not {flags!r}")
         if conn_qual in self.sps:
             raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
         if len(self.sps) >= limits.MAX_PSPS:

@@ -13,9 +13,10 @@ import os
 import threading
 import time
 
+from . import aio
+from .args import check_timeout
 from .constants import TIMEOUT_INFINITE
 from .errors import Abort, InterruptedCall, InvalidState, TimeoutExpired
-from .evd import check_timeout
 from .handle import Handle
 from .progress import SignalError
 from .values import CnoParam
@@ -80,7 +81,7 @@ class CNO(Handle):
 
     async def wait_async(self, timeout=TIMEOUT_INFINITE):
         """dat_cno_wait for asyncio: `evd = await cno.wait_async(timeout)`; the errors of wait()."""
-        from . import aio
+        check_timeout(timeout, 2)
         return await aio.wait(lambda: self.wait(0), self, timeout)
 
     def _clear(self):

@@ -8,14 +8,18 @@ import collections
 import dataclasses
 
 from . import limits, ring
+from .args import (check_choice, check_conn_qual, check_flags, check_int, check_private_data,
+                   check_rmr_triplet, check_timeout, expected)
 from .constants import (AsyncReason, CloseFlags, CompletionFlags, ConnectFlags, DtoOp, DtoStatus,
-                        EpState, EventNumber, EvdFlags, MemPriv, Qos, TIMEOUT_INFINITE,
+                        EpState, EventNumber, EvdFlags, MemPriv, Qos, ServiceType, TIMEOUT_INFINITE,
                         WATERMARK_INFINITE)
-from .errors import (InsufficientResources, InternalError, InvalidHandle,
-                     InvalidState, LengthError, PrivilegesViolation, ProtectionViolation, bad_arg)
-from .evd import EVD, check_timeout
+from .errors import (InsufficientResources, InternalError, InvalidHandle, InvalidState, LengthError,
+                     ModelNotSupported, bad_arg)
+from .evd import EVD
 from .handle import Handle, check_handle
-from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam, RmrTriplet
+from .lmr import resolve_iov
+from .pz import PZ
+from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam
 
 S = EpState
 
@@ -73,6 +77,10 @@ _SOLICITED = int(CompletionFlags.SOLICITED_WAIT)
 _LOCAL_READ = int(MemPriv.LOCAL_READ)
 _LOCAL_WRITE = int(MemPriv.LOCAL_WRITE)
 _NOT_IN_ATTR_MODIFY = {"service_type"}
+CF = CompletionFlags
+_QOS = int(Qos.BEST_EFFORT | Qos.HIGH_THROUGHPUT | Qos.LOW_LATENCY | Qos.ECONOMY | Qos.PREMIUM)
+_CONNECT_FLAGS = int(ConnectFlags.DEFAULT | ConnectFlags.MULTIPATH_REQUESTED
+                     | ConnectFlags.MULTIPATH_REQUIRED)
 
 
 def invalid_state(ep, what):
@@ -100,10 +108,9 @@ def check_ep_attr(attr, recv_evd, request_evd, srq=None):
         if recv_evd is None and not recv_dtos_free:
             attr.max_recv_dtos = 0
     if not isinstance(attr, EpAttr):
-        raise bad_arg(6, f"attr must be an EpAttr or None, not {type(attr).__name__}")
+        raise expected(6, "attr", "an EpAttr or None", attr)
     a = dataclasses.replace(attr)
-    if a.service_type != 0:
-        raise bad_arg(6, "service_type must be ServiceType.RC")
+    check_choice(a.service_type, 6, "EpAttr.service_type", (ServiceType.RC,))
     for name, top in (("max_message_size", limits.MAX_MESSAGE_SIZE),
                       ("max_rdma_size", limits.MAX_RDMA_SIZE),
                       ("max_recv_dtos", limits.MAX_DTO_PER_EP),
@@ -112,10 +119,8 @@ def check_ep_attr(attr, recv_evd, request_evd, srq=None):
                       ("max_request_iov", limits.MAX_IOV_SEGMENTS_PER_DTO),
                       ("max_rdma_read_in", limits.MAX_RDMA_READ_PER_EP),
                       ("max_rdma_read_out", limits.MAX_RDMA_READ_PER_EP)):
-        v = getattr(a, name)
         low = 0 if name.startswith("max_rdma_read") or name.endswith("_dtos") else 1
-        if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= top:
-            raise bad_arg(6, f"EpAttr.{name} must be an int from {low} to {top}, not {v!r}")
+        check_int(getattr(a, name), 6, f"EpAttr.{name}", low, top)
     for name, evd, exempt in (("max_request_dtos", request_evd, False),
                               ("max_recv_dtos", recv_evd, recv_dtos_free)):
         v = getattr(a, name)
@@ -124,16 +129,15 @@ def check_ep_attr(attr, recv_evd, request_evd, srq=None):
             raise bad_arg(6, f"EpAttr.{name} is {v}, but the {which} EVD is "
                              f"{'NULL' if evd is None else 'not NULL'}: a NULL {which} EVD goes "
                              f"with {name} 0, an EVD with a queue of at least 1")
-    rf, qf = a.recv_completion_flags, a.request_completion_flags
-    if not isinstance(rf, int) or rf & ~int(CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
-                                           | CompletionFlags.EVD_THRESHOLD):
-        raise bad_arg(6, f"EpAttr.recv_completion_flags {rf!r} is not one of DEFAULT, "
-                         "UNSIGNALLED, SOLICITED_WAIT, EVD_THRESHOLD")
-    if rf & CompletionFlags.EVD_THRESHOLD and rf & CompletionFlags.UNSIGNALLED:
+    rf = check_flags(a.recv_completion_flags, 6, "EpAttr.recv_completion_flags",
+                     int(CF.UNSIGNALLED | CF.SOLICITED_WAIT | CF.EVD_THRESHOLD),
+                     "DEFAULT, UNSIGNALLED, SOLICITED_WAIT or EVD_THRESHOLD")
+    if rf & CF.EVD_THRESHOLD and rf & CF.UNSIGNALLED:
         raise bad_arg(6, "EVD_THRESHOLD and UNSIGNALLED exclude each other in recv_completion_flags")
-    if not isinstance(qf, int) or qf & ~int(CompletionFlags.UNSIGNALLED | CompletionFlags.EVD_THRESHOLD):
-        raise bad_arg(6, f"EpAttr.request_completion_flags {qf!r} is not one of DEFAULT, "
-                         "UNSIGNALLED, EVD_THRESHOLD")
+    qf = check_flags(a.request_completion_flags, 6, "EpAttr.request_completion_flags",
+                     int(CF.UNSIGNALLED | CF.EVD_THRESHOLD), "DEFAULT, UNSIGNALLED or EVD_THRESHOLD")
+    check_flags(a.qos, 6, "EpAttr.qos", _QOS, "Qos flags")
+    check_int(a.srq_soft_hw, 6, "EpAttr.srq_soft_hw", 0, WATERMARK_INFINITE)
     a.recv_completion_flags = CompletionFlags(rf)
     a.request_completion_flags = CompletionFlags(qf)
     return a
@@ -225,16 +229,11 @@ class EP(Handle):
         ia = self._ia
         with ia._progress.lock:
             self._check()
-            self._check_connectable(timeout, private_data, qos)
-            if not isinstance(flags, int) or flags & ~0x3:
-                raise bad_arg(8, f"flags must be ConnectFlags, not {flags!r}")
-            if flags & ConnectFlags.MULTIPATH_REQUIRED:
-                from .errors import ModelNotSupported
+            seconds, private_data = self._check_connectable(timeout, private_data, qos, (4, 6, 7))
+            check_conn_qual(remote_conn_qual, 3, "remote_conn_qual")
+            if check_flags(flags, 8, "flags", _CONNECT_FLAGS, "ConnectFlags") & ConnectFlags.MULTIPATH_REQUIRED:
                 raise ModelNotSupported("shared memory has one path; MULTIPATH_REQUIRED cannot be met")
-            if not isinstance(remote_conn_qual, int) or not 0 <= remote_conn_qual < 1 << 64:
-                raise bad_arg(3, f"remote_conn_qual must be a 64-bit unsigned int, not {remote_conn_qual!r}")
-            ia._cm.connect(self, remote_ia_address, remote_conn_qual, check_timeout(timeout, 4),
-                           bytes(private_data))
+            ia._cm.connect(self, remote_ia_address, remote_conn_qual, seconds, private_data)
 
     def dup_connect(self, dup_ep, timeout=TIMEOUT_INFINITE, private_data=b"", qos=Qos.BEST_EFFORT):
         """dat_ep_dup_connect: connect to the same remote service point as the connected
@@ -243,21 +242,22 @@ class EP(Handle):
         with ia._progress.lock:
             self._check()
             check_handle(dup_ep, EP, "dup_ep", "INVALID_HANDLE_EP")
-            self._check_connectable(timeout, private_data, qos)
+            seconds, private_data = self._check_connectable(timeout, private_data, qos, (3, 5, 6))
             if dup_ep._state != S.CONNECTED or dup_ep.remote_port_qual is None:
-                raise bad_arg(2, f"dup_ep must be connected; it is {dup_ep._state.name}")
-            ia._cm.connect(self, dup_ep.remote_ia_address, dup_ep.remote_port_qual,
-                           check_timeout(timeout, 3), bytes(private_data))
+                raise expected(2, "dup_ep", "a connected EP", dup_ep, f" in state {dup_ep._state.name}")
+            ia._cm.connect(self, dup_ep.remote_ia_address, dup_ep.remote_port_qual, seconds, private_data)
 
-    def _check_connectable(self, timeout, private_data, qos):
+    def _check_connectable(self, timeout, private_data, qos, positions):
+        """The checks connect and dup_connect share -> (seconds, private data as bytes).
+        `positions`: the DAT argument positions of timeout, private_data and qos."""
         self._require("connect")
-        check_timeout(timeout, 4)
-        _check_private_data(private_data, 5)
-        if not isinstance(qos, int) or qos & ~0xF:
-            raise bad_arg(7, f"qos must be Qos flags, not {qos!r}")
+        seconds = check_timeout(timeout, positions[0])
+        private_data = check_private_data(private_data, positions[1])
+        check_flags(qos, positions[2], "qos", _QOS, "Qos flags")
         if self._connect_evd is None:
             raise InvalidState("the EP has no connect EVD to report the connection on",
                                subtype="INVALID_STATE_EP_EVD_CONNECT")
+        return seconds, private_data
 
     def _attach(self, qp, peer):
         """The handshake made a QueuePair: the EP now moves data."""
@@ -290,8 +290,7 @@ class EP(Handle):
         """
         with self._ia._progress.lock:
             self._check()
-            if flags not in (CloseFlags.ABRUPT, CloseFlags.GRACEFUL):
-                raise bad_arg(2, f"flags must be CloseFlags.ABRUPT or GRACEFUL, not {flags!r}")
+            flags = check_choice(flags, 2, "flags", (CloseFlags.ABRUPT, CloseFlags.GRACEFUL))
             self._require("disconnect")
             state = self._state
             if state == S.DISCONNECTED:
@@ -470,9 +469,9 @@ class EP(Handle):
             raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
                                         "max_request_dtos); reap completions first",
                                         subtype="RESOURCE_TEP")
-        if not isinstance(flags, int) or int(flags) & ~_REQUEST_FLAGS:
-            raise bad_arg(position, f"completion_flags {flags!r} are not valid for a request")
-        flags = int(flags)
+        flags = check_flags(flags, position, "completion_flags", _REQUEST_FLAGS,
+                            "CompletionFlags of a request (SUPPRESS, SOLICITED_WAIT, UNSIGNALLED, "
+                            "BARRIER_FENCE)")
         if flags & _UNSIGNALLED and not self._attr.request_completion_flags & _UNSIGNALLED:
             raise bad_arg(position, "UNSIGNALLED needs an EP whose request_completion_flags allow it")
         return flags
@@ -533,9 +532,8 @@ class EP(Handle):
                 # dat_ep_post_recv lists no INVALID_STATE (it is "valid for all states");
                 # the EP handle is the invalid parameter here.
                 raise bad_arg(1, "this EP takes its receives from an SRQ: post them to the SRQ")
-            if not isinstance(completion_flags, int) or int(completion_flags) & ~_RECV_FLAGS:
-                raise bad_arg(5, f"completion_flags {completion_flags!r} are not valid for a receive")
-            completion_flags = int(completion_flags)
+            completion_flags = check_flags(completion_flags, 5, "completion_flags", _RECV_FLAGS,
+                                           "CompletionFlags of a receive (SUPPRESS, UNSIGNALLED)")
             if completion_flags & _UNSIGNALLED and not self._recv_unsignalled:
                 raise bad_arg(5, "UNSIGNALLED needs an EP whose recv_completion_flags allow it")
             outstanding = len(self._recvq) + (self._qp is not None and self._qp.rx_cur is not None)
@@ -584,10 +582,7 @@ class EP(Handle):
             if self._state not in ALLOWED["post_send"]:
                 raise invalid_state(self, "post_rdma_write" if write else "post_rdma_read")
             completion_flags = self._request_room(completion_flags, 6)
-            try:
-                remote = remote_iov if type(remote_iov) is RmrTriplet else RmrTriplet(*remote_iov)
-            except TypeError:
-                raise bad_arg(5, "remote_iov must be one RmrTriplet") from None
+            remote = check_rmr_triplet(remote_iov, 5)
             need = _LOCAL_READ if write else _LOCAL_WRITE
             sges, total = resolve_iov(self._ia, self._pz, local_iov, need,
                                       self._attr.max_request_iov, 3, "EP")
@@ -646,9 +641,8 @@ class EP(Handle):
         """
         with self._ia._progress.lock:
             self._check()
-            for pos, v in ((2, soft_high_watermark), (3, hard_high_watermark)):
-                if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= WATERMARK_INFINITE:
-                    raise bad_arg(pos, f"a watermark must be an int from 0 to WATERMARK_INFINITE, not {v!r}")
+            check_int(soft_high_watermark, 2, "soft_high_watermark", 0, WATERMARK_INFINITE)
+            check_int(hard_high_watermark, 3, "hard_high_watermark", 0, WATERMARK_INFINITE)
             self._soft_hw, self._hard_hw = soft_high_watermark, hard_high_watermark
             held = self._held()
             if held > soft_high_watermark:
@@ -676,7 +670,6 @@ class EP(Handle):
         Raises InvalidParameter (unknown or read-only field, bad value), InvalidState,
         InvalidHandle.
         """
-        from .pz import PZ
         with self._ia._progress.lock:
             self._check()
             self._require("modify")
@@ -731,72 +724,3 @@ class EP(Handle):
         self._ia._cm.forget(self)
         self._unlink()
         self._mark_freed()
-
-
-def _check_private_data(private_data, position):
-    try:
-        n = memoryview(private_data).nbytes
-    except TypeError:
-        raise bad_arg(position, "private_data must be bytes-like") from None
-    if n > limits.MAX_PRIVATE_DATA_SIZE:
-        raise bad_arg(position, f"{n} bytes of private data is over max_private_data_size "
-                                f"({limits.MAX_PRIVATE_DATA_SIZE})")
-
-
-IOV_CACHE_SIZE = 1024
-
-
-def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
-    """Resolve local_iov into (sges, total bytes), checking every segment against
-    the LMRs of `ia`, the PZ `pz` of the EP or SRQ (`owner`) and the `need`ed privilege.
-
-    Consumers post the same triplets again and again: a resolved local_iov is
-    remembered per IA (the sges are never modified) until any LMR is freed.
-    """
-    try:
-        key = (pz, need, max_iov, *local_iov)
-        hit = ia._iov_cache.get(key)
-    except TypeError:                   # not a sequence of hashable triplets: no caching
-        return _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner)
-    if hit is None:
-        hit = _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner)
-        cache = ia._iov_cache
-        if len(cache) >= IOV_CACHE_SIZE:
-            cache.clear()
-        cache[key] = hit
-    return hit
-
-
-def _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
-    lmrs = ia._lmrs
-    sges = []
-    total = 0
-    try:
-        segments = list(local_iov)
-    except TypeError:
-        raise bad_arg(position, "local_iov must be a sequence of LmrTriplet") from None
-    if len(segments) > max_iov:
-        raise bad_arg(position, f"local_iov has {len(segments)} segments; the {owner} allows {max_iov}")
-    for seg in segments:
-        try:
-            ctx, addr, n = seg
-        except (TypeError, ValueError):
-            raise bad_arg(position, f"{seg!r} is not an LmrTriplet") from None
-        if not n:
-            continue                        # DAT: a zero-length segment's other fields are ignored
-        lmr = lmrs.get(ctx)
-        if lmr is None:
-            raise PrivilegesViolation(f"lmr_context {ctx:#x} names no LMR of this IA")
-        if lmr._pz is not pz:
-            raise ProtectionViolation(f"an LMR of local_iov is in another PZ than the {owner}")
-        if not lmr._priv & need:
-            raise PrivilegesViolation(f"the LMR lacks {MemPriv(need).name} privilege")
-        sge = lmr._sge(addr, n)
-        if sge is None:
-            raise ProtectionViolation(f"segment [{addr:#x}, +{n}) lies outside its LMR")
-        sges.append(sge)
-        total += n
-    return sges, total
-
-
-check_private_data = _check_private_data

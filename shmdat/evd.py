@@ -9,7 +9,9 @@ import collections
 import threading
 import time
 
-from . import limits
+from . import aio
+from .args import check_int, check_qlen, check_timeout
+from .cno import CNO
 from .constants import (AsyncReason, CompletionFlags, EventNumber, EvdFlags, EvdState,
                         TIMEOUT_INFINITE)
 from .errors import (Abort, InterruptedCall, InvalidState, QueueEmpty,
@@ -19,21 +21,6 @@ from .progress import SPIN_SECONDS, SignalError
 from .values import AsyncError, Event, EvdParam, SoftwareEvent
 
 _NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
-
-
-def check_timeout(timeout, position):
-    """A DAT timeout in microseconds -> seconds, or None for TIMEOUT_INFINITE."""
-    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0:
-        raise bad_arg(position, f"timeout must be a non-negative int of microseconds, not {timeout!r}")
-    if timeout >= TIMEOUT_INFINITE:
-        return None
-    return timeout / 1e6
-
-
-def check_qlen(qlen, position):
-    if not isinstance(qlen, int) or isinstance(qlen, bool) or not 1 <= qlen <= limits.MAX_EVD_QLEN:
-        raise bad_arg(position, f"the EVD queue length must be an int from 1 to "
-                                f"{limits.MAX_EVD_QLEN} (max_evd_qlen), not {qlen!r}")
 
 
 class EVD(Handle):
@@ -113,9 +100,8 @@ class EVD(Handle):
         with prog.lock:
             self._check()
             seconds = check_timeout(timeout, 2)
-            if not isinstance(threshold, int) or not 1 <= threshold <= self._qlen:
-                raise bad_arg(3, f"threshold must be from 1 to the EVD's qlen ({self._qlen}), "
-                                 f"not {threshold!r}")
+            check_int(threshold, 3, "threshold", 1, self._qlen,
+                      f"an int from 1 to the EVD's qlen ({self._qlen})")
             if threshold > 1 and self._notification_controlled():
                 raise InvalidState("threshold must be 1 on an EVD fed by a stream with "
                                    "UNSIGNALLED or SOLICITED_WAIT completions",
@@ -174,10 +160,9 @@ class EVD(Handle):
         The same rules and errors as wait(); the event loop runs while nothing
         has arrived. Built on a private CNO's file descriptor (see aio.py).
         """
-        from . import aio
-        from .cno import CNO
         with self._ia._progress.lock:
             self._check()
+            check_timeout(timeout, 2)
             if self._notifier is None:
                 self._notifier = CNO(self._ia)
         return await aio.wait(lambda: self.wait(0, threshold), self._notifier, timeout, clear=True)
@@ -281,8 +266,7 @@ class EVD(Handle):
             self._enabled = False
 
     def modify_cno(self, cno):
-        """dat_evd_modify_cno: attach to another CNO, or to none."""
-        from .cno import CNO
+        """dat_evd_modify_cno: attach to another CNO, or to none. Raises InvalidHandle."""
         with self._ia._progress.lock:
             self._check()
             check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True)

@@ -8,13 +8,14 @@ import threading
 import time
 import weakref
 
-from . import limits, shm, srq as _srq
+from . import cma, limits, shm, srq as _srq
+from .args import check_choice, check_conn_qual, check_flags, check_qlen, expected
 from .cm import ConnectionManager, RSP
 from .cno import CNO
 from .constants import CloseFlags, CompletionFlags, EvdFlags, PspFlags
 from .ep import EP, check_ep_attr, check_evd
 from .errors import ConnQualInUse, InsufficientResources, InvalidState, bad_arg
-from .evd import EVD, check_qlen
+from .evd import EVD
 from .handle import Handle, check_handle, check_same_ia
 from .hca import Hca
 from .lmr import LMR, check_privileges
@@ -27,6 +28,8 @@ PROVIDER_VERSION = (1, 0)
 DAT_VERSION = (1, 2)
 
 _open_ias = weakref.WeakSet()
+_CLOSE_FLAGS = (CloseFlags.ABRUPT, CloseFlags.GRACEFUL)
+_EVD_FLAGS = int(EvdFlags.DEFAULT | EvdFlags.SOFTWARE)
 
 
 class IA(Handle):
@@ -66,7 +69,6 @@ class IA(Handle):
     def query(self):
         """dat_ia_query -> (IaAttr, ProviderAttr)."""
         self._check()
-        from . import cma
         ia_attr = IaAttr(
             adapter_name=PROVIDER_NAME, vendor_name="shmdat",
             hardware_version_major=1, hardware_version_minor=0,
@@ -156,8 +158,8 @@ class IA(Handle):
         with self._progress.lock:
             self._check()
             check_qlen(qlen, 2)
-            if not isinstance(flags, int) or not flags or flags & ~0x1F1:
-                raise bad_arg(4, f"flags must be a non-empty combination of EvdFlags, not {flags!r}")
+            if not check_flags(flags, 4, "flags", _EVD_FLAGS, "a combination of EvdFlags"):
+                raise expected(4, "flags", "a non-empty combination of EvdFlags", flags)
             check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True)
             if cno is not None:
                 check_same_ia(cno, self, "cno")
@@ -204,10 +206,10 @@ class IA(Handle):
         InvalidHandle (evd missing or without EvdFlags.CR)."""
         with self._progress.lock:
             self._check()
-            self._check_conn_qual(conn_qual, 2)
+            check_conn_qual(conn_qual, 2)
             check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR")
             if evd is None:
-                raise bad_arg(3, "a PSP needs an EVD for its connection requests")
+                raise expected(3, "evd", "an EVD for the PSP's connection requests", evd)
             return self._cm.psp_create(conn_qual, evd, flags)
 
     def psp_create_any(self, evd, flags=PspFlags.CONSUMER):
@@ -218,7 +220,7 @@ class IA(Handle):
             self._check()
             check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR")
             if evd is None:
-                raise bad_arg(3, "a PSP needs an EVD for its connection requests")
+                raise expected(3, "evd", "an EVD for the PSP's connection requests", evd)
             return self._cm.psp_create(self._cm.free_conn_qual(), evd, flags)
 
     def rsp_create(self, conn_qual, ep, evd):
@@ -227,22 +229,17 @@ class IA(Handle):
         InvalidHandle."""
         with self._progress.lock:
             self._check()
-            self._check_conn_qual(conn_qual, 2)
+            check_conn_qual(conn_qual, 2)
             check_handle(ep, EP, "ep", "INVALID_HANDLE_EP")
             check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR")
             if evd is None:
-                raise bad_arg(4, "an RSP needs an EVD for its connection request")
+                raise expected(4, "evd", "an EVD for the RSP's connection request", evd)
             if conn_qual in self._cm.sps:
                 raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
             if len(self._cm.sps) >= limits.MAX_PSPS:
                 raise InsufficientResources(f"the IA has {limits.MAX_PSPS} service points already")
             ep._require("reserve", "rsp_create")
             return RSP(self, conn_qual, ep, evd)
-
-    @staticmethod
-    def _check_conn_qual(conn_qual, position):
-        if not isinstance(conn_qual, int) or isinstance(conn_qual, bool) or not 0 <= conn_qual < 1 << 64:
-            raise bad_arg(position, f"conn_qual must be a 64-bit unsigned int, not {conn_qual!r}")
 
     def ep_create(self, pz, recv_evd=None, request_evd=None, connect_evd=None, attr=None):
         """dat_ep_create -> EP (UNCONNECTED).
@@ -311,9 +308,7 @@ class IA(Handle):
         waiters get Abort). GRACEFUL raises InvalidState while consumer objects remain."""
         with self._progress.lock:
             self._check()
-            if flags not in (CloseFlags.ABRUPT, CloseFlags.GRACEFUL):
-                raise bad_arg(2, f"flags must be CloseFlags.ABRUPT or GRACEFUL, not {flags!r}")
-            if flags == CloseFlags.GRACEFUL:
+            if check_choice(flags, 2, "flags", _CLOSE_FLAGS) == CloseFlags.GRACEFUL:
                 left = self._objects()
                 if left:
                     kinds = sorted({o.kind.upper() for o in left})

@@ -13,9 +13,10 @@ import secrets
 import numpy as np
 
 from . import cma, hca, limits
+from .args import check_flags, check_local_iov, check_range, expected
 from .constants import MemPriv
-from .errors import (InsufficientResources, InvalidParameter, InvalidState,
-                     ModelNotSupported, PrivilegesViolation, bad_arg)
+from .errors import (InsufficientResources, InvalidState,
+                     ModelNotSupported, PrivilegesViolation, ProtectionViolation, bad_arg)
 from .handle import Handle
 from .ring import Sge
 from .values import LmrParam, LmrTriplet, RmrTriplet
@@ -23,10 +24,8 @@ from .values import LmrParam, LmrTriplet, RmrTriplet
 REMOTE = MemPriv.REMOTE_READ | MemPriv.REMOTE_WRITE
 
 
-def check_privileges(priv, position):
-    if not isinstance(priv, int) or priv & ~int(MemPriv.ALL) or priv < 0:
-        raise bad_arg(position, f"privileges must be MemPriv flags, not {priv!r}")
-    return MemPriv(priv)
+def check_privileges(priv, position, name="privileges"):
+    return MemPriv(check_flags(priv, position, name, int(MemPriv.ALL), "MemPriv flags"))
 
 
 class LMR(Handle):
@@ -74,16 +73,16 @@ class LMR(Handle):
         try:
             view = memoryview(region)
         except TypeError:
-            raise bad_arg(3, "region must be a length in bytes or a buffer (numpy array, "
-                             f"bytearray, memoryview), not {type(region).__name__}") from None
+            raise expected(3, "region", "a length in bytes or a buffer (numpy array, bytearray, "
+                                        "memoryview)", region) from None
         if not view.c_contiguous:
-            raise bad_arg(3, "the region must be C-contiguous memory")
+            raise expected(3, "region", "C-contiguous memory", region)
         if view.readonly and self._priv & (MemPriv.LOCAL_WRITE | MemPriv.REMOTE_WRITE):
-            raise bad_arg(3, "the region is read-only; register it without write privileges "
-                             "or pass writable memory")
+            raise expected(3, "region", "writable memory for write privileges", region,
+                           "; register read-only memory without LOCAL_WRITE and REMOTE_WRITE")
         view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
         if view.nbytes == 0:
-            raise bad_arg(3, "an LMR needs a positive length; the region is empty")
+            raise expected(3, "region", "a buffer of at least one byte", region)
         if self._priv & REMOTE:
             usable, why = cma.status()
             if not usable:
@@ -100,7 +99,7 @@ class LMR(Handle):
     def triplet(self, offset=0, length=None):
         """An LmrTriplet for [offset, offset+length) of this LMR (default: to its end)."""
         self._check()
-        offset, length = self._range(offset, length)
+        offset, length = check_range(offset, length, self.registered_size)
         return LmrTriplet(self.lmr_context, self.registered_address + offset, length)
 
     def rmr_triplet(self, offset=0, length=None):
@@ -109,18 +108,8 @@ class LMR(Handle):
         if self.rmr_context is None:
             raise PrivilegesViolation("this LMR was registered without remote privileges "
                                       "(MemPriv.REMOTE_READ / REMOTE_WRITE)")
-        offset, length = self._range(offset, length)
+        offset, length = check_range(offset, length, self.registered_size)
         return RmrTriplet(self.rmr_context, self.registered_address + offset, length)
-
-    def _range(self, offset, length):
-        size = self.registered_size
-        if length is None:
-            length = size - offset
-        if not (isinstance(offset, int) and isinstance(length, int)
-                and 0 <= offset and 0 <= length and offset + length <= size):
-            raise InvalidParameter(f"[{offset}, {offset}+{length}) is not inside this "
-                                   f"LMR of {size} bytes")
-        return offset, length
 
     def _sge(self, address, length):
         """The Sge for a segment of this LMR, or None if it falls outside it."""
@@ -176,3 +165,53 @@ def _new_context(table):
         ctx = secrets.randbits(32)
         if ctx and ctx not in table:
             return ctx
+
+
+IOV_CACHE_SIZE = 1024
+
+
+def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
+    """Resolve local_iov into (sges, total bytes), checking every segment against
+    the LMRs of `ia`, the PZ `pz` of the EP or SRQ (`owner`) and the `need`ed privilege.
+
+    Consumers post the same triplets again and again: a resolved local_iov is
+    remembered per IA (the sges are never modified) until any LMR is freed.
+    """
+    try:
+        key = (pz, need, max_iov, *local_iov)
+        hit = ia._iov_cache.get(key)
+    except TypeError:                   # not a sequence of hashable triplets: no caching
+        return _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner)
+    if hit is None:
+        hit = _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner)
+        cache = ia._iov_cache
+        if len(cache) >= IOV_CACHE_SIZE:
+            cache.clear()
+        cache[key] = hit
+    return hit
+
+
+def _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
+    lmrs = ia._lmrs
+    sges = []
+    total = 0
+    segments = check_local_iov(local_iov, position)
+    if len(segments) > max_iov:
+        raise bad_arg(position, f"local_iov has {len(segments)} segments; the {owner} allows {max_iov}")
+    for ctx, addr, n in segments:
+        if not n:
+            continue                        # DAT: a zero-length segment's other fields are ignored
+        lmr = lmrs.get(ctx)
+        if lmr is None:
+            raise PrivilegesViolation(f"lmr_context {ctx:#x} names no LMR of this IA")
+        if lmr._pz is not pz:
+            raise ProtectionViolation(f"an LMR of local_iov is in another PZ than the {owner}")
+        if not lmr._priv & need:
+            raise PrivilegesViolation(f"the LMR lacks {MemPriv(need).name} privilege")
+        sge = lmr._sge(addr, n)
+        if sge is None:
+            raise ProtectionViolation(f"segment [{addr:#x}, +{n}) lies outside its LMR")
+        sges.append(sge)
+        total += n
+    return sges, total
+

@@ -1,6 +1,7 @@
 """Remote Memory Regions (dat_rmr_*): memory windows bound into an LMR through an EP."""
 
 from . import hca, limits
+from .args import check_flags, check_lmr_triplet
 from .constants import CompletionFlags, DtoStatus, EpState, EventNumber, MemPriv
 from .errors import (InsufficientResources, InvalidState,
                      PrivilegesViolation, ProtectionViolation, bad_arg)
@@ -8,6 +9,10 @@ from .handle import Handle, check_handle
 from .lmr import REMOTE, check_privileges
 from .values import LmrTriplet, RmrBindCompletion, RmrParam
 
+
+_SUPPRESS = int(CompletionFlags.SUPPRESS)
+_UNSIGNALLED = int(CompletionFlags.UNSIGNALLED)
+_BIND_FLAGS = _SUPPRESS | _UNSIGNALLED
 
 class RMR(Handle):
     kind = "rmr"
@@ -44,10 +49,9 @@ class RMR(Handle):
             priv = check_privileges(mem_privileges, 3)
             if priv & ~int(REMOTE):
                 raise bad_arg(3, "an RMR carries only remote privileges (REMOTE_READ, REMOTE_WRITE)")
-            try:
-                ctx, addr, length = lmr_triplet
-            except (TypeError, ValueError):
-                raise bad_arg(2, "lmr_triplet must be an LmrTriplet") from None
+            ctx, addr, length = check_lmr_triplet(lmr_triplet, 2, "lmr_triplet")
+            completion_flags = check_flags(completion_flags, 6, "completion_flags", _BIND_FLAGS,
+                                           "CompletionFlags of a bind (SUPPRESS, UNSIGNALLED)")
             if ep._state != EpState.CONNECTED:
                 raise InvalidState(f"binding needs a connected EP; it is {ep._state.name}",
                                    subtype=f"INVALID_STATE_EP_{ep._state.name}")
@@ -80,10 +84,10 @@ class RMR(Handle):
                 self._triplet = LmrTriplet(ctx, addr, length)
                 self._priv = priv
                 lmr._rmrs.add(self)
-            if not completion_flags & CompletionFlags.SUPPRESS and ep._request_evd is not None:
+            if not completion_flags & _SUPPRESS and ep._request_evd is not None:
                 ep._request_evd._post(EventNumber.RMR_BIND_COMPLETION_EVENT,
                                       RmrBindCompletion(self, user_cookie, DtoStatus.SUCCESS),
-                                      not completion_flags & CompletionFlags.UNSIGNALLED)
+                                      not completion_flags & _UNSIGNALLED)
             return self.rmr_context
 
     def _unbind(self):

@@ -15,9 +15,11 @@ exact figure (query, resize, and post_recv near the limit).
 """
 
 from . import limits, ring
+from .args import check_int
 from .constants import AsyncReason, DtoOp, EventNumber, MemPriv, SrqState
-from .errors import InsufficientResources, InvalidState, bad_arg
+from .errors import InsufficientResources, InvalidState
 from .handle import Handle
+from .lmr import resolve_iov
 from .values import AsyncError, DtoCompletion, SrqParam
 
 _DTO = EventNumber.DTO_COMPLETION_EVENT
@@ -35,12 +37,6 @@ def unreaped_receives(evds, match):
             if e.number == _DTO and type(d) is DtoCompletion and d.operation == _RECEIVE and match(d.ep):
                 n += 1
     return n
-
-
-def check_count(value, position, low, high, what):
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise bad_arg(position, f"{what} must be an int from {low} to {high}, not {value!r}")
-    return value
 
 
 class SRQ(Handle):
@@ -99,7 +95,6 @@ class SRQ(Handle):
         its LMR), PrivilegesViolation (unknown lmr_context or no LOCAL_WRITE),
         InvalidHandle.
         """
-        from .ep import resolve_iov
         ia = self._ia
         with ia._progress.lock:
             self._check()
@@ -140,7 +135,7 @@ class SRQ(Handle):
         ia = self._ia
         with ia._progress.lock:
             self._check()
-            check_count(max_recv_dtos, 2, 1, limits.MAX_RECV_PER_SRQ, "max_recv_dtos")
+            check_int(max_recv_dtos, 2, "max_recv_dtos", 1, limits.MAX_RECV_PER_SRQ)
             ia._progress.poll()
             outstanding = self._outstanding()
             if max_recv_dtos < outstanding:
@@ -162,7 +157,7 @@ class SRQ(Handle):
         ia = self._ia
         with ia._progress.lock:
             self._check()
-            check_count(low_watermark, 2, 0, self._max_recv_dtos, "low_watermark")
+            check_int(low_watermark, 2, "low_watermark", 0, self._max_recv_dtos)
             self._arm_lw(low_watermark)
 
     def free(self):
@@ -185,9 +180,9 @@ class SRQ(Handle):
 
 def create(ia, pz, max_recv_dtos, max_recv_iov, low_watermark):
     """The checks of dat_srq_create (the IA holds the lock and checked pz)."""
-    check_count(max_recv_dtos, 3, 1, limits.MAX_RECV_PER_SRQ, "max_recv_dtos")
-    check_count(max_recv_iov, 3, 1, limits.MAX_IOV_SEGMENTS_PER_DTO, "max_recv_iov")
-    check_count(low_watermark, 3, 0, max_recv_dtos, "low_watermark")
+    check_int(max_recv_dtos, 3, "max_recv_dtos", 1, limits.MAX_RECV_PER_SRQ)
+    check_int(max_recv_iov, 3, "max_recv_iov", 1, limits.MAX_IOV_SEGMENTS_PER_DTO)
+    check_int(low_watermark, 3, "low_watermark", 0, max_recv_dtos)
     if len(ia._srqs) >= limits.MAX_SRQS:
         raise InsufficientResources(f"the IA has max_srqs ({limits.MAX_SRQS}) SRQs",
                                     subtype="RESOURCE_SRQ")

@@ -35,9 +35,10 @@ class RmrTriplet(NamedTuple):
         """The triplet from the first 24 bytes that pack() produced."""
         try:
             return cls(*_RMR_TRIPLET.unpack_from(data))
-        except (struct.error, TypeError) as e:
-            raise InvalidParameter(
-                f"RmrTriplet.unpack needs the 24 bytes made by RmrTriplet.pack(): {e}") from None
+        except (struct.error, TypeError):
+            raise InvalidParameter(f"RmrTriplet.unpack needs the {_RMR_TRIPLET.size} bytes made by "
+                                   f"RmrTriplet.pack(), not {type(data).__name__} {data!r:.48}",
+                                   subtype="INVALID_ARG1") from None
 
 
 RmrTriplet.SIZE = _RMR_TRIPLET.size

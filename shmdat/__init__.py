@@ -1,6 +1,6 @@
 """shmdat: a DAT (uDAPL 1.2) provider whose hardware is shared memory between processes.
 
-The public API is the DAT API mapped to Python: see API.md and the README.
+The public API is the DAT API mapped to Python: see docs/api.md and the README.
 """
 
 from .constants import (TIMEOUT_INFINITE, VALUE_UNKNOWN, WATERMARK_INFINITE, AsyncReason,

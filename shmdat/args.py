@@ -36,6 +36,8 @@ def is_int(value):
 
 def check_int(value, position, name, low=0, high=U64, what=None):
     """An int from low to high (the bounds named in `what` when given) -> int."""
+    if value.__class__ is int and low <= value <= high:     # the common case: one test
+        return value
     if not is_int(value) or not low <= value <= high:
         raise expected(position, name, what or f"an int from {low} to {high}", value)
     return int(value)
@@ -43,9 +45,14 @@ def check_int(value, position, name, low=0, high=U64, what=None):
 
 def check_flags(value, position, name, allowed, what):
     """A combination of the flags in the int mask `allowed` -> a plain int."""
-    if not is_int(value) or value < 0 or value & ~allowed:
+    if value.__class__ is int and 0 <= value and not value & ~allowed:     # the common case
+        return value
+    if not is_int(value):
         raise expected(position, name, what, value)
-    return int(value)
+    flags = int(value)          # IntFlag arithmetic is a Python call per operation
+    if flags < 0 or flags & ~allowed:
+        raise expected(position, name, what, value)
+    return flags
 
 
 def check_choice(value, position, name, choices):
@@ -58,8 +65,10 @@ def check_choice(value, position, name, choices):
 
 def check_timeout(timeout, position, name="timeout"):
     """A DAT timeout in microseconds -> seconds, or None for TIMEOUT_INFINITE."""
-    check_int(timeout, position, name, what="an int of microseconds from 0 to TIMEOUT_INFINITE")
-    return None if timeout >= TIMEOUT_INFINITE else timeout / 1e6
+    if timeout.__class__ is not int or not 0 <= timeout <= TIMEOUT_INFINITE:    # a DAT_TIMEOUT is 32 bits
+        check_int(timeout, position, name, 0, TIMEOUT_INFINITE,
+                  "an int of microseconds from 0 to TIMEOUT_INFINITE (2**32 - 1)")
+    return None if timeout == TIMEOUT_INFINITE else timeout / 1e6
 
 
 def check_qlen(qlen, position, name="qlen"):
@@ -114,6 +123,11 @@ def check_local_iov(local_iov, position):
 
 def check_rmr_triplet(triplet, position, name="remote_iov"):
     """An RmrTriplet (or a tuple of three ints) -> RmrTriplet."""
+    if type(triplet) is RmrTriplet:             # the common case, checked inline
+        ctx, address, length = triplet
+        if (ctx.__class__ is int and address.__class__ is int and length.__class__ is int
+                and 0 <= ctx <= U64 and 0 <= address <= U64 and 0 <= length <= U64):
+            return triplet
     if not isinstance(triplet, (tuple, list)) or len(triplet) != 3:
         raise expected(position, name, "one RmrTriplet (rmr_context, target_address, segment_length)",
                        triplet)
@@ -124,6 +138,9 @@ def check_rmr_triplet(triplet, position, name="remote_iov"):
 
 def check_range(offset, length, size, position=2):
     """offset and length (None: to the end) inside `size` bytes -> (offset, length)."""
+    if offset.__class__ is int and length.__class__ is int and 0 <= offset and 0 <= length \
+            and offset + length <= size:        # the common case: no further call
+        return offset, length
     check_int(offset, position, "offset")
     if length is None:
         length = max(size - offset, 0)

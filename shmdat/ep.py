@@ -78,6 +78,7 @@ _LOCAL_READ = int(MemPriv.LOCAL_READ)
 _LOCAL_WRITE = int(MemPriv.LOCAL_WRITE)
 _NOT_IN_ATTR_MODIFY = {"service_type"}
 CF = CompletionFlags
+DEFAULT_FLAGS = int(CF.DEFAULT)     # a plain int default: the flag check's fast path takes it
 _QOS = int(Qos.BEST_EFFORT | Qos.HIGH_THROUGHPUT | Qos.LOW_LATENCY | Qos.ECONOMY | Qos.PREMIUM)
 _CONNECT_FLAGS = int(ConnectFlags.DEFAULT | ConnectFlags.MULTIPATH_REQUESTED
                      | ConnectFlags.MULTIPATH_REQUIRED)
@@ -143,8 +144,9 @@ def check_ep_attr(attr, recv_evd, request_evd, srq=None):
     return a
 
 
-def check_evd(evd, flag, what, subtype):
-    check_handle(evd, EVD, what, subtype, allow_none=True)
+def check_evd(evd, flag, what, subtype, ia):
+    """None, or a live EVD of `ia` created with `flag`."""
+    check_handle(evd, EVD, what, subtype, allow_none=True, ia=ia)
     if evd is not None and not evd._flags & flag:
         raise InvalidHandle(f"{what} was not created with EvdFlags.{flag.name}", subtype=subtype)
     return evd
@@ -493,7 +495,7 @@ class EP(Handle):
         except ring.RingCorrupt as e:
             self._break(str(e))
 
-    def post_send(self, local_iov, user_cookie, completion_flags=CompletionFlags.DEFAULT):
+    def post_send(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.
 
         Raises InvalidState (EP neither CONNECTED nor DISCONNECTED), InvalidParameter,
@@ -517,7 +519,7 @@ class EP(Handle):
             wr.solicited = bool(completion_flags & _SOLICITED)
             self._post_request(wr)
 
-    def post_recv(self, local_iov, user_cookie, completion_flags=CompletionFlags.DEFAULT):
+    def post_recv(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_recv: a buffer for the next incoming message (front segments filled first).
 
         Valid in every state; on a DISCONNECTED EP the receive is flushed at once.
@@ -545,7 +547,6 @@ class EP(Handle):
                                       self._attr.max_recv_iov, 3, "EP")
             wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, completion_flags,
                                   (user_cookie, completion_flags, DtoOp.RECEIVE))
-            self._ia._watch_peers()
             if self._state == S.DISCONNECTED:
                 wr.status = _FLUSHED
                 self.recv_done(wr)
@@ -555,7 +556,7 @@ class EP(Handle):
             if qp is not None and qp.rx_tail != qp.words[qp.w_rx_head]:
                 self._ia._progress.poll()       # a message waits in the ring for this very buffer
 
-    def post_rdma_write(self, local_iov, user_cookie, remote_iov, completion_flags=CompletionFlags.DEFAULT):
+    def post_rdma_write(self, local_iov, user_cookie, remote_iov, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_rdma_write: write local_iov into the peer's memory at remote_iov,
         done by this process alone.
 
@@ -566,7 +567,7 @@ class EP(Handle):
         """
         self._post_rdma(ring.OP_RDMA_WRITE, local_iov, user_cookie, remote_iov, completion_flags)
 
-    def post_rdma_read(self, local_iov, user_cookie, remote_iov, completion_flags=CompletionFlags.DEFAULT):
+    def post_rdma_read(self, local_iov, user_cookie, remote_iov, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_rdma_read: read the peer's memory at remote_iov into local_iov.
 
         Raises LengthError (local_iov smaller than remote_iov, or over max_rdma_size)
@@ -678,13 +679,13 @@ class EP(Handle):
             for name in fields:
                 if name not in attr_names | handles or name in _NOT_IN_ATTR_MODIFY:
                     raise bad_arg(2, f"{name!r} is not a field dat_ep_modify can change")
-            pz = check_handle(fields.get("pz", self._pz), PZ, "pz", "INVALID_HANDLE_PZ")
+            pz = check_handle(fields.get("pz", self._pz), PZ, "pz", "INVALID_HANDLE_PZ", ia=self._ia)
             recv = check_evd(fields.get("recv_evd", self._recv_evd), EvdFlags.DTO, "recv_evd",
-                             "INVALID_HANDLE_EVD_RECV")
+                             "INVALID_HANDLE_EVD_RECV", self._ia)
             req = check_evd(fields.get("request_evd", self._request_evd), EvdFlags.DTO,
-                            "request_evd", "INVALID_HANDLE_EVD_REQUEST")
+                            "request_evd", "INVALID_HANDLE_EVD_REQUEST", self._ia)
             conn = check_evd(fields.get("connect_evd", self._connect_evd), EvdFlags.CONNECTION,
-                             "connect_evd", "INVALID_HANDLE_EVD_CONN")
+                             "connect_evd", "INVALID_HANDLE_EVD_CONN", self._ia)
             attr = check_ep_attr(dataclasses.replace(
                 self._attr, **{k: v for k, v in fields.items() if k in attr_names}), recv, req, self._srq)
             self._unlink()

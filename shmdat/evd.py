@@ -112,8 +112,8 @@ class EVD(Handle):
             if self._unwaitable:
                 raise InvalidState("the EVD is unwaitable (set_unwaitable)",
                                    subtype="INVALID_STATE_EVD_UNWAITABLE")
-            self._ia._watch_peers()
             if len(self._q) >= threshold:       # already queued: returned whatever their notification
+                self._ia._watch_peers()         # no progress round on this path
                 event = self._take()
                 return event, len(self._q)
             # From here on only notification events wake the waiter (UNSIGNALLED and
@@ -217,6 +217,9 @@ class EVD(Handle):
         with self._ia._progress.lock:
             self._check()
             check_qlen(qlen, 2)
+            if self._waiter is not None:
+                raise InvalidState("a thread is waiting on this EVD; resize it when none is",
+                                   subtype="INVALID_STATE_EVD_WAITER")
             if qlen < len(self._q):
                 raise InvalidState(f"the EVD holds {len(self._q)} events; it cannot shrink to {qlen}")
             self._qlen = qlen
@@ -269,8 +272,7 @@ class EVD(Handle):
         """dat_evd_modify_cno: attach to another CNO, or to none. Raises InvalidHandle."""
         with self._ia._progress.lock:
             self._check()
-            check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True)
-            self._cno = cno
+            self._cno = check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True, ia=self._ia)
 
     def free(self):
         """dat_evd_free. Raises InvalidState while an EP, PSP or RSP still feeds it,

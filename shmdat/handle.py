@@ -42,8 +42,8 @@ class Handle:
         return f"<shmdat.{type(self).__name__}{state} at {id(self):#x}>"
 
 
-def check_handle(obj, cls, what, subtype=None, allow_none=False):
-    """Raise InvalidHandle unless obj is a live handle of class cls."""
+def check_handle(obj, cls, what, subtype=None, allow_none=False, ia=None):
+    """Raise InvalidHandle unless obj is a live handle of class cls (of IA `ia`, if given)."""
     if obj is None and allow_none:
         return None
     if not isinstance(obj, cls):
@@ -51,9 +51,7 @@ def check_handle(obj, cls, what, subtype=None, allow_none=False):
                             subtype=subtype)
     if obj._freed:
         raise InvalidHandle(f"{what} has been freed", subtype=subtype)
+    if ia is not None and obj._ia is not ia:
+        raise InvalidHandle(f"{what} belongs to another IA", subtype=subtype)
     return obj
 
-
-def check_same_ia(obj, ia, what):
-    if obj._ia is not ia:
-        raise InvalidHandle(f"{what} belongs to another IA")

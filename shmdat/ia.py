@@ -16,7 +16,7 @@ from .constants import CloseFlags, CompletionFlags, EvdFlags, PspFlags
 from .ep import EP, check_ep_attr, check_evd
 from .errors import ConnQualInUse, InsufficientResources, InvalidState, bad_arg
 from .evd import EVD
-from .handle import Handle, check_handle, check_same_ia
+from .handle import Handle, check_handle
 from .hca import Hca
 from .lmr import LMR, check_privileges
 from .progress import LIVENESS_SLICE, Progress
@@ -121,19 +121,19 @@ class IA(Handle):
             now = time.monotonic()
             if now >= self._progress.next_timer:
                 cm.check_timers(now)
-        self._watch_peers()
+        if time.monotonic() >= self._next_liveness:     # _watch_peers, inlined: runs every poll
+            self._check_liveness()
 
     def _watch_peers(self):
-        """Notice dead peers at most LIVENESS_SLICE late. Every post, wait, dequeue and
-        query comes here (under the lock), not only progress: an RDMA initiator that
-        reaps completions already queued runs no progress, yet must learn its target
-        died. Costs one clock read unless a check is due."""
-        now = time.monotonic()
-        if now >= self._next_liveness:
-            self._next_liveness = now + LIVENESS_SLICE
+        """Notice dead peers at most LIVENESS_SLICE late. Progress comes here, and so do
+        the calls that run none (a request post, a wait that finds events queued, the
+        queries): an RDMA initiator that reaps completions already queued must still
+        learn its target died. Costs one clock read unless a check is due."""
+        if time.monotonic() >= self._next_liveness:
             self._check_liveness()
 
     def _check_liveness(self):
+        self._next_liveness = time.monotonic() + LIVENESS_SLICE
         for ep in self._active_eps[:]:
             if not ep._peer.alive():
                 ep._break("the peer process died")
@@ -160,9 +160,7 @@ class IA(Handle):
             check_qlen(qlen, 2)
             if not check_flags(flags, 4, "flags", _EVD_FLAGS, "a combination of EvdFlags"):
                 raise expected(4, "flags", "a non-empty combination of EvdFlags", flags)
-            check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True)
-            if cno is not None:
-                check_same_ia(cno, self, "cno")
+            check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True, ia=self)
             if len(self._evds) >= limits.MAX_EVDS:
                 raise InsufficientResources(f"the IA has max_evds ({limits.MAX_EVDS}) EVDs",
                                             subtype="RESOURCE_TEVD")
@@ -191,8 +189,7 @@ class IA(Handle):
         """
         with self._progress.lock:
             self._check()
-            check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ")
-            check_same_ia(pz, self, "pz")
+            check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ", ia=self)
             priv = check_privileges(privileges, 5)
             if len(self._lmrs) >= limits.MAX_LMRS:
                 raise InsufficientResources(f"the IA has max_lmrs ({limits.MAX_LMRS}) LMRs",
@@ -207,7 +204,7 @@ class IA(Handle):
         with self._progress.lock:
             self._check()
             check_conn_qual(conn_qual, 2)
-            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR")
+            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR", self)
             if evd is None:
                 raise expected(3, "evd", "an EVD for the PSP's connection requests", evd)
             return self._cm.psp_create(conn_qual, evd, flags)
@@ -218,7 +215,7 @@ class IA(Handle):
         Raises ConnQualUnavailable and the errors of psp_create."""
         with self._progress.lock:
             self._check()
-            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR")
+            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR", self)
             if evd is None:
                 raise expected(3, "evd", "an EVD for the PSP's connection requests", evd)
             return self._cm.psp_create(self._cm.free_conn_qual(), evd, flags)
@@ -230,8 +227,8 @@ class IA(Handle):
         with self._progress.lock:
             self._check()
             check_conn_qual(conn_qual, 2)
-            check_handle(ep, EP, "ep", "INVALID_HANDLE_EP")
-            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR")
+            check_handle(ep, EP, "ep", "INVALID_HANDLE_EP", ia=self)
+            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR", self)
             if evd is None:
                 raise expected(4, "evd", "an EVD for the RSP's connection request", evd)
             if conn_qual in self._cm.sps:
@@ -261,8 +258,7 @@ class IA(Handle):
         max_ep_per_srq EPs on the SRQ)."""
         with self._progress.lock:
             self._check()
-            check_handle(srq, _srq.SRQ, "srq", "INVALID_HANDLE_SRQ")
-            check_same_ia(srq, self, "srq")
+            check_handle(srq, _srq.SRQ, "srq", "INVALID_HANDLE_SRQ", ia=self)
             if pz is not srq._pz and isinstance(pz, PZ):
                 raise bad_arg(2, "pz must be the SRQ's PZ (srq_ep_pz_difference_support is false)")
             if len(srq._eps) >= limits.MAX_EP_PER_SRQ:
@@ -280,21 +276,16 @@ class IA(Handle):
         InsufficientResources (max_srqs), InvalidHandle (pz)."""
         with self._progress.lock:
             self._check()
-            check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ")
-            check_same_ia(pz, self, "pz")
+            check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ", ia=self)
             return _srq.create(self, pz, max_recv_dtos, max_recv_iov, low_watermark)
 
     def _ep_create(self, pz, recv_evd, request_evd, connect_evd, srq, attr):
         with self._progress.lock:
             self._check()
-            check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ")
-            check_same_ia(pz, self, "pz")
-            check_evd(recv_evd, EvdFlags.DTO, "recv_evd", "INVALID_HANDLE_EVD_RECV")
-            check_evd(request_evd, EvdFlags.DTO, "request_evd", "INVALID_HANDLE_EVD_REQUEST")
-            check_evd(connect_evd, EvdFlags.CONNECTION, "connect_evd", "INVALID_HANDLE_EVD_CONN")
-            for evd in (recv_evd, request_evd, connect_evd):
-                if evd is not None:
-                    check_same_ia(evd, self, "an EVD")
+            check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ", ia=self)
+            check_evd(recv_evd, EvdFlags.DTO, "recv_evd", "INVALID_HANDLE_EVD_RECV", self)
+            check_evd(request_evd, EvdFlags.DTO, "request_evd", "INVALID_HANDLE_EVD_REQUEST", self)
+            check_evd(connect_evd, EvdFlags.CONNECTION, "connect_evd", "INVALID_HANDLE_EVD_CONN", self)
             attr = check_ep_attr(attr, recv_evd, request_evd, srq)
             if len(self._eps) >= limits.MAX_EPS:
                 raise InsufficientResources(f"the IA has max_eps ({limits.MAX_EPS}) EPs",

@@ -45,7 +45,7 @@ class RMR(Handle):
         ia = self._ia
         with ia._progress.lock:
             self._check()
-            check_handle(ep, EP, "ep", "INVALID_HANDLE_EP")
+            check_handle(ep, EP, "ep", "INVALID_HANDLE_EP", ia=ia)
             priv = check_privileges(mem_privileges, 3)
             if priv & ~int(REMOTE):
                 raise bad_arg(3, "an RMR carries only remote privileges (REMOTE_READ, REMOTE_WRITE)")

@@ -115,7 +115,8 @@ class Segment:
         self.size = size
         self.mmap = mm
         self.buf = memoryview(mm)               # bytes
-        self.words = self.buf.cast("Q")         # aligned 8-byte loads and stores
+        # Aligned 8-byte loads and stores; an LMR of any length has its whole words here.
+        self.words = self.buf[:size - size % 8].cast("Q")
 
     @classmethod
     def create(cls, name, size, what="this object"):

@@ -203,6 +203,7 @@ def world():
     (lambda w: w.ep.post_rdma_write([w.lmr.triplet(0, 8)], "c", ("a", "b", "c")),
      "remote_iov.rmr_context must be an int"),
     (lambda w: w.dto.wait(0.5), "timeout must be an int of microseconds"),
+    (lambda w: w.dto.wait(1 << 32), "from 0 to TIMEOUT_INFINITE (2**32 - 1), not int 4294967296"),
     (lambda w: w.ia.evd_create(8, "DTO"), "flags must be a combination of EvdFlags, not str 'DTO'"),
     (lambda w: w.idle.connect(w.ia.address, w.qual, 1000, "text"), "private_data must be bytes-like, not str"),
 ])
@@ -210,3 +211,19 @@ def test_what_a_newcomer_passed_is_named(world, call, says):
     with pytest.raises(shmdat.InvalidParameter) as e:
         call(world)
     assert says in str(e.value)
+
+
+def test_a_handle_of_another_ia_is_invalid_handle(world):
+    other = World()
+    try:
+        for call in (lambda: world.dto.modify_cno(other.cno),
+                     lambda: world.ia.psp_create(world.qual + 1, other.cr_evd),
+                     lambda: world.ia.ep_create(world.pz, other.dto, world.dto, world.conn),
+                     lambda: world.idle.modify(pz=other.pz),
+                     lambda: world.idle.modify(connect_evd=other.conn),
+                     lambda: world.rmr.bind(world.lmr.triplet(0, 8), MemPriv.REMOTE_READ, other.ep, "c"),
+                     lambda: world.ia.rsp_create(world.qual + 2, other.idle, world.cr_evd)):
+            with pytest.raises(shmdat.InvalidHandle, match="another IA"):
+                call()
+    finally:
+        other.close()

@@ -99,6 +99,9 @@ def test_one_waiter_owns_the_evd(sw):
     assert e.value.code == Return.INVALID_STATE
     with pytest.raises(shmdat.InvalidState):
         sw.dequeue()
+    with pytest.raises(shmdat.InvalidState) as e:
+        sw.resize(4)                                # the waiter's threshold was checked against qlen
+    assert e.value.subtype == "INVALID_STATE_EVD_WAITER"
     sw.post_se("for the waiter")
     event, _ = w.outcome()
     assert event.data.pointer == "for the waiter"

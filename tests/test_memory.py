@@ -173,3 +173,13 @@ def test_a_freed_lmr_cannot_be_posted_even_after_earlier_posts(ia):
     with pytest.raises(shmdat.PrivilegesViolation) as e:
         ep.post_recv(iov, "after free")
     assert e.value.code == shmdat.Return.PRIVILEGES_VIOLATION
+
+
+@pytest.mark.parametrize("nbytes", [1, 7, 9, 4095])
+def test_a_provider_lmr_of_any_length(ia, nbytes):
+    pz = ia.pz_create()
+    lmr = ia.lmr_create(pz, nbytes)
+    assert lmr.registered_size == nbytes and lmr.buffer.nbytes == nbytes
+    lmr.buffer[-1] = 7
+    assert lmr.rmr_triplet().segment_length == nbytes
+    lmr.free()

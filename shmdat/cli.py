@@ -5,7 +5,8 @@ import json
 import os
 import sys
 
-from . import __version__, cma, shm
+from . import __version__
+from .hw import cma, shm
 
 
 def _fields(value):

@@ -31,12 +31,14 @@ import time
 import numpy as np
 import posix_ipc
 
-from . import limits, ring
+from . import limits
 from .args import check_choice, check_conn_qual, check_private_data
 from .constants import CONN_QUAL_MAX, EventNumber, PspFlags
 from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidAddress,
-                     InvalidHandle, InvalidState, ModelNotSupported, bad_arg)
-from .hca import PeerUnreachable, parse_address
+                     InvalidHandle, InvalidState, ModelNotSupported, bad_arg, hardware_errors)
+from .hw import ring
+from .hw.errors import PeerUnreachable
+from .hw.hca import parse_address
 from .handle import Handle, check_handle
 from .values import CrArrival, CrParam, PspParam, RspParam
 
@@ -290,7 +292,8 @@ class ConnectionManager:
                                  subtype="INVALID_ADDRESS_MALFORMED")
         conn_id = next(self._ids)
         name = f"{self.hca.prefix}.c{conn_id}"
-        segment = ring.create_connection_segment(name)
+        with hardware_errors():
+            segment = ring.create_connection_segment(name)
         ep._transition("connect")
         ep.remote_ia_address, ep.remote_port_qual, ep.local_port_qual = address, conn_qual, conn_id
         conn = Connection(ep, conn_id, address, None, True)

@@ -1,13 +1,13 @@
 """Endpoints (dat_ep_*): the EP state machine, DTO posting and completions.
 
-The EP drives a hardware QueuePair (ring.py) once connected; cm.py runs the
+The EP drives a hardware QueuePair (hw/ring.py) once connected; cm.py runs the
 connection handshake and calls the transitions below.
 """
 
 import collections
 import dataclasses
 
-from . import limits, ring
+from . import limits
 from .args import (check_choice, check_conn_qual, check_flags, check_int, check_private_data,
                    check_rmr_triplet, check_timeout, expected)
 from .constants import (AsyncReason, CloseFlags, CompletionFlags, ConnectFlags, DtoOp, DtoStatus,
@@ -17,6 +17,7 @@ from .errors import (InsufficientResources, InternalError, InvalidHandle, Invali
                      ModelNotSupported, bad_arg)
 from .evd import EVD
 from .handle import Handle, check_handle
+from .hw import ring
 from .lmr import resolve_iov
 from .pz import PZ
 from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam

@@ -8,16 +8,17 @@ import threading
 import time
 import weakref
 
-from . import cma, limits, shm, srq as _srq
+from . import limits, srq as _srq
 from .args import check_choice, check_conn_qual, check_flags, check_qlen, expected
 from .cm import ConnectionManager, RSP
 from .cno import CNO
 from .constants import CloseFlags, CompletionFlags, EvdFlags, PspFlags
 from .ep import EP, check_ep_attr, check_evd
-from .errors import ConnQualInUse, InsufficientResources, InvalidState, bad_arg
+from .errors import ConnQualInUse, InsufficientResources, InvalidState, bad_arg, hardware_errors
 from .evd import EVD
 from .handle import Handle, check_handle
-from .hca import Hca
+from .hw import cma, shm
+from .hw.hca import Hca
 from .lmr import LMR, check_privileges
 from .progress import LIVENESS_SLICE, Progress
 from .pz import PZ
@@ -38,7 +39,8 @@ class IA(Handle):
     def __init__(self, async_evd_qlen):
         super().__init__(self)
         shm.reclaim_dead()
-        self._hca = Hca(limits.MAX_PSPS, limits.MAX_LMRS + limits.MAX_RMRS + 1)
+        with hardware_errors():
+            self._hca = Hca(limits.MAX_PSPS, limits.MAX_LMRS + limits.MAX_RMRS + 1)
         self._progress = Progress(self._hca, self._poll)
         self._pzs, self._evds, self._eps, self._cnos, self._srqs, self._rmrs = (set() for _ in range(6))
         self._lmrs = {}                 # lmr_context -> LMR

@@ -12,13 +12,15 @@ import secrets
 
 import numpy as np
 
-from . import cma, hca, limits
+from . import limits
 from .args import check_flags, check_local_iov, check_range, expected
 from .constants import MemPriv
 from .errors import (InsufficientResources, InvalidState,
-                     ModelNotSupported, PrivilegesViolation, ProtectionViolation, bad_arg)
+                     ModelNotSupported, PrivilegesViolation, ProtectionViolation, bad_arg,
+                     hardware_errors)
 from .handle import Handle
-from .ring import Sge
+from .hw import cma, hca
+from .hw.ring import Sge
 from .values import LmrParam, LmrTriplet, RmrTriplet
 
 REMOTE = MemPriv.REMOTE_READ | MemPriv.REMOTE_WRITE
@@ -63,7 +65,8 @@ class LMR(Handle):
             raise bad_arg(3, f"an LMR needs a positive length, not {nbytes}")
         if nbytes > limits.MAX_LMR_BLOCK_SIZE:
             raise bad_arg(3, f"{nbytes} bytes is over max_lmr_block_size ({limits.MAX_LMR_BLOCK_SIZE})")
-        self._segment, self._seg_id = self._ia._hca.new_segment(nbytes)
+        with hardware_errors():
+            self._segment, self._seg_id = self._ia._hca.new_segment(nbytes)
         self._region = None
         self._view = self._segment.buf
         self.buffer = np.frombuffer(self._segment.mmap, dtype=np.uint8)

@@ -1,10 +1,11 @@
 """Remote Memory Regions (dat_rmr_*): memory windows bound into an LMR through an EP."""
 
-from . import hca, limits
+from . import limits
 from .args import check_flags, check_lmr_triplet
 from .constants import CompletionFlags, DtoStatus, EpState, EventNumber, MemPriv
 from .errors import (InsufficientResources, InvalidState,
                      PrivilegesViolation, ProtectionViolation, bad_arg)
+from .hw import hca
 from .handle import Handle, check_handle
 from .lmr import REMOTE, check_privileges
 from .values import LmrTriplet, RmrBindCompletion, RmrParam

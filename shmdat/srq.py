@@ -14,11 +14,12 @@ SRQs); the SRQ counts them by one scan of its EPs' recv EVDs when it needs the
 exact figure (query, resize, and post_recv near the limit).
 """
 
-from . import limits, ring
+from . import limits
 from .args import check_int
 from .constants import AsyncReason, DtoOp, EventNumber, MemPriv, SrqState
 from .errors import InsufficientResources, InvalidState
 from .handle import Handle
+from .hw import ring
 from .lmr import resolve_iov
 from .values import AsyncError, DtoCompletion, SrqParam
 

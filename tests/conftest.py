@@ -4,7 +4,7 @@ import os
 import pytest
 
 import shmdat
-from shmdat import shm
+from shmdat.hw import shm
 from tests.peers import Peer
 
 _quals = itertools.count(1)

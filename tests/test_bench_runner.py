@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from shmdat import bench, shm
+from shmdat import bench
+from shmdat.hw import shm
 from shmdat.bench import runner
 
 

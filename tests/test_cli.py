@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import shmdat
+from shmdat.hw import shm
 
 TIMEOUT = 60
 
@@ -48,7 +49,7 @@ def test_ls_and_gc_tell_the_dead_from_the_living(spawn, ia):
 
     code, out, err = run("gc")
     assert code == 0, err
-    after = shmdat.shm.list_objects()
+    after = shm.list_objects()
     assert {o["name"] for o in mine} <= {o["name"] for o in after}     # the living are never touched
     assert not [o for o in after if o["pid"] == dead_pid]
     assert "left alone" in out

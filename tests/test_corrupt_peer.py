@@ -5,7 +5,8 @@ import secrets
 
 import pytest
 
-from shmdat import DtoStatus, EpState, EventNumber as E, ring
+from shmdat import DtoStatus, EpState, EventNumber as E
+from shmdat.hw import ring
 
 from tests.nodes import WAIT, Node
 from tests.remote import Remote

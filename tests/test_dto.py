@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import shmdat
+from shmdat.hw import cma
 from shmdat import (CompletionFlags as CF, DtoOp, DtoStatus, EpAttr, EpState, EventNumber as E,
                     MemPriv, Return, RmrTriplet)
 
@@ -71,7 +72,7 @@ def test_rdma_write_then_read_by_the_initiator_alone(pair):
 
 def test_rdma_into_consumer_memory_of_the_peer_by_cma(pair):
     node, r = pair
-    if not shmdat.cma.status()[0] if hasattr(shmdat, "cma") else False:
+    if not cma.status()[0]:
         pytest.skip("cross-memory attach is forbidden here")
     target = RmrTriplet(*r.call("expose_consumer", 4096))
     node.ep.post_rdma_write([fill(node, 0, b"via cma")], "w", RmrTriplet(target.rmr_context, target.target_address + 10, 7))
@@ -226,7 +227,7 @@ def test_order_is_kept_within_an_ep(pair):
 @pytest.mark.parametrize("source", ["provider", "consumer", "consumer-no-rendezvous"])
 def test_large_messages_cross_the_ring_whole(pair, source, monkeypatch):
     node, r = pair
-    from shmdat import ring
+    from shmdat.hw import ring
     if source == "consumer-no-rendezvous":
         monkeypatch.setattr(ring, "RDV_THRESHOLD", 1 << 40)     # force fragments through the ring
     size = 3 << 20

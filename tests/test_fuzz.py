@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 import shmdat
-from shmdat import CloseFlags, EpState, EventNumber as E, EvdFlags, RmrTriplet, shm
+from shmdat import CloseFlags, EpState, EventNumber as E, EvdFlags, RmrTriplet
+from shmdat.hw import shm
 
 SIZES = [0, 1, 63, 4096, 40_000, 300_000]      # 300 KB is larger than a connection's ring
 RECV_BYTES = 64 * 1024

@@ -7,7 +7,8 @@ import stat
 import pytest
 
 import shmdat
-from shmdat import EvdFlags, Return, shm
+from shmdat import EvdFlags, Return
+from shmdat.hw import shm
 
 
 def objects_of(ia):

@@ -151,7 +151,7 @@ def test_max_lmrs_is_enforced(ia, monkeypatch):
 
 
 def test_shm_too_small_is_insufficient_resources_with_sizes(ia):
-    from shmdat import shm
+    from shmdat.hw import shm
     huge = shm.shm_free_bytes() + (1 << 30)
     with pytest.raises(shmdat.InsufficientResources) as e:
         ia.lmr_create(ia.pz_create(), huge)

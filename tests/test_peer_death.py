@@ -39,7 +39,7 @@ def _serve(ch, conn_qual, then):
             if i == 3:
                 ch.send("copying")
     elif then == "big_send":
-        from shmdat import ring
+        from shmdat.hw import ring
         ring.RDV_THRESHOLD = 1 << 40       # fragments through the ring, so it arrives in pieces
         ch.send("connected")
         n.ep.post_send([n.lmr.triplet(0, 8 << 20)], "big")
@@ -208,7 +208,7 @@ def test_close_without_disconnecting_is_a_disconnect(spawn, node, conn_qual):
 
 
 def test_exit_without_atexit_is_broken(spawn, node, conn_qual):
-    from shmdat import shm
+    from shmdat.hw import shm
     peer = connect(spawn, node, conn_qual, "os_exit")
     peer.send("go")
     assert_broken(node, [])
@@ -256,6 +256,6 @@ def test_passive_side_dies_during_setup(spawn, node, conn_qual):
 
 
 def test_pid_reuse_is_not_mistaken_for_life():
-    from shmdat.shm import ProcessWatch, MY_PID, MY_START
+    from shmdat.hw.shm import ProcessWatch, MY_PID, MY_START
     assert ProcessWatch(MY_PID, MY_START).alive()
     assert not ProcessWatch(MY_PID, MY_START + 1).alive()     # same pid, another start time

@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from shmdat import shm
+from shmdat.hw import shm
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -10,7 +10,8 @@ import pytest
 
 import shmdat
 from shmdat import (DtoOp, DtoStatus, EpAttr, EvdFlags, EventNumber as E, MemPriv, Return,
-                    limits, ring)
+                    limits)
+from shmdat.hw import ring
 
 from tests.nodes import Node
 from tests.remote import Remote

@@ -17,7 +17,7 @@ from multiprocessing.connection import wait
 
 import numpy as np
 
-from .. import shm
+from ..hw import shm
 from .alternatives import PipeEndpoint, ZmqEndpoint
 from .plan import REPS, Cell, iterations
 from .shmdat_transport import ShmdatEndpoint

@@ -7,7 +7,8 @@ import signal
 import time
 
 import shmdat
-from shmdat import EventNumber, EvdFlags, shm
+from shmdat import EventNumber, EvdFlags
+from shmdat.hw import shm
 
 from .plan import TIMEOUT_US
 from .runner import expect, stop_on_sigterm, supervised

@@ -14,7 +14,7 @@ import select
 
 import posix_ipc
 
-from .errors import InsufficientResources
+from .errors import NoRoom
 
 SHM_DIR = "/dev/shm"
 UID = os.getuid()
@@ -100,11 +100,10 @@ def shm_free_bytes():
 
 def _no_room(size, what):
     st = os.statvfs(SHM_DIR)
-    return InsufficientResources(
+    return NoRoom(
         f"{SHM_DIR} cannot hold the {size} bytes that {what} needs: "
         f"{st.f_bavail * st.f_frsize} bytes are free of {st.f_blocks * st.f_frsize}. "
-        f"Free some, or enlarge {SHM_DIR} (mount -o remount,size=... {SHM_DIR})",
-        subtype="RESOURCE_MEMORY")
+        f"Free some, or enlarge {SHM_DIR} (mount -o remount,size=... {SHM_DIR})", size, what)
 
 
 class Segment:
@@ -120,7 +119,7 @@ class Segment:
 
     @classmethod
     def create(cls, name, size, what="this object"):
-        """Create, size and map a new segment; InsufficientResources if /dev/shm cannot hold it.
+        """Create, size and map a new segment; NoRoom if /dev/shm cannot hold it.
 
         The pages are reserved with posix_fallocate so that a full /dev/shm is an
         error here and never a SIGBUS later.

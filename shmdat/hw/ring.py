@@ -34,6 +34,7 @@ import collections
 import os
 
 from . import cma
+from .errors import RingCorrupt
 from .shm import Segment
 
 CONN_MAGIC = 0x636F6E6E64617431         # "connedat1"
@@ -66,10 +67,6 @@ OK, FLUSHED, LENGTH, REMOTE_ACCESS, LOCAL_PROTECTION = 0, 1, 2, 6, 4
 RING_BYTES = int(os.environ.get("SHMDAT_RING_KIB", "256")) * 1024
 CHUNK = 64 * 1024                        # largest payload of one MSG/FRAG record
 RDV_THRESHOLD = int(os.environ.get("SHMDAT_RDV_BYTES", str(32 * 1024)))
-
-
-class RingCorrupt(Exception):
-    """The peer wrote something into the connection that cannot be right."""
 
 
 class Sge:

@@ -25,6 +25,7 @@ import numpy as np
 import posix_ipc
 
 from . import shm
+from .errors import PeerUnreachable
 from .shm import Segment, ProcessWatch
 
 MAGIC = 0x73686D6461743031            # "shmdat01"
@@ -46,10 +47,6 @@ E_KEY, E_KIND, E_PRIV, E_PZ, E_BASE, E_LENGTH, E_SEG, E_SEGOFF = range(8)
 KIND_SEGMENT = 1        # memory in one of the owner's shared segments
 KIND_PROCESS = 2        # the owner's private memory, reached by cross-memory attach
 INDEX_BITS = 16
-
-
-class PeerUnreachable(Exception):
-    """No HCA answers at that address."""
 
 
 class Registration:

@@ -127,7 +127,8 @@ def test_rmr_contexts_are_random_and_not_reused(ia):
         lmr.free()
     # not a counter: the key bits above the table index differ widely
     keys = sorted(k >> 16 for k in seen)
-    assert len(set(keys)) == 20 and keys[-1] - keys[0] > 1 << 20
+    assert len(set(keys)) == 20 and keys[-1] - keys[0] > 1 << 12
+    assert all(k < 1 << 32 for k in seen)      # DAT_RMR_CONTEXT and verbs' rkey are 32 bits
 
 
 def test_freed_lmr(ia):

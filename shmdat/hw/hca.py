@@ -46,7 +46,12 @@ ENTRY_WORDS = 8
 E_KEY, E_KIND, E_PRIV, E_PZ, E_BASE, E_LENGTH, E_SEG, E_SEGOFF = range(8)
 KIND_SEGMENT = 1        # memory in one of the owner's shared segments
 KIND_PROCESS = 2        # the owner's private memory, reached by cross-memory attach
-INDEX_BITS = 16
+INDEX_BITS = 16         # a key is 31 bits (DAT's rmr_context, verbs' rkey): a tag, then the slot
+TAG_BITS = 15
+# What a registration lets a peer do (the same bits as DAT's MemPriv remote ones).
+PRIV_REMOTE_READ = 0x02
+PRIV_REMOTE_WRITE = 0x20
+PRIV_REMOTE_ATOMIC = 0x40
 
 
 class Registration:
@@ -90,6 +95,9 @@ class Hca:
         w[W_MAGIC] = MAGIC                      # last: the header is complete when it shows
         self.words = w
         self._free_slots = list(range(table_slots - 1, 0, -1))     # slot 0 unused: key 0 is "none"
+        self._slot_uses = {}
+        self._tag_start = secrets.randbits(TAG_BITS)
+        self._tag_step = (1 << (TAG_BITS - 2)) + 2 * secrets.randbits(TAG_BITS - 3) + 1     # odd: full period
         self._seg_ids = itertools.count(1)
         self.peers = {}                         # address -> RemoteHca
 
@@ -178,13 +186,24 @@ class Hca:
         if not self._free_slots:
             return None
         slot = self._free_slots.pop()
-        key = (secrets.randbits(63 - INDEX_BITS) + 1) << INDEX_BITS | slot
-        w, o = self.words, self._entry(slot)
-        w[o + E_KEY] = 0
+        # The tag above the slot walks a random full-period sequence: unguessable
+        # from the slot, and a freed key comes back only after 2**15 reuses of it.
+        n = self._slot_uses[slot] = self._slot_uses.get(slot, 0) + 1
+        tag = (self._tag_step * n + self._tag_start) % (1 << TAG_BITS)
+        key = tag << INDEX_BITS | slot
+        self._write_entry(key, kind, priv, pz, base, length, seg, segoff)
+        return key
+
+    def reregister(self, key, kind, priv, pz, base, length, seg=0, segoff=0):
+        """Change a registration in place; the key stays the same (verbs' rereg)."""
+        self._write_entry(key, kind, priv, pz, base, length, seg, segoff)
+
+    def _write_entry(self, key, kind, priv, pz, base, length, seg, segoff):
+        w, o = self.words, self._entry(key & ((1 << INDEX_BITS) - 1))
+        w[o + E_KEY] = 0        # first: a peer reading meanwhile finds no entry, never half of one
         w[o + E_KIND], w[o + E_PRIV], w[o + E_PZ] = kind, priv, pz
         w[o + E_BASE], w[o + E_LENGTH], w[o + E_SEG], w[o + E_SEGOFF] = base, length, seg, segoff
         w[o + E_KEY] = key      # last (x86-64 keeps stores in order): the entry is whole when the key shows
-        return key
 
     def deregister(self, key):
         """Withdraw a registration: peers' RDMA with that key fails from now on."""

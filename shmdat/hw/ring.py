@@ -35,6 +35,7 @@ import os
 
 from . import cma
 from .errors import RingCorrupt
+from .hca import PRIV_REMOTE_READ, PRIV_REMOTE_WRITE
 from .shm import Segment
 
 CONN_MAGIC = 0x636F6E6E64617431         # "connedat1"
@@ -380,7 +381,7 @@ class QueuePair:
         """One-sided RDMA: check the peer's registration and copy. Sets wr.status."""
         key, addr, rlen = wr.remote
         reg = self.peer.lookup(key)
-        need = 0x20 if write else 0x02      # REMOTE_WRITE / REMOTE_READ privilege bits
+        need = PRIV_REMOTE_WRITE if write else PRIV_REMOTE_READ
         n = wr.length
         if (reg is None or not reg.priv & need or reg.pz != self.peer_pz
                 or addr < reg.base or addr + n > reg.base + reg.length or n > rlen):

@@ -1,4 +1,4 @@
-"""The `shmdat` command (also `python -m shmdat`): info, ls, gc and bench."""
+"""The `shmdat` command (also `python -m shmdat`): info, ls, gc, bench and run-verbs."""
 
 import argparse
 import json
@@ -7,6 +7,7 @@ import sys
 
 from . import __version__
 from .hw import cma, shm
+from .verbs.__main__ import main as run_verbs
 
 
 def _fields(value):
@@ -95,14 +96,18 @@ def _parser():
     sub.add_parser("gc", help="reclaim the objects of dead processes")
     sub.add_parser("bench", help="perftest-style latency and bandwidth (shmdat bench --help)",
                    add_help=False)
+    sub.add_parser("run-verbs", help="run a pyverbs program unchanged on shmdat.verbs "
+                   "(shmdat run-verbs --help)", add_help=False)
     return parser
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    # bench has its own options: hand it everything after the word.
+    # bench and run-verbs have their own options: hand them everything after the word.
     if argv and argv[0] == "bench":
         return cmd_bench(argv[1:])
+    if argv and argv[0] == "run-verbs":
+        return run_verbs(argv[1:], prog="shmdat run-verbs")
     args = _parser().parse_args(argv)
     import shmdat
     try:

@@ -1,0 +1,55 @@
+"""What every verbs object shares (pyverbs' base): close() that is idempotent,
+the context manager, parents that close their children, and PyverbsRDMAErrno.
+"""
+
+import errno
+import logging
+
+from .pyverbs_error import PyverbsRDMAError
+
+
+class PyverbsObject:
+    """A verbs object; `logger` as pyverbs gives one."""
+
+    def __init__(self):
+        self.logger = logging.getLogger(type(self).__name__)
+
+
+class PyverbsCM(PyverbsObject):
+    """A verbs object with a close() and a `with` block that calls it."""
+
+    def __init__(self):
+        super().__init__()
+        self._closed = False
+
+    def close(self):
+        """Release the object (its children first). Idempotent."""
+        if not self._closed:
+            self._release()
+            self._closed = True
+
+    def _release(self):
+        raise NotImplementedError
+
+    def _check_open(self, what):
+        """Raise PyverbsRDMAError (EBADF) naming `what` if the object is closed."""
+        if self._closed:
+            raise PyverbsRDMAError(f"{what}: the {type(self).__name__} is closed", errno.EBADF)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def close_weakrefs(groups):
+    """Close every object of each weak set in `groups`, in order (children first)."""
+    for group in groups:
+        for obj in list(group):
+            obj.close()
+
+
+def PyverbsRDMAErrno(msg, errno):                   # noqa: N802 - pyverbs' name
+    """The PyverbsRDMAError of a failed verbs call that set `errno`."""
+    return PyverbsRDMAError(msg, errno)

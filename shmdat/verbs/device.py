@@ -1,0 +1,234 @@
+"""The device (pyverbs.device): get_device_list, Context and the attributes it reports.
+
+shmdat has one device, `shm0`, shaped like Soft-RoCE: a CA with one ACTIVE
+Ethernet port whose GIDs are RoCE ones. Every Context opened on it, in any
+process of the machine, is a window on the same device. A Context owns a
+hardware HCA (hw/hca.py): the registration table peers check their RDMA
+against, and the doorbell its waiters sleep on.
+"""
+
+import hashlib
+import ipaddress
+import socket
+import weakref
+
+from ..hw.errors import NoRoom
+from ..hw.hca import Hca
+from . import libibverbs_enums as e
+from .addr import GID, gid_raw
+from .base import PyverbsCM, PyverbsObject, close_weakrefs
+from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
+
+DEVICE_NAME = "shm0"
+PORT = 1
+PKEY_DEFAULT = 0xFFFF
+VENDOR_ID = 0x5348      # "SH": not a PCI vendor; rxe uses 0xFFFFFF the same way
+
+
+def _machine_guid():
+    """A GUID stable for this machine (a NIC's is burnt in), from its machine id."""
+    try:
+        with open("/etc/machine-id", "rb") as f:
+            seed = f.read().strip()
+    except OSError:
+        seed = socket.gethostname().encode()
+    return int.from_bytes(hashlib.sha256(b"shmdat" + seed).digest()[:8], "little")
+
+
+NODE_GUID = _machine_guid()
+
+# What the device can do: at least Soft-RoCE's where the issue names it, and
+# what the shared-memory hardware can hold.
+LIMITS = dict(
+    max_mr_size=(1 << 40), page_size_cap=0xFFFFF000, max_qp=4096, max_qp_wr=16384,
+    max_sge=32, max_sge_rd=32, max_cq=4096, max_cqe=65535, max_mr=16383, max_pd=65536,
+    max_qp_rd_atom=128, max_ee_rd_atom=0, max_res_rd_atom=4096 * 128, max_qp_init_rd_atom=128,
+    max_ee_init_rd_atom=0, max_ee=0, max_rdd=0, max_mw=0, max_raw_ipv6_qp=0, max_raw_ethy_qp=0,
+    max_mcast_grp=0, max_mcast_qp_attach=0, max_total_mcast_qp_attach=0, max_ah=65536,
+    max_fmr=0, max_map_per_fmr=0, max_srq=4096, max_srq_wr=16384, max_srq_sge=32,
+    max_pkeys=1, local_ca_ack_delay=15)
+DEVICE_CAP_FLAGS = (e.IBV_DEVICE_BAD_PKEY_CNTR | e.IBV_DEVICE_BAD_QKEY_CNTR
+                    | e.IBV_DEVICE_SYS_IMAGE_GUID | e.IBV_DEVICE_RC_RNR_NAK_GEN
+                    | e.IBV_DEVICE_SRQ_RESIZE | e.IBV_DEVICE_PORT_ACTIVE_EVENT)
+# The port's GID table, as rxe fills it for `lo`: each address as RoCE v1 and v2.
+GID_TABLE_LEN = 16
+_ADDRESSES = (str(ipaddress.IPv6Address(0xFE80 << 112 | NODE_GUID)), "127.0.0.1")
+GIDS = [(gid_raw(address), sysfs_type) for address in _ADDRESSES
+        for sysfs_type in (e.IBV_GID_TYPE_SYSFS_IB_ROCE_V1, e.IBV_GID_TYPE_SYSFS_ROCE_V2)]
+_GID_TYPE = {e.IBV_GID_TYPE_SYSFS_IB_ROCE_V1: e.IBV_GID_TYPE_ROCE_V1,
+             e.IBV_GID_TYPE_SYSFS_ROCE_V2: e.IBV_GID_TYPE_ROCE_V2}
+LOOPBACK_IFINDEX = 1
+
+
+class Device(PyverbsObject):
+    """ibv_device as get_device_list() returns it."""
+
+    def __init__(self, name, guid, node_type, transport_type, index):
+        super().__init__()
+        self.name, self.guid, self.index = name.encode(), guid, index
+        self.node_type, self.transport_type = node_type, transport_type
+
+    def __str__(self):
+        return (f"Device {self.name.decode()}, node type {self.node_type.name}, "
+                f"transport type {self.transport_type.name}, guid {self.guid:#x}")
+
+
+def get_device_list():
+    """ibv_get_device_list: the one shared-memory device."""
+    return [Device(DEVICE_NAME, NODE_GUID, e.ibv_node_type.IBV_NODE_CA,
+                   e.ibv_transport_type.IBV_TRANSPORT_IB, 0)]
+
+
+class _Attributes(PyverbsObject):
+    """Attributes read as fields (pyverbs shows them as properties)."""
+
+    def __init__(self, **fields):
+        super().__init__()
+        self.__dict__.update(fields)
+
+    def __str__(self):
+        return "".join(f"{k:<28}: {v}\n" for k, v in vars(self).items() if k != "logger")
+
+
+class DeviceAttr(_Attributes):
+    """ibv_device_attr."""
+
+
+class DeviceAttrEx(_Attributes):
+    """ibv_device_attr_ex: `orig_attr` is the DeviceAttr."""
+
+
+class PortAttr(_Attributes):
+    """ibv_port_attr."""
+
+
+class GIDEntry(_Attributes):
+    """ibv_gid_entry."""
+
+    def gid_str(self):
+        return self.gid.gid
+
+
+class Context(PyverbsCM):
+    """ibv_context: `Context(name='shm0')`, closed by close() or a `with` block.
+
+    Raises PyverbsUserError without a name, PyverbsRDMAError (ENODEV) for a
+    device that does not exist, (ENOMEM) when /dev/shm cannot hold the device.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.name = kwargs.get("name")
+        if kwargs.get("cmid") is not None or kwargs.get("cmd_fd") is not None:
+            raise PyverbsUserError("shm0 cannot import a context from a CMID or a command fd")
+        if self.name is None:
+            raise PyverbsUserError("Device name must be provided")
+        if self.name != DEVICE_NAME:
+            raise PyverbsRDMAError(f"Failed to find device {self.name}")
+        try:
+            self.hca = Hca(listen_slots=64, table_slots=LIMITS["max_mr"] + 1)
+        except NoRoom as err:
+            raise PyverbsRDMAError(f"Failed to open device {self.name}: {err}", 12) from None
+        self.pds = weakref.WeakSet()
+        self.mrs_by_lkey = {}           # lkey -> MR: what a local SGE names
+
+    def _release(self):
+        """ibv_close_device: every PD (and what it holds) first."""
+        close_weakrefs([self.pds])
+        self.hca.close()
+
+    def add_ref(self, obj):
+        """Keep `obj` (a PD) to close it with the context."""
+        self._check_open(f"Failed to create {type(obj).__name__}")
+        self.pds.add(obj)
+
+    @property
+    def num_comp_vectors(self):
+        return 1
+
+    def query_device(self):
+        """ibv_query_device -> DeviceAttr."""
+        self._check_open(f"Failed to query device {self.name}")
+        return DeviceAttr(fw_version="1.0.0", node_guid=NODE_GUID, sys_image_guid=NODE_GUID,
+                          vendor_id=VENDOR_ID, vendor_part_id=0, hw_ver=1,
+                          device_cap_flags=int(DEVICE_CAP_FLAGS), atomic_caps=e.IBV_ATOMIC_HCA,
+                          phys_port_cnt=1, **LIMITS)
+
+    def query_device_ex(self, ex_input=None):
+        """ibv_query_device_ex -> DeviceAttrEx (its orig_attr is query_device()'s)."""
+        return DeviceAttrEx(orig_attr=self.query_device(), comp_mask=0, max_dm_size=0,
+                            raw_packet_caps=0, device_cap_flags_ex=int(DEVICE_CAP_FLAGS),
+                            pci_atomic_caps=0, phys_port_cnt_ex=1)
+
+    def _check_port(self, port_num, what):
+        self._check_open(what)
+        if port_num != PORT:
+            raise PyverbsRDMAError(f"{what}: the device has port {PORT} only", 22)     # EINVAL
+
+    def query_port(self, port_num):
+        """ibv_query_port -> PortAttr of port 1 (the device's only one)."""
+        self._check_port(port_num, f"Failed to query port {port_num}")
+        return PortAttr(state=e.IBV_PORT_ACTIVE, max_mtu=e.IBV_MTU_4096, active_mtu=e.IBV_MTU_1024,
+                        gid_tbl_len=GID_TABLE_LEN, port_cap_flags=0, max_msg_sz=1 << 31,
+                        bad_pkey_cntr=0, qkey_viol_cntr=0, pkey_tbl_len=1, lid=0, sm_lid=0,
+                        lmc=0, max_vl_num=1, sm_sl=0, subnet_timeout=0, init_type_reply=0,
+                        active_width=1, active_speed=32, phys_state=5,
+                        link_layer=e.IBV_LINK_LAYER_ETHERNET, flags=0, port_cap_flags2=0,
+                        active_speed_ex=0)
+
+    def query_pkey(self, port_num, index):
+        """ibv_query_pkey: the default P_Key at index 0."""
+        self._check_port(port_num, f"Failed to query pkey {index} of port {port_num}")
+        if index != 0:
+            raise PyverbsRDMAError(f"Failed to query pkey {index} of port {port_num}", 22)
+        return PKEY_DEFAULT
+
+    def get_pkey_index(self, port_num, pkey):
+        self._check_port(port_num, f"Failed to get pkey index of pkey = {pkey} of port {port_num}")
+        if pkey != PKEY_DEFAULT:
+            raise PyverbsRDMAError(f"Failed to get pkey index of pkey = {pkey} of port {port_num}")
+        return 0
+
+    def _gid_entry(self, port_num, index, what):
+        self._check_port(port_num, what)
+        if not 0 <= index < GID_TABLE_LEN:
+            raise PyverbsRDMAError(what, 22)
+        return GIDS[index] if index < len(GIDS) else None
+
+    def query_gid(self, port_num, index):
+        """ibv_query_gid: a GID of the table (zero past its used entries)."""
+        entry = self._gid_entry(port_num, index, f"Failed to query gid {index} of port {port_num}")
+        return GID.from_raw(entry[0] if entry is not None else bytes(16))
+
+    def query_gid_type(self, port_num, index):
+        """ibv_query_gid_type -> ibv_gid_type_sysfs of a used entry."""
+        what = f"Failed to query gid type of port {port_num} and gid index {index}"
+        entry = self._gid_entry(port_num, index, what)
+        if entry is None:
+            raise PyverbsRDMAError(what, 61)        # ENODATA, as for an empty sysfs entry
+        return entry[1]
+
+    def query_gid_ex(self, port_num, gid_index, flags=0):
+        """ibv_query_gid_ex -> GIDEntry of a used entry."""
+        what = f"Failed to query gid table of port {port_num} in index {gid_index}"
+        if flags:
+            raise PyverbsRDMAError(what, 22)
+        entry = self._gid_entry(port_num, gid_index, what)
+        if entry is None:
+            raise PyverbsRDMAError(what, 61)
+        return self._make_gid_entry(gid_index)
+
+    def query_gid_table(self, max_entries, flags=0):
+        """ibv_query_gid_table -> the used GIDEntry-s (EINVAL if they do not fit)."""
+        self._check_open("Failed to query gid tables of the device")
+        if flags or max_entries < len(GIDS):
+            raise PyverbsRDMAError("Failed to query gid tables of the device", 22)
+        return [self._make_gid_entry(i) for i in range(len(GIDS))]
+
+    @staticmethod
+    def _make_gid_entry(index):
+        raw, sysfs_type = GIDS[index]
+        return GIDEntry(gid=GID.from_raw(raw), gid_subnet_prefix=int.from_bytes(raw[:8], "little"),
+                        gid_interface_id=int.from_bytes(raw[8:], "little"), gid_index=index,
+                        port_num=PORT, gid_type=_GID_TYPE[sysfs_type], ndev_ifindex=LOOPBACK_IFINDEX)
+

@@ -1,0 +1,184 @@
+"""Memory regions (pyverbs.mr): MR.
+
+`MR(pd, length, access)` allocates its buffer in a shared segment of the
+device, so that peers reach it by mapping (no copy through the kernel);
+`MR(pd, length, access, address=addr)` registers memory the program owns,
+which peers reach by cross-memory attach. `mr.buf` is a real address in this
+process either way. Each MR has an entry in the Context's registration table:
+its key is the lkey, and the rkey when remote access is allowed (0 otherwise,
+as Soft-RoCE does); rereg keeps both.
+"""
+
+import ctypes
+import errno
+
+from ..hw import cma, hca as hw
+from ..hw.errors import NoRoom
+from . import libibverbs_enums as e
+from .base import PyverbsCM
+from .pd import PD
+from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
+
+_REMOTE = e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC
+_NEEDS_LOCAL_WRITE = e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_ATOMIC
+_SUPPORTED = int(e.IBV_ACCESS_LOCAL_WRITE | _REMOTE | e.IBV_ACCESS_RELAXED_ORDERING)
+_HW_PRIV = ((e.IBV_ACCESS_REMOTE_READ, hw.PRIV_REMOTE_READ),
+            (e.IBV_ACCESS_REMOTE_WRITE, hw.PRIV_REMOTE_WRITE),
+            (e.IBV_ACCESS_REMOTE_ATOMIC, hw.PRIV_REMOTE_ATOMIC))
+_REREG_FLAGS = int(e.IBV_REREG_MR_CHANGE_TRANSLATION | e.IBV_REREG_MR_CHANGE_PD
+                   | e.IBV_REREG_MR_CHANGE_ACCESS)
+
+
+def check_access(access, what):
+    """Access flags as the kernel checks them at registration -> a plain int."""
+    if not isinstance(access, int) or access < 0:
+        raise PyverbsUserError(f"{what}: access must be ibv_access_flags, not {access!r}")
+    if access & _NEEDS_LOCAL_WRITE and not access & e.IBV_ACCESS_LOCAL_WRITE:
+        raise PyverbsRDMAError(f"{what}: remote write and atomic access need local write",
+                               errno.EINVAL)
+    if access & ~_SUPPORTED:
+        raise PyverbsRDMAError(f"{what}: access flags {access & ~_SUPPORTED:#x} are not "
+                               "supported by shm0", errno.EOPNOTSUPP)
+    return int(access)
+
+
+def _hw_priv(access):
+    return sum(priv for flag, priv in _HW_PRIV if access & flag)
+
+
+class MR(PyverbsCM):
+    """ibv_reg_mr: `MR(pd, length, access, address=None)`.
+
+    Raises PyverbsUserError (a creator that is not a PD, a bad length),
+    PyverbsRDMAError: EINVAL (remote write or atomic without local write),
+    EOPNOTSUPP (unsupported access flags; remote access to program memory
+    where cross-memory attach is forbidden), ENOMEM (/dev/shm full, or the
+    registration table), EBADF (closed PD).
+    """
+
+    def __init__(self, creator, length=0, access=0, address=None, implicit=False, **kwargs):
+        super().__init__()
+        what = f"Failed to register a MR. length: {length}, access flags: {access}"
+        if not isinstance(creator, PD):
+            raise PyverbsUserError(f"Cannot create MR from {type(creator)}")
+        if implicit or kwargs.get("handle") is not None:
+            raise PyverbsRDMAError(f"{what}: implicit and imported MRs are not supported",
+                                   errno.EOPNOTSUPP)
+        if not isinstance(length, int) or length < 0:
+            raise PyverbsUserError(f"{what}: length must be a non-negative int")
+        self.access = check_access(access, what)
+        creator._check_open(what)
+        self.pd = creator
+        self._segment = None
+        self._seg_id = 0
+        self._place(address, length, what)
+        table = creator.ctx.hca
+        key = table.register(*self._entry())
+        if key is None:
+            self._free_buffer()
+            raise PyverbsRDMAError(f"{what}: max_mr MRs are registered", errno.ENOMEM)
+        self.lkey = key
+        self.rkey = key if self.access & _REMOTE else 0
+        creator.add_ref(self)
+        creator.ctx.mrs_by_lkey[key] = self
+
+    def _place(self, address, length, what):
+        """Where the MR's bytes are: a new shared segment, or the program's memory."""
+        self.length = length
+        if address:
+            if self.access & _REMOTE:
+                usable, why = cma.status()
+                if not usable:
+                    raise PyverbsRDMAError(f"{what}: peers cannot reach this process's memory: "
+                                           f"{why}", errno.EOPNOTSUPP)
+                cma.allow_peers()
+            self.buf = int(address)
+            return
+        self.buf = 0
+        if length:
+            try:
+                self._segment, self._seg_id = self.pd.ctx.hca.new_segment(length)
+            except NoRoom as err:
+                raise PyverbsRDMAError(f"{what}: {err}", errno.ENOMEM) from None
+            self.buf = ctypes.addressof(ctypes.c_char.from_buffer(self._segment.mmap))
+
+    def _entry(self):
+        """The registration table entry's fields (kind, priv, pd, base, length, seg, segoff)."""
+        kind = hw.KIND_SEGMENT if self._segment is not None else hw.KIND_PROCESS
+        return kind, _hw_priv(self.access), self.pd.pd_id, self.buf, self.length, self._seg_id, 0
+
+    def _free_buffer(self):
+        if self._segment is not None:
+            self._segment.unlink()
+            self._segment.close()      # raises BufferError if a view of the buffer is alive
+            self._segment = None
+
+    def _release(self):
+        """ibv_dereg_mr: peers' RDMA with the rkey fails from now on."""
+        ctx = self.pd.ctx
+        ctx.hca.deregister(self.lkey)
+        ctx.mrs_by_lkey.pop(self.lkey, None)
+        self.pd.mrs.discard(self)
+        self._free_buffer()
+        self.buf = 0
+
+    def _check_range(self, length, offset, what):
+        self._check_open(what)
+        if not isinstance(offset, int) or offset < 0:
+            raise PyverbsUserError(f"Invalid offset {offset}")
+        if not self.buf or not isinstance(length, int) or length < 0 or offset + length > self.length:
+            raise PyverbsUserError(f"The MR buffer isn't allocated or length {length} is invalid")
+
+    def write(self, data, length, offset=0):
+        """Copy `length` bytes of `data` (bytes, or a str, encoded) into the buffer at `offset`."""
+        if isinstance(data, str):
+            data = data.encode()
+        self._check_range(length, offset, "Failed to write to the MR")
+        source = memoryview(data).cast("B")
+        if length > source.nbytes:
+            raise PyverbsUserError(f"data holds {source.nbytes} bytes, fewer than length {length}")
+        ctypes.memmove(self.buf + offset, bytes(source[:length]), length)
+
+    def read(self, length, offset):
+        """The `length` bytes of the buffer at `offset`."""
+        self._check_range(length, offset, "Failed to read the MR")
+        return ctypes.string_at(self.buf + offset, length)
+
+    def rereg(self, flags, pd=None, addr=0, length=0, access=0):
+        """ibv_rereg_mr: change the PD, the access flags, or the memory
+        (`addr`, `length`: program memory from then on); lkey and rkey stay.
+
+        Raises PyverbsRDMAError (EINVAL for bad flags or arguments, and the
+        errors of registration).
+        """
+        what = "Failed to rereg MR"
+        self._check_open(what)
+        if not isinstance(flags, int) or not flags or flags & ~_REREG_FLAGS:
+            raise PyverbsRDMAError(f"{what}: flags {flags!r} are not ibv_rereg_mr_flags", errno.EINVAL)
+        if flags & e.IBV_REREG_MR_CHANGE_PD and not isinstance(pd, PD):
+            raise PyverbsRDMAError(f"{what}: IBV_REREG_MR_CHANGE_PD needs a PD", errno.EINVAL)
+        if flags & e.IBV_REREG_MR_CHANGE_PD and pd.ctx is not self.pd.ctx:
+            raise PyverbsRDMAError(f"{what}: the PD is of another context", errno.EINVAL)
+        new_access = check_access(access, what) if flags & e.IBV_REREG_MR_CHANGE_ACCESS else self.access
+        if flags & e.IBV_REREG_MR_CHANGE_TRANSLATION:
+            if not addr or not isinstance(length, int) or length <= 0:
+                raise PyverbsRDMAError(f"{what}: a new translation needs an address and a length",
+                                       errno.EINVAL)
+            self._free_buffer()
+            self.access = new_access
+            self._place(addr, length, what)
+        self.access = new_access
+        if flags & e.IBV_REREG_MR_CHANGE_PD:
+            self.pd.mrs.discard(self)
+            self.pd = pd
+            pd.add_ref(self)
+        self.rkey = self.lkey if self.access & _REMOTE else 0
+        self.pd.ctx.hca.reregister(self.lkey, *self._entry())
+
+    @property
+    def handle(self):
+        return self.lkey
+
+    def __str__(self):
+        return (f"MR\n  lkey: {self.lkey}\n  rkey: {self.rkey}\n  length: {self.length}\n"
+                f"  buf: {self.buf:#x}\n")

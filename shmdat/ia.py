@@ -20,7 +20,7 @@ from .handle import Handle, check_handle
 from .hw import cma, shm
 from .hw.hca import Hca
 from .lmr import LMR, check_privileges
-from .progress import LIVENESS_SLICE, Progress
+from .hw.progress import LIVENESS_SLICE, Progress
 from .pz import PZ
 from .values import IaAttr, ProviderAttr
 

@@ -1,7 +1,7 @@
-"""Progress and waiting for one IA: the provider's engine room.
+"""Progress and waiting for one HCA (a DAT IA, a verbs Context): the engine room.
 
-Progress is manual: it runs inside wait, dequeue and post calls, under the IA
-lock. A thread that must block first spins (running progress) for a short,
+Progress is manual: it runs inside the API's wait, poll and post calls, under
+the HCA's lock. A thread that must block first spins (running progress) for a short,
 tunable time, then sleeps. Only one thread of the IA sleeps on the doorbell
 semaphore (the "sleeper"); others wait on a condition that the sleeper
 signals after each round of progress.

@@ -6,7 +6,7 @@ import os
 import sys
 
 from . import __version__
-from .hw import cma, shm
+from .hw import cma, qpn, shm
 from .verbs.__main__ import main as run_verbs
 
 
@@ -70,6 +70,8 @@ def cmd_ls(args):
 def cmd_gc(args):
     """Unlink the objects whose owner has died; a live process's objects are never touched."""
     gone = shm.reclaim_dead()
+    if qpn.reclaim_unused():
+        gone.append(qpn.NAME)
     for name in gone:
         print(f"removed {name}")
     live = sum(1 for o in shm.list_objects() if o["alive"])

@@ -4,7 +4,7 @@ import os
 import pytest
 
 import shmdat
-from shmdat.hw import shm
+from shmdat.hw import qpn, shm
 from tests.peers import Peer
 
 _quals = itertools.count(1)
@@ -26,6 +26,7 @@ def spawn():
     # peer left is reclaimed, as the next ia_open or `shmdat gc` would.
     _assert_no_leak({p.pid for p in peers} - killed)
     shm.reclaim_dead()
+    qpn.reclaim_unused()
     _assert_no_leak(killed)
 
 

@@ -111,5 +111,6 @@ def test_shmdat_gc_removes_the_table_a_killed_process_left(spawn):
     done = subprocess.run([sys.executable, "-m", "shmdat", "gc"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    assert f"removed {qpn.NAME}" in done.stdout or _table_has_live_owner()
+    # Gone (by this gc, or by a parallel test's cleanup that got there first),
+    # unless a parallel test holds numbers in it.
     assert not os.path.exists(qpn.PATH) or _table_has_live_owner()

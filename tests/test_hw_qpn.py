@@ -7,12 +7,12 @@ import sys
 
 from shmdat.hw import qpn, shm
 
-ME = (shm.MY_PID, shm.MY_START, 7)
+ME = (shm.MY_PID, shm.MY_START, 7, 99)
 
 
 def _claim_many(ch, count):
     table = qpn.QpnTable()
-    me = (shm.MY_PID, shm.MY_START, 1)
+    me = (shm.MY_PID, shm.MY_START, 1, 0)
     numbers = [table.claim(me) for _ in range(count)]
     ch.send(numbers)
     if ch.recv() == "release":

@@ -73,8 +73,8 @@ def _listen_view(segment, listen_slots):
 class Hca:
     def __init__(self, listen_slots, table_slots):
         self.n = next(_ia_numbers)
-        self.address = f"{shm.MY_PID}.{shm.MY_START}.{self.n}"
-        self.prefix = f"{shm.PREFIX}{self.address}"
+        self.address = address_of(shm.MY_PID, shm.MY_START, self.n)
+        self.prefix = prefix_of(shm.MY_PID, shm.MY_START, self.n)
         self.table_slots = table_slots
         self.table_offset, size = _layout(listen_slots, table_slots)
         self.segment = Segment.create(self.prefix + ".ia", size, "the IA's registration table")
@@ -250,6 +250,16 @@ class Hca:
 
 
 _ia_numbers = itertools.count()
+
+
+def address_of(pid, start, n):
+    """The address of HCA number n of process (pid, start)."""
+    return f"{pid}.{start}.{n}"
+
+
+def prefix_of(pid, start, n):
+    """The prefix of that HCA's shared objects' names."""
+    return f"{shm.PREFIX}{address_of(pid, start, n)}"
 
 
 def cm_socket_name(address):

@@ -3,7 +3,8 @@
 A verbs QP is named by its qp_num alone (peers exchange it out of band), so a
 number must be unique on the machine and lead to the QP's owner. The table is
 one file per user in /dev/shm, `shmdat.<uid>.qpn`, shared by every process:
-slot i holds the owner of qp_num i (pid, start time, HCA number), or zeros.
+slot i holds the owner of qp_num i (pid, start time, HCA number) and a word
+the owner publishes with it (the verbs layer puts the QP's PD there), or zeros.
 Slots 0 and 1 are never given out (QP0 and QP1 are the special QPs of verbs).
 
 Claims and releases hold an flock on the file: the kernel drops it when its
@@ -22,7 +23,7 @@ import numpy as np
 from . import shm
 
 SLOTS = 1 << 16
-SLOT_WORDS = 4                          # pid, start time, hca number, spare
+SLOT_WORDS = 4                          # pid, start time, hca number, a word of the owner's
 FIRST_QPN = 2
 HEADER_WORDS = 8                        # word 0: where the next claim starts looking
 NAME = f"{shm.PREFIX}qpn"               # shmdat.<uid>.qpn
@@ -71,7 +72,7 @@ class QpnTable:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def claim(self, owner):
-        """A free QP number, now owned by `owner` (pid, start time, hca number).
+        """A free QP number, now owned by `owner` (pid, start time, hca number, word).
 
         Looks on from where the last claim stopped, so that a released number
         comes back as late as possible. Raises TableFull.
@@ -81,7 +82,7 @@ class QpnTable:
             order = np.roll(np.arange(FIRST_QPN, SLOTS), -(max(int(self._header[0]), FIRST_QPN) - FIRST_QPN))
             free = order[self._slots[order, 0] == 0]
             qpn = int(free[0]) if len(free) else self._reclaim_one(order)
-            self._slots[qpn, :3] = owner
+            self._slots[qpn] = owner
             self._header[0] = qpn + 1 if qpn + 1 < SLOTS else FIRST_QPN
             return qpn
         finally:
@@ -100,19 +101,19 @@ class QpnTable:
         """Give `qpn` back, if `owner` still holds it."""
         self._lock()
         try:
-            if tuple(int(v) for v in self._slots[qpn, :3]) == tuple(owner):
+            if tuple(int(v) for v in self._slots[qpn]) == tuple(owner):
                 self._slots[qpn] = 0
         finally:
             self._unlock()
 
     def owner(self, qpn):
-        """(pid, start time, hca number) of the live owner of `qpn`, or None."""
+        """(pid, start time, hca number, word) of the live owner of `qpn`, or None."""
         if not FIRST_QPN <= qpn < SLOTS:
             return None
-        pid, begun, n = (int(v) for v in self._slots[qpn, :3])
-        if not pid or not shm.is_alive(pid, begun):
+        owner = tuple(int(v) for v in self._slots[qpn])
+        if not owner[0] or not shm.is_alive(owner[0], owner[1]):
             return None
-        return pid, begun, n
+        return owner
 
     def close(self):
         """Let go of the table; the last user (no live owner left) unlinks it.

@@ -36,6 +36,7 @@ import os
 from . import cma
 from .errors import RingCorrupt
 from .hca import PRIV_REMOTE_READ, PRIV_REMOTE_WRITE
+from . import shm
 from .shm import Segment
 
 CONN_MAGIC = 0x636F6E6E64617431         # "connedat1"
@@ -103,6 +104,10 @@ def create_connection_segment(name, ring_bytes=RING_BYTES):
     w[W_STATE[0]] = S_UP
     w[W_MAGIC] = CONN_MAGIC
     return seg
+
+
+def unlink_connection_segment(name):
+    shm.unlink_shm(name)
 
 
 def open_connection_segment(name):

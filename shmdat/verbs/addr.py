@@ -52,3 +52,36 @@ class GID(PyverbsObject):
 
     def __str__(self):
         return self.gid
+
+
+class GlobalRoute(PyverbsObject):
+    """ibv_global_route: the GRH values of an address (dgid and sgid_index matter here)."""
+
+    def __init__(self, dgid=None, flow_label=0, sgid_index=0, hop_limit=1, traffic_class=0):
+        super().__init__()
+        if dgid is not None and not isinstance(dgid, GID):
+            raise PyverbsUserError(f"dgid must be a GID, not {type(dgid)}")
+        self.dgid = dgid if dgid is not None else GID()
+        self.flow_label, self.sgid_index = flow_label, sgid_index
+        self.hop_limit, self.traffic_class = hop_limit, traffic_class
+
+
+class AHAttr(PyverbsObject):
+    """ibv_ah_attr: where a QP (or an AH) sends. On RoCE it must be global."""
+
+    def __init__(self, dlid=0, sl=0, src_path_bits=0, static_rate=0, is_global=0, port_num=1,
+                 gr=None):
+        super().__init__()
+        if is_global and gr is None:
+            raise PyverbsUserError("Global AH Attr is created but gr parameter is None")
+        self.dlid, self.sl, self.src_path_bits, self.static_rate = dlid, sl, src_path_bits, static_rate
+        self.is_global, self.port_num = is_global, port_num
+        self.gr = gr if is_global else None
+
+    @property
+    def dgid(self):
+        return self.gr.dgid.gid if self.gr is not None else None
+
+    @property
+    def sgid_index(self):
+        return self.gr.sgid_index if self.gr is not None else 0

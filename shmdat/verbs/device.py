@@ -10,10 +10,14 @@ against, and the doorbell its waiters sleep on.
 import hashlib
 import ipaddress
 import socket
+import time
 import weakref
 
+from ..hw import shm
 from ..hw.errors import NoRoom
 from ..hw.hca import Hca
+from ..hw.progress import LIVENESS_SLICE, Progress
+from ..hw.qpn import QpnTable
 from . import libibverbs_enums as e
 from .addr import GID, gid_raw
 from .base import PyverbsCM, PyverbsObject, close_weakrefs
@@ -129,18 +133,66 @@ class Context(PyverbsCM):
             self.hca = Hca(listen_slots=64, table_slots=LIMITS["max_mr"] + 1)
         except NoRoom as err:
             raise PyverbsRDMAError(f"Failed to open device {self.name}: {err}", 12) from None
-        self.pds = weakref.WeakSet()
+        self.pds, self.cqs, self.ccs, self.qps = (weakref.WeakSet() for _ in range(4))
         self.mrs_by_lkey = {}           # lkey -> MR: what a local SGE names
+        self.active_qps = []            # QPs with work the device must move (progress visits them)
+        self.owner = (shm.MY_PID, shm.MY_START, self.hca.n)
+        self._next_liveness = 0.0
+        self._qpn_table = None
+        self._progress = Progress(self.hca, self._poll)
 
     def _release(self):
-        """ibv_close_device: every PD (and what it holds) first."""
-        close_weakrefs([self.pds])
-        self.hca.close()
+        """ibv_close_device: its QPs, channels, CQs and PDs (and what they hold) first."""
+        with self._progress.lock:
+            close_weakrefs([self.qps, self.ccs, self.cqs, self.pds])
+            if self._qpn_table is not None:
+                self._qpn_table.close()
+            self._progress.wake_local()
+            self._progress.drain_waiters()
+            self.hca.close()
 
     def add_ref(self, obj):
-        """Keep `obj` (a PD) to close it with the context."""
+        """Keep `obj` (a PD, CQ, CompChannel or QP) to close it with the context."""
         self._check_open(f"Failed to create {type(obj).__name__}")
-        self.pds.add(obj)
+        getattr(self, obj.context_set).add(obj)
+
+    # The device's engine: progress runs in the caller's poll, post and wait.
+
+    def _poll(self):
+        if self._closed:
+            return
+        for qp in self.active_qps[:] if len(self.active_qps) > 1 else self.active_qps:
+            qp._progress()
+        if time.monotonic() >= self._next_liveness:     # a dead peer is seen within a slice
+            self._next_liveness = time.monotonic() + LIVENESS_SLICE
+            for qp in self.active_qps[:]:
+                qp._check_peer()
+
+    def progress(self):
+        """Move every QP of the context along (under the context's lock)."""
+        with self._progress.lock:
+            self._poll()
+
+    def block(self, ready):
+        """Run progress and sleep on the doorbell until ready() (checked under the lock)."""
+        with self._progress.lock:
+            while not self._progress.block(ready, None):
+                pass
+
+    def wake_waiters(self):
+        with self._progress.lock:
+            self._progress.wake_local()
+
+    @property
+    def lock(self):
+        return self._progress.lock
+
+    @property
+    def qpn_table(self):
+        """The machine's QP number table, opened with the first QP."""
+        if self._qpn_table is None:
+            self._qpn_table = QpnTable()
+        return self._qpn_table
 
     @property
     def num_comp_vectors(self):

@@ -47,6 +47,7 @@ def _hw_priv(access):
 
 
 class MR(PyverbsCM):
+    pd_set = "mrs"                  # the PD's set that holds it
     """ibv_reg_mr: `MR(pd, length, access, address=None)`.
 
     Raises PyverbsUserError (a creator that is not a PD, a bad length),

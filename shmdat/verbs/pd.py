@@ -9,6 +9,7 @@ from .pyverbs_error import PyverbsUserError
 
 
 class PD(PyverbsCM):
+    context_set = "pds"             # the Context's set that holds it
     """ibv_alloc_pd: `PD(ctx)`. Its MRs (and later QPs, SRQs, AHs) close with it.
 
     Raises PyverbsUserError when `creator` is not a Context, PyverbsRDMAError
@@ -25,15 +26,16 @@ class PD(PyverbsCM):
         creator.add_ref(self)
         # The registration table's PD field: a peer's RDMA must name this PD's MR.
         self.pd_id = secrets.randbits(62) + 1
-        self.mrs = weakref.WeakSet()
+        self.mrs, self.qps = weakref.WeakSet(), weakref.WeakSet()
 
     def add_ref(self, obj):
+        """Keep `obj` (an MR or QP) to close it with the PD."""
         self._check_open(f"Failed to create {type(obj).__name__}")
-        self.mrs.add(obj)
+        getattr(self, obj.pd_set).add(obj)
 
     def _release(self):
-        """ibv_dealloc_pd: its MRs first."""
-        close_weakrefs([self.mrs])
+        """ibv_dealloc_pd: its QPs and MRs first."""
+        close_weakrefs([self.qps, self.mrs])
         self.ctx.pds.discard(self)
 
     @property

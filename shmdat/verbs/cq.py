@@ -1,0 +1,187 @@
+"""Completion queues (pyverbs.cq): CQ, CompChannel and WC.
+
+A CQ holds work completions in order. The device is software, so polling a CQ
+(or waiting on a channel) is also what moves the Context's QPs along: a send
+posted on one QP completes when the other side polls, with no thread.
+
+A CompChannel delivers one event per arming (`cq.req_notify()`): the next
+completion, or with `solicited_only` the next solicited receive or error, as
+ibv_get_cq_event(3) says. Its `fd` polls readable while an event waits.
+"""
+
+import collections
+import errno
+import os
+import weakref
+
+from . import libibverbs_enums as e
+from .base import PyverbsCM, PyverbsObject, close_weakrefs
+from .device import LIMITS, Context
+from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
+
+_NOT_ARMED, _ARMED_ALL, _ARMED_SOLICITED = 0, 1, 2
+
+
+class WC(PyverbsObject):
+    """ibv_wc: one work completion."""
+    __slots__ = ("wr_id", "status", "opcode", "vendor_err", "byte_len", "qp_num", "src_qp",
+                 "imm_data", "wc_flags", "pkey_index", "slid", "sl", "dlid_path_bits")
+
+    def __init__(self, wr_id=0, status=0, opcode=0, vendor_err=0, byte_len=0, qp_num=0, src_qp=0,
+                 imm_data=0, wc_flags=0, pkey_index=0, slid=0, sl=0, dlid_path_bits=0):
+        self.wr_id, self.status, self.opcode, self.vendor_err = wr_id, status, opcode, vendor_err
+        self.byte_len, self.qp_num, self.src_qp, self.imm_data = byte_len, qp_num, src_qp, imm_data
+        self.wc_flags, self.pkey_index, self.slid, self.sl = wc_flags, pkey_index, slid, sl
+        self.dlid_path_bits = dlid_path_bits
+
+    def __str__(self):
+        return "".join(f"{name:<22}: {getattr(self, name)}\n" for name in self.__slots__)
+
+
+class CompChannel(PyverbsCM):
+    """ibv_create_comp_channel: `CompChannel(ctx)`."""
+    context_set = "ccs"
+
+    def __init__(self, context):
+        super().__init__()
+        if not isinstance(context, Context):
+            raise PyverbsUserError(f"Cannot create a completion channel from {type(context)}")
+        self.context = context
+        context.add_ref(self)
+        self.cqs = weakref.WeakSet()
+        self._events = collections.deque()          # CQs whose event waits to be got
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+
+    @property
+    def fd(self):
+        return self._r
+
+    def _notify(self, cq):
+        self._events.append(cq)
+        os.write(self._w, b"\1")
+        self.context.wake_waiters()
+
+    def get_cq_event(self, expected_cq):
+        """ibv_get_cq_event: wait for the next event; it must be `expected_cq`'s.
+
+        Raises PyverbsRDMAError (EBADF on a closed channel; EINVAL when the
+        event is of another CQ, which is then consumed, as pyverbs does).
+        """
+        self._check_open("Failed to get CQ event")
+        self.context.block(lambda: bool(self._events) or self._closed)
+        self._check_open("Failed to get CQ event")
+        cq = self._events.popleft()
+        os.read(self._r, 1)
+        if cq is not expected_cq:
+            raise PyverbsRDMAError("Received event on an unexpected CQ", errno.EINVAL)
+        expected_cq.num_events += 1
+
+    def _release(self):
+        close_weakrefs([self.cqs])
+        self.context.ccs.discard(self)
+        self._events.clear()
+        os.close(self._r)
+        os.close(self._w)
+
+
+class CQ(PyverbsCM):
+    """ibv_create_cq: `CQ(ctx, cqe, cq_context=None, channel=None, comp_vector=0)`.
+
+    Raises PyverbsRDMAError: EINVAL for cqe outside 1..max_cqe or a comp_vector
+    the device lacks, EBADF for a closed context or channel.
+    """
+    context_set = "cqs"
+
+    def __init__(self, context, cqe, cq_context=None, channel=None, comp_vector=0):
+        super().__init__()
+        if not isinstance(context, Context):
+            raise PyverbsUserError(f"Cannot create a CQ from {type(context)}")
+        if channel is not None and not isinstance(channel, CompChannel):
+            raise PyverbsUserError(f"channel must be a CompChannel, not {type(channel)}")
+        _check_cqe(cqe, "Failed to create a CQ")
+        if not isinstance(comp_vector, int) or not 0 <= comp_vector < context.num_comp_vectors:
+            raise PyverbsRDMAError(f"Failed to create a CQ: comp_vector {comp_vector!r} is not "
+                                   f"below num_comp_vectors ({context.num_comp_vectors})", errno.EINVAL)
+        if channel is not None:
+            channel._check_open("Failed to create a CQ")
+            channel.cqs.add(self)
+        self.context, self.channel, self.cq_context = context, channel, cq_context
+        context.add_ref(self)
+        self.cqe = cqe
+        self.num_events = 0
+        self.qps = weakref.WeakSet()
+        self._wcs = collections.deque()
+        self._armed = _NOT_ARMED
+        self.overrun = False                # more completions came than cqe: the CQ is in error
+
+    @property
+    def comp_channel(self):
+        return self.channel
+
+    def poll(self, num_entries=1):
+        """ibv_poll_cq -> (npolled, [WC]): up to num_entries completions, oldest first.
+
+        Raises PyverbsRDMAError (EBADF on a closed CQ; EOVERFLOW once the CQ overran).
+        """
+        self._check_open("Failed to poll CQ")
+        self.context.progress()
+        if self.overrun:
+            raise PyverbsRDMAError("Failed to poll CQ: it overran", errno.EOVERFLOW)
+        wcs = self._wcs
+        taken = [wcs.popleft() for _ in range(min(num_entries, len(wcs)))]
+        return len(taken), taken
+
+    def req_notify(self, solicited_only=False):
+        """ibv_req_notify_cq: one event on the channel for the next completion
+        (solicited_only: the next solicited receive, or any error)."""
+        self._check_open("Request notify CQ")
+        if self.channel is None:
+            raise PyverbsRDMAError("Request notify CQ: the CQ has no completion channel",
+                                   errno.EINVAL)
+        self._armed = _ARMED_SOLICITED if solicited_only else _ARMED_ALL
+
+    def ack_events(self, num_events):
+        """ibv_ack_cq_events."""
+        self.num_events -= num_events
+
+    def resize(self, cqe):
+        """ibv_resize_cq: at least `cqe` entries. EINVAL below the completions held."""
+        self._check_open("Failed to resize CQ")
+        _check_cqe(cqe, "Failed to resize CQ")
+        if cqe < len(self._wcs):
+            raise PyverbsRDMAError(f"Failed to resize CQ: it holds {len(self._wcs)} completions",
+                                   errno.EINVAL)
+        self.cqe = cqe
+
+    def _complete(self, wc, solicited=False):
+        """A QP's completion arrives (the one path every completion takes)."""
+        if len(self._wcs) >= self.cqe:
+            self.overrun = True             # as a NIC's CQ overrun: nothing more is kept
+            return
+        self._wcs.append(wc)
+        armed = self._armed
+        if armed and (armed == _ARMED_ALL or solicited or wc.status != e.IBV_WC_SUCCESS):
+            self._armed = _NOT_ARMED
+            self.channel._notify(self)
+
+    def _purge(self, qp_num):
+        """Drop the completions of a QP that went to RESET."""
+        self._wcs = collections.deque(wc for wc in self._wcs if wc.qp_num != qp_num)
+
+    def _release(self):
+        close_weakrefs([self.qps])
+        if self.channel is not None:
+            self.channel.cqs.discard(self)
+        self.context.cqs.discard(self)
+        self._wcs.clear()
+
+    def __str__(self):
+        return f"CQ\n  CQEs: {self.cqe}\n"
+
+
+def _check_cqe(cqe, what):
+    if not isinstance(cqe, int) or not 1 <= cqe <= LIMITS["max_cqe"]:
+        raise PyverbsRDMAError(f"{what}: cqe {cqe!r} is not from 1 to max_cqe ({LIMITS['max_cqe']})",
+                               errno.EINVAL)

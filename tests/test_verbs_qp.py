@@ -1,0 +1,239 @@
+"""shmdat.verbs RC QPs and CQs: both ends in one process (as rdma-core's tests run
+them, with no thread) and in two processes, connected as on a NIC by exchanging
+qp_num and GID out of band."""
+
+import errno
+import select
+import signal
+import time
+
+import pytest
+
+from shmdat.verbs import libibverbs_enums as e
+from shmdat.verbs.addr import AHAttr, GlobalRoute
+from shmdat.verbs.cq import CQ, CompChannel
+from shmdat.verbs.device import Context
+from shmdat.verbs.mr import MR
+from shmdat.verbs.pd import PD
+from shmdat.verbs.pyverbs_error import PyverbsRDMAError
+from shmdat.verbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from shmdat.verbs.wr import SGE, RecvWR, SendWR
+
+ACCESS = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
+GID_INDEX = 3                       # ::ffff:127.0.0.1, RoCE v2
+POLL_BOUND = 10.0                   # seconds: a completion that takes longer is a bug
+
+
+class End:
+    """One side's resources, as rdma-core's RCResources has them."""
+
+    def __init__(self, sq_sig_all=1, channel=False, max_recv_wr=16):
+        self.ctx = Context(name="shm0")
+        self.pd = PD(self.ctx)
+        self.channel = CompChannel(self.ctx) if channel else None
+        self.cq = CQ(self.ctx, 64, None, self.channel)
+        self.mr = MR(self.pd, 1 << 16, ACCESS)
+        cap = QPCap(max_send_wr=16, max_recv_wr=max_recv_wr)
+        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap,
+                                         sq_sig_all=sq_sig_all), QPAttr())
+
+    def connect(self, dest_qp_num):
+        attr = QPAttr()
+        attr.dest_qp_num = dest_qp_num
+        attr.ah_attr = AHAttr(is_global=1, gr=GlobalRoute(self.ctx.query_gid(1, GID_INDEX),
+                                                          sgid_index=GID_INDEX))
+        self.qp.to_rts(attr)
+
+    def sge(self, offset, length):
+        return SGE(self.mr.buf + offset, length, self.mr.lkey)
+
+    def recv(self, wr_id, offset=0, length=4096):
+        self.qp.post_recv(RecvWR(wr_id=wr_id, num_sge=1, sg=[self.sge(offset, length)]))
+
+    def send(self, wr_id, data, offset=0, flags=e.IBV_SEND_SIGNALED):
+        self.mr.write(data, len(data), offset)
+        self.qp.post_send(SendWR(wr_id=wr_id, num_sge=1, sg=[self.sge(offset, len(data))],
+                                 send_flags=flags))
+
+    def rdma(self, opcode, wr_id, offset, length, rkey, remote_addr):
+        wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[self.sge(offset, length)])
+        wr.set_wr_rdma(rkey, remote_addr)
+        self.qp.post_send(wr)
+
+    def completion(self):
+        """The next WC, polling (bounded)."""
+        end = time.monotonic() + POLL_BOUND
+        while time.monotonic() < end:
+            n, wcs = self.cq.poll()
+            if n:
+                return wcs[0]
+        raise AssertionError("no completion came")
+
+    def close(self):
+        self.ctx.close()
+
+
+@pytest.fixture
+def pair():
+    a, b = End(), End()
+    a.connect(b.qp.qp_num)
+    b.connect(a.qp.qp_num)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_send_recv_in_one_process(pair):
+    a, b = pair
+    assert a.qp.qp_state == b.qp.qp_state == e.IBV_QPS_RTS and a.qp.qp_num != b.qp.qp_num
+    b.recv(7)
+    a.send(1, b"hello verbs")
+    wc = b.completion()
+    assert (wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (7, e.IBV_WC_SUCCESS, e.IBV_WC_RECV, 11)
+    assert wc.qp_num == b.qp.qp_num and wc.src_qp == a.qp.qp_num
+    assert b.mr.read(11, 0) == b"hello verbs"
+    wc = a.completion()
+    assert (wc.wr_id, wc.status, wc.opcode) == (1, e.IBV_WC_SUCCESS, e.IBV_WC_SEND)
+
+
+def test_rdma_write_and_read_need_no_call_from_the_target(pair):
+    a, b = pair
+    a.mr.write(b"written", 7, 100)
+    a.rdma(e.IBV_WR_RDMA_WRITE, 2, 100, 7, b.mr.rkey, b.mr.buf + 500)
+    assert a.completion().status == e.IBV_WC_SUCCESS
+    assert b.mr.read(7, 500) == b"written"
+    b.mr.write(b"to read", 7, 900)
+    a.rdma(e.IBV_WR_RDMA_READ, 3, 2000, 7, b.mr.rkey, b.mr.buf + 900)
+    wc = a.completion()
+    assert (wc.wr_id, wc.status, wc.opcode) == (3, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_READ)
+    assert a.mr.read(7, 2000) == b"to read"
+
+
+def test_a_bad_rkey_is_a_remote_access_error_and_breaks_the_qp(pair):
+    a, b = pair
+    a.rdma(e.IBV_WR_RDMA_WRITE, 4, 0, 8, b.mr.rkey ^ 0x10000, b.mr.buf)
+    assert a.completion().status == e.IBV_WC_REM_ACCESS_ERR
+    assert a.qp.qp_state == e.IBV_QPS_ERR
+
+
+def test_unsignaled_sends_complete_silently():
+    a, b = End(sq_sig_all=0), End()
+    try:
+        a.connect(b.qp.qp_num)
+        b.connect(a.qp.qp_num)
+        b.recv(1)
+        b.recv(2)
+        a.send(10, b"quiet", flags=0)
+        a.send(11, b"loud")
+        assert [b.completion().wr_id for _ in range(2)] == [1, 2]
+        assert a.completion().wr_id == 11
+        assert a.cq.poll() == (0, [])
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_message_longer_than_its_receive(pair):
+    a, b = pair
+    b.recv(1, length=4)
+    a.send(1, b"too long for it")
+    assert b.completion().status == e.IBV_WC_LOC_LEN_ERR
+
+
+def test_err_flushes_and_reset_purges(pair):
+    a, b = pair
+    b.recv(1)
+    b.recv(2)
+    b.qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
+    assert [(wc.wr_id, wc.status) for wc in (b.completion(), b.completion())] == \
+        [(1, e.IBV_WC_WR_FLUSH_ERR), (2, e.IBV_WC_WR_FLUSH_ERR)]
+    b.recv(3)                                               # posted in ERR: flushed at once
+    b.qp.modify(QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
+    assert b.cq.poll() == (0, [])                           # RESET dropped its completions
+    assert b.qp.query(e.IBV_QP_STATE)[0].qp_state == e.IBV_QPS_RESET
+
+
+def test_posting_in_the_wrong_state_is_einval():
+    end = End()
+    try:
+        with pytest.raises(PyverbsRDMAError) as err:
+            end.send(1, b"x")                               # INIT: no sends yet
+        assert err.value.error_code == errno.EINVAL
+        end.qp.modify(QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
+        with pytest.raises(PyverbsRDMAError) as err:
+            end.recv(1)                                     # RESET: no receives
+        assert err.value.error_code == errno.EINVAL
+        with pytest.raises(PyverbsRDMAError) as err:        # RESET -> RTS is no move
+            end.qp.modify(QPAttr(qp_state=e.IBV_QPS_RTS), e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+        assert err.value.error_code == errno.EINVAL and end.qp.qp_state == e.IBV_QPS_RESET
+    finally:
+        end.close()
+
+
+def test_a_bad_lkey_is_a_local_protection_error(pair):
+    a, b = pair
+    a.qp.post_send(SendWR(wr_id=5, num_sge=1, sg=[SGE(a.mr.buf, 8, a.mr.lkey ^ 0x10000)]))
+    wc = a.completion()
+    assert (wc.wr_id, wc.status) == (5, e.IBV_WC_LOC_PROT_ERR)
+
+
+def test_a_completion_channel_event_per_arming():
+    a, b = End(), End(channel=True)
+    try:
+        a.connect(b.qp.qp_num)
+        b.connect(a.qp.qp_num)
+        b.cq.req_notify()
+        b.recv(1)
+        b.recv(2)
+        a.send(1, b"one")
+        a.send(2, b"two")
+        b.channel.get_cq_event(b.cq)                        # progress runs inside it
+        assert select.select([b.channel.fd], [], [], 0)[0] == []            # the event was taken
+        b.cq.ack_events(1)
+        assert b.cq.num_events == 0
+        assert [wc.wr_id for wc in (b.completion(), b.completion())] == [1, 2]
+        assert select.select([b.channel.fd], [], [], 0)[0] == []            # one event per arming
+    finally:
+        a.close()
+        b.close()
+
+
+def _peer(ch):
+    """A spawned end: tell our qp_num, connect to the test's, echo one message."""
+    end = End()
+    ch.send(end.qp.qp_num)
+    end.connect(ch.recv())
+    end.recv(1)
+    ch.send("ready")
+    wc = end.completion()
+    end.send(2, end.mr.read(wc.byte_len, 0))
+    end.completion()
+    ch.send(("rkey", end.mr.rkey, end.mr.buf))
+    ch.recv(timeout=60)                         # until told to end, or killed
+    end.close()
+
+
+def test_two_processes_connect_as_on_a_nic(spawn):
+    peer = spawn(_peer)
+    me = End()
+    try:
+        me.connect(peer.recv())
+        peer.send(me.qp.qp_num)
+        assert peer.recv() == "ready"
+        me.recv(9)
+        me.send(1, b"across processes")
+        assert me.completion().wr_id in (1, 9)
+        assert me.completion().wr_id in (1, 9)
+        assert me.mr.read(16, 0) == b"across processes"
+        _, rkey, addr = peer.recv()
+        me.rdma(e.IBV_WR_RDMA_READ, 3, 4000, 16, rkey, addr)
+        assert me.completion().status == e.IBV_WC_SUCCESS
+        assert me.mr.read(16, 4000) == b"across processes"
+        me.recv(10)
+        peer.kill(signal.SIGKILL)
+        peer.process.join(10)
+        wc = me.completion()                    # the peer's death reaches the poller
+        assert (wc.wr_id, wc.status) == (10, e.IBV_WC_WR_FLUSH_ERR)
+        assert me.qp.qp_state == e.IBV_QPS_ERR
+    finally:
+        me.close()

@@ -237,3 +237,26 @@ def test_two_processes_connect_as_on_a_nic(spawn):
         assert me.qp.qp_state == e.IBV_QPS_ERR
     finally:
         me.close()
+
+
+@pytest.mark.parametrize("first", ["lower", "higher"])
+def test_one_side_runs_before_the_other_reaches_rtr(first):
+    """Sends posted, and CQs polled, before the peer QP joins: nothing fails, the
+    message waits, and flows once the peer is there (either side may come first)."""
+    x, y = End(), End()
+    try:
+        lo, hi = (x, y) if x.qp.qp_num < y.qp.qp_num else (y, x)
+        early, late = (lo, hi) if first == "lower" else (hi, lo)
+        early.connect(late.qp.qp_num)
+        early.send(1, b"early bird")
+        for _ in range(20):
+            assert early.cq.poll()[0] in (0, 1)          # progress runs; no error appears
+        assert early.qp.qp_state == e.IBV_QPS_RTS
+        late.recv(2)
+        late.connect(early.qp.qp_num)
+        wc = late.completion()
+        assert (wc.wr_id, wc.status) == (2, e.IBV_WC_SUCCESS) and late.mr.read(10, 0) == b"early bird"
+        early.cq.poll()                                  # its send completion, if not taken above
+    finally:
+        x.close()
+        y.close()

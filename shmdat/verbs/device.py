@@ -40,6 +40,7 @@ def _machine_guid():
 
 
 NODE_GUID = _machine_guid()
+_contexts = weakref.WeakSet()           # this process's open Contexts: one device moves them all
 
 # What the device can do: at least Soft-RoCE's where the issue names it, and
 # what the shared-memory hardware can hold.
@@ -138,12 +139,14 @@ class Context(PyverbsCM):
         self.active_qps = []            # QPs with work the device must move (progress visits them)
         self.owner = (shm.MY_PID, shm.MY_START, self.hca.n)
         self._next_liveness = 0.0
+        _contexts.add(self)
         self._qpn_table = None
         self._progress = Progress(self.hca, self._poll)
 
     def _release(self):
         """ibv_close_device: its QPs, channels, CQs and PDs (and what they hold) first."""
         with self._progress.lock:
+            _contexts.discard(self)
             close_weakrefs([self.qps, self.ccs, self.cqs, self.pds])
             if self._qpn_table is not None:
                 self._qpn_table.close()
@@ -159,6 +162,20 @@ class Context(PyverbsCM):
     # The device's engine: progress runs in the caller's poll, post and wait.
 
     def _poll(self):
+        """Progress for this context and, as hardware would run by itself, for the other
+        contexts of this process (rdma-core's tests run both ends in one process, and
+        one side's poll must move the other). Another context whose lock is busy is
+        being moved by its holder: it is skipped, so no two locks are ever waited on."""
+        self._poll_own()
+        if len(_contexts) > 1:
+            for other in list(_contexts):
+                if other is not self and other.lock.acquire(blocking=False):
+                    try:
+                        other._poll_own()
+                    finally:
+                        other.lock.release()
+
+    def _poll_own(self):
         if self._closed:
             return
         for qp in self.active_qps[:] if len(self.active_qps) > 1 else self.active_qps:

@@ -278,7 +278,7 @@ class QP(PyverbsCM):
         if qp is None:
             self._join()
             return
-        if qp.words[qp.w_peer_state] != ring.S_UP:
+        if qp.words[qp.w_peer_state] > ring.S_UP:     # CLOSED or BROKEN (INIT: not joined yet)
             self._enter(ERR)
             return
         try:

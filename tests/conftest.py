@@ -6,6 +6,7 @@ import pytest
 import shmdat
 from shmdat.hw import qpn, shm
 from tests.peers import Peer
+from tests.verbs_ends import End
 
 _quals = itertools.count(1)
 
@@ -59,3 +60,14 @@ def _live_ias():
 def conn_qual():
     """A connection qualifier unique to this test (IAs differ per process anyway)."""
     return 1000 + next(_quals)
+
+
+@pytest.fixture
+def verbs_pair():
+    """Two connected RC ends (tests/verbs_ends.py) in this process, closed after the test."""
+    a, b = End(), End()
+    a.connect(b.qp.qp_num)
+    b.connect(a.qp.qp_num)
+    yield a, b
+    a.close()
+    b.close()

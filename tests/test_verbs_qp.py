@@ -5,86 +5,19 @@ qp_num and GID out of band."""
 import errno
 import select
 import signal
-import time
 
 import pytest
 
 from shmdat.verbs import libibverbs_enums as e
-from shmdat.verbs.addr import AHAttr, GlobalRoute
-from shmdat.verbs.cq import CQ, CompChannel
-from shmdat.verbs.device import Context
-from shmdat.verbs.mr import MR
-from shmdat.verbs.pd import PD
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError
-from shmdat.verbs.qp import QP, QPAttr, QPCap, QPInitAttr
-from shmdat.verbs.wr import SGE, RecvWR, SendWR
+from shmdat.verbs.qp import QPAttr
+from shmdat.verbs.wr import SGE, SendWR
 
-ACCESS = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
-GID_INDEX = 3                       # ::ffff:127.0.0.1, RoCE v2
-POLL_BOUND = 10.0                   # seconds: a completion that takes longer is a bug
+from tests.verbs_ends import End
 
 
-class End:
-    """One side's resources, as rdma-core's RCResources has them."""
-
-    def __init__(self, sq_sig_all=1, channel=False, max_recv_wr=16):
-        self.ctx = Context(name="shm0")
-        self.pd = PD(self.ctx)
-        self.channel = CompChannel(self.ctx) if channel else None
-        self.cq = CQ(self.ctx, 64, None, self.channel)
-        self.mr = MR(self.pd, 1 << 16, ACCESS)
-        cap = QPCap(max_send_wr=16, max_recv_wr=max_recv_wr)
-        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap,
-                                         sq_sig_all=sq_sig_all), QPAttr())
-
-    def connect(self, dest_qp_num):
-        attr = QPAttr()
-        attr.dest_qp_num = dest_qp_num
-        attr.ah_attr = AHAttr(is_global=1, gr=GlobalRoute(self.ctx.query_gid(1, GID_INDEX),
-                                                          sgid_index=GID_INDEX))
-        self.qp.to_rts(attr)
-
-    def sge(self, offset, length):
-        return SGE(self.mr.buf + offset, length, self.mr.lkey)
-
-    def recv(self, wr_id, offset=0, length=4096):
-        self.qp.post_recv(RecvWR(wr_id=wr_id, num_sge=1, sg=[self.sge(offset, length)]))
-
-    def send(self, wr_id, data, offset=0, flags=e.IBV_SEND_SIGNALED):
-        self.mr.write(data, len(data), offset)
-        self.qp.post_send(SendWR(wr_id=wr_id, num_sge=1, sg=[self.sge(offset, len(data))],
-                                 send_flags=flags))
-
-    def rdma(self, opcode, wr_id, offset, length, rkey, remote_addr):
-        wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[self.sge(offset, length)])
-        wr.set_wr_rdma(rkey, remote_addr)
-        self.qp.post_send(wr)
-
-    def completion(self):
-        """The next WC, polling (bounded)."""
-        end = time.monotonic() + POLL_BOUND
-        while time.monotonic() < end:
-            n, wcs = self.cq.poll()
-            if n:
-                return wcs[0]
-        raise AssertionError("no completion came")
-
-    def close(self):
-        self.ctx.close()
-
-
-@pytest.fixture
-def pair():
-    a, b = End(), End()
-    a.connect(b.qp.qp_num)
-    b.connect(a.qp.qp_num)
-    yield a, b
-    a.close()
-    b.close()
-
-
-def test_send_recv_in_one_process(pair):
-    a, b = pair
+def test_send_recv_in_one_process(verbs_pair):
+    a, b = verbs_pair
     assert a.qp.qp_state == b.qp.qp_state == e.IBV_QPS_RTS and a.qp.qp_num != b.qp.qp_num
     b.recv(7)
     a.send(1, b"hello verbs")
@@ -96,8 +29,8 @@ def test_send_recv_in_one_process(pair):
     assert (wc.wr_id, wc.status, wc.opcode) == (1, e.IBV_WC_SUCCESS, e.IBV_WC_SEND)
 
 
-def test_rdma_write_and_read_need_no_call_from_the_target(pair):
-    a, b = pair
+def test_rdma_write_and_read_need_no_call_from_the_target(verbs_pair):
+    a, b = verbs_pair
     a.mr.write(b"written", 7, 100)
     a.rdma(e.IBV_WR_RDMA_WRITE, 2, 100, 7, b.mr.rkey, b.mr.buf + 500)
     assert a.completion().status == e.IBV_WC_SUCCESS
@@ -109,8 +42,8 @@ def test_rdma_write_and_read_need_no_call_from_the_target(pair):
     assert a.mr.read(7, 2000) == b"to read"
 
 
-def test_a_bad_rkey_is_a_remote_access_error_and_breaks_the_qp(pair):
-    a, b = pair
+def test_a_bad_rkey_is_a_remote_access_error_and_breaks_the_qp(verbs_pair):
+    a, b = verbs_pair
     a.rdma(e.IBV_WR_RDMA_WRITE, 4, 0, 8, b.mr.rkey ^ 0x10000, b.mr.buf)
     assert a.completion().status == e.IBV_WC_REM_ACCESS_ERR
     assert a.qp.qp_state == e.IBV_QPS_ERR
@@ -133,15 +66,15 @@ def test_unsignaled_sends_complete_silently():
         b.close()
 
 
-def test_a_message_longer_than_its_receive(pair):
-    a, b = pair
+def test_a_message_longer_than_its_receive(verbs_pair):
+    a, b = verbs_pair
     b.recv(1, length=4)
     a.send(1, b"too long for it")
     assert b.completion().status == e.IBV_WC_LOC_LEN_ERR
 
 
-def test_err_flushes_and_reset_purges(pair):
-    a, b = pair
+def test_err_flushes_and_reset_purges(verbs_pair):
+    a, b = verbs_pair
     b.recv(1)
     b.recv(2)
     b.qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
@@ -170,8 +103,8 @@ def test_posting_in_the_wrong_state_is_einval():
         end.close()
 
 
-def test_a_bad_lkey_is_a_local_protection_error(pair):
-    a, b = pair
+def test_a_bad_lkey_is_a_local_protection_error(verbs_pair):
+    a, b = verbs_pair
     a.qp.post_send(SendWR(wr_id=5, num_sge=1, sg=[SGE(a.mr.buf, 8, a.mr.lkey ^ 0x10000)]))
     wc = a.completion()
     assert (wc.wr_id, wc.status) == (5, e.IBV_WC_LOC_PROT_ERR)

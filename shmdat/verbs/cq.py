@@ -158,7 +158,11 @@ class CQ(PyverbsCM):
     def _complete(self, wc, solicited=False):
         """A QP's completion arrives (the one path every completion takes)."""
         if len(self._wcs) >= self.cqe:
-            self.overrun = True             # as a NIC's CQ overrun: nothing more is kept
+            if not self.overrun:            # as a NIC's CQ overrun: nothing more is kept,
+                self.overrun = True         # IBV_EVENT_CQ_ERR, and its QPs go to ERR
+                self.context._async_event(e.IBV_EVENT_CQ_ERR, cq=self)
+                for qp in list(self.qps):
+                    qp._fatal()
             return
         self._wcs.append(wc)
         armed = self._armed
@@ -172,6 +176,7 @@ class CQ(PyverbsCM):
 
     def _release(self):
         close_weakrefs([self.qps])
+        self.context.wait_acked(self)
         if self.channel is not None:
             self.channel.cqs.discard(self)
         self.context.cqs.discard(self)

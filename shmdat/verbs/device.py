@@ -7,8 +7,11 @@ hardware HCA (hw/hca.py): the registration table peers check their RDMA
 against, and the doorbell its waiters sleep on.
 """
 
+import collections
+import errno
 import hashlib
 import ipaddress
+import os
 import socket
 import time
 import weakref
@@ -114,6 +117,33 @@ class GIDEntry(_Attributes):
         return self.gid.gid
 
 
+class AsyncElement:
+    """What an async event is about: one of qp, cq, srq, port_num (the C union)."""
+    __slots__ = ("qp", "cq", "srq", "port_num")
+
+    def __init__(self, qp=None, cq=None, srq=None, port_num=0):
+        self.qp, self.cq, self.srq, self.port_num = qp, cq, srq, port_num
+
+
+class AsyncEvent(PyverbsObject):
+    """ibv_async_event as get_async_event() returns it: `event_type`, `element`
+    (pyverbs lacks it; the C struct has it) and ack()."""
+
+    def __init__(self, event_type=0, element=None, context=None):
+        super().__init__()
+        self.event_type, self.element = event_type, element or AsyncElement()
+        self._context = context
+
+    def ack(self):
+        """ibv_ack_async_event (once; later calls do nothing)."""
+        if self._context is not None:
+            self._context._ack(self)
+            self._context = None
+
+    def __str__(self):
+        return f"{'Event Type':<24}: {e.ibv_event_type(self.event_type).name}\n"
+
+
 class Context(PyverbsCM):
     """ibv_context: `Context(name='shm0')`, closed by close() or a `with` block.
 
@@ -139,6 +169,9 @@ class Context(PyverbsCM):
         self.active_qps = []            # QPs with work the device must move (progress visits them)
         self.owner = (shm.MY_PID, shm.MY_START, self.hca.n)
         self._next_liveness = 0.0
+        self._async_events = collections.deque()
+        self._unacked = collections.Counter()       # element object -> events got, not acked
+        self._async_r, self._async_w = os.pipe()    # a byte per queued event: async_fd polls readable
         _contexts.add(self)
         self._qpn_table = None
         self._progress = Progress(self.hca, self._poll)
@@ -153,6 +186,8 @@ class Context(PyverbsCM):
             self._progress.wake_local()
             self._progress.drain_waiters()
             self.hca.close()
+            os.close(self._async_r)
+            os.close(self._async_w)
 
     def add_ref(self, obj):
         """Keep `obj` (a PD, CQ, CompChannel or QP) to close it with the context."""
@@ -203,6 +238,57 @@ class Context(PyverbsCM):
     @property
     def lock(self):
         return self._progress.lock
+
+    # Async events (ibv_get_async_event(3)).
+
+    @property
+    def async_fd(self):
+        """Polls readable while an async event waits. With O_NONBLOCK set on it,
+        get_async_event raises EAGAIN instead of waiting."""
+        return self._async_r
+
+    def get_async_event(self):
+        """ibv_get_async_event: the next async event, waiting for it (progress runs
+        meanwhile). Each event goes to exactly one caller. Raises PyverbsRDMAError
+        (EAGAIN: nothing queued and async_fd is non-blocking; EBADF: closed)."""
+        with self._progress.lock:
+            self._check_open("Failed to get async event")
+            if not self._async_events and os.get_blocking(self._async_r) is False:
+                self._poll()
+                if not self._async_events:
+                    raise PyverbsRDMAError("Failed to get async event", errno.EAGAIN)
+            while not self._progress.block(lambda: bool(self._async_events) or self._closed, None):
+                pass
+            self._check_open("Failed to get async event")
+            event = self._async_events.popleft()
+            os.read(self._async_r, 1)
+            self._unacked[_element_object(event.element)] += 1
+            return event
+
+    def _async_event(self, event_type, **element):
+        """The device raises an async event (under the lock)."""
+        self._async_events.append(AsyncEvent(event_type, AsyncElement(**element), self))
+        os.write(self._async_w, b"\1")
+        self._progress.wake_local()
+
+    def _ack(self, event):
+        with self._progress.lock:
+            self._unacked[_element_object(event.element)] -= 1
+            self._progress.cond.notify_all()
+
+    def wait_acked(self, obj):
+        """Before destroying `obj` (QP, CQ, SRQ): wait until every event about it that
+        was got has been acked, as the man page says; drop those not got yet."""
+        with self._progress.lock:
+            kept = collections.deque(ev for ev in self._async_events
+                                     if _element_object(ev.element) is not obj)
+            dropped = len(self._async_events) - len(kept)
+            if dropped:
+                self._async_events = kept
+                os.read(self._async_r, dropped)
+            while self._unacked[obj] > 0 and not self._closed:
+                self._progress.cond.wait(LIVENESS_SLICE)
+            self._unacked.pop(obj, None)
 
     @property
     def qpn_table(self):
@@ -301,3 +387,7 @@ class Context(PyverbsCM):
                         gid_interface_id=int.from_bytes(raw[8:], "little"), gid_index=index,
                         port_num=PORT, gid_type=_GID_TYPE[sysfs_type], ndev_ifindex=LOOPBACK_IFINDEX)
 
+
+def _element_object(element):
+    """The object an event is about (None for a port or device event)."""
+    return element.qp or element.cq or element.srq

@@ -152,6 +152,7 @@ class QP(PyverbsCM):
         self._waiting = collections.deque()     # sends posted before the peer joined
         self._qp = None                         # ring.QueuePair once joined
         self._segment_name = None               # the connection segment we created, until unlinked
+        self._established = False               # COMM_EST given (once per connection)
         ctx.add_ref(self)
         creator.add_ref(self)
         self.send_cq.qps.add(self)
@@ -214,6 +215,7 @@ class QP(PyverbsCM):
         if new == ERR and old != ERR:
             self._flush()
         elif new == RESET and old != RESET:
+            self._established = False
             self._leave()
             self._rq.clear()
             self._waiting.clear()
@@ -279,18 +281,24 @@ class QP(PyverbsCM):
             self._join()
             return
         if qp.words[qp.w_peer_state] > ring.S_UP:     # CLOSED or BROKEN (INIT: not joined yet)
-            self._enter(ERR)
+            self._fatal()
             return
         try:
             qp.poll_recv()
             qp.poll_send()
         except RingCorrupt:
-            self._enter(ERR)
+            self._fatal()
 
     def _check_peer(self):
         """The peer process died: the QP goes to ERR (the Context calls this every LIVENESS_SLICE)."""
         if self._qp is not None and not self._qp.peer.alive():
+            self._fatal()
+
+    def _fatal(self):
+        """The device found the connection broken: ERR, flushes, and IBV_EVENT_QP_FATAL."""
+        if self.state != ERR:
             self._enter(ERR)
+            self.context._async_event(e.IBV_EVENT_QP_FATAL, qp=self)
 
     def _flush(self):
         qp = self._qp
@@ -414,11 +422,15 @@ class QP(PyverbsCM):
         self.recv_cq._complete(WC(wr_id=wr_id, status=status, opcode=wc_op, byte_len=work.done,
                                   qp_num=self.qp_num, src_qp=self.attr.dest_qp_num),
                                solicited=work.solicited)
+        if self.state == RTR and not self._established and status == e.IBV_WC_SUCCESS:
+            self._established = True        # the first message at a QP that is not yet RTS
+            self.context._async_event(e.IBV_EVENT_COMM_EST, qp=self)
         if status not in (e.IBV_WC_SUCCESS, e.IBV_WC_WR_FLUSH_ERR) and self.state != ERR:
             self._enter(ERR)
 
     def _release(self):
-        """ibv_destroy_qp."""
+        """ibv_destroy_qp: waits until the events got about it are acked."""
+        self.context.wait_acked(self)
         with self.context.lock:
             if self in self.context.active_qps:
                 self.context.active_qps.remove(self)

@@ -193,3 +193,24 @@ def test_one_side_runs_before_the_other_reaches_rtr(first):
     finally:
         x.close()
         y.close()
+
+
+def test_immediate_data_with_a_send_and_with_an_rdma_write(verbs_pair):
+    a, b = verbs_pair
+    b.recv(1)
+    b.recv(2, length=0)                      # an RDMA write's notice needs no buffer
+    a.mr.write(b"imm", 3)
+    a.qp.post_send(SendWR(wr_id=1, opcode=e.IBV_WR_SEND_WITH_IMM, num_sge=1, imm_data=0x12345678,
+                          sg=[a.sge(0, 3)]))
+    wc = b.completion()
+    assert (wc.opcode, wc.byte_len, wc.imm_data) == (e.IBV_WC_RECV, 3, 0x12345678)
+    assert wc.wc_flags & e.IBV_WC_WITH_IMM
+    a.mr.write(b"written+imm", 11, 100)
+    wr = SendWR(wr_id=2, opcode=e.IBV_WR_RDMA_WRITE_WITH_IMM, num_sge=1, imm_data=0xCAFE,
+                sg=[a.sge(100, 11)])
+    wr.set_wr_rdma(b.mr.rkey, b.mr.buf + 700)
+    a.qp.post_send(wr)
+    wc = b.completion()
+    assert (wc.wr_id, wc.opcode, wc.byte_len, wc.imm_data) == (2, e.IBV_WC_RECV_RDMA_WITH_IMM, 11, 0xCAFE)
+    assert b.mr.read(11, 700) == b"written+imm"
+    assert [a.completion().opcode for _ in range(2)] == [e.IBV_WC_SEND, e.IBV_WC_RDMA_WRITE]

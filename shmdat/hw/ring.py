@@ -15,7 +15,8 @@ Record layout (a record is whole 64-byte cells and never wraps; a PAD record
 fills the end of the ring when the next record would not fit):
 
     word 0: kind (bits 0-7) | flags (bits 8-15) | payload length (bits 32-63)
-    word 1: aux: the whole message length (MSG, RDV) or the cells to skip (PAD)
+    word 1: aux: the whole message length (MSG, RDV; with F_IMM the immediate
+            data in bits 32-63) or the cells to skip (PAD)
     bytes 16..: payload
 
 A message is a MSG record followed by FRAG records when it is larger than a
@@ -59,9 +60,12 @@ S_INIT, S_UP, S_CLOSED, S_BROKEN = 0, 1, 2, 3
 # Record kinds and flags.
 K_PAD, K_MSG, K_FRAG, K_RDV = 1, 2, 3, 4
 F_SOLICITED = 1
+F_IMM = 2               # the first record carries 32 bits of immediate data
+F_WRITE_NOTICE = 4      # an empty MSG telling that an RDMA write with immediate data is done
 
 # Work-request operations.
 OP_SEND, OP_RDMA_WRITE, OP_RDMA_READ = 0, 1, 2
+LENGTH_MASK = (1 << 32) - 1
 
 # Completion statuses the hardware reports (the DAT layer maps them to DtoStatus).
 OK, FLUSHED, LENGTH, REMOTE_ACCESS, LOCAL_PROTECTION = 0, 1, 2, 6, 4
@@ -83,14 +87,18 @@ class Sge:
 
 class WorkRequest:
     """A send-queue or receive-queue entry. `ctx` belongs to the driver."""
-    __slots__ = ("op", "sges", "length", "remote", "flags", "ctx", "end", "status", "done", "solicited")
+    __slots__ = ("op", "sges", "length", "remote", "flags", "ctx", "end", "status", "done", "solicited",
+                 "imm", "write_len", "written")
 
-    def __init__(self, op, sges, length, remote=None, flags=0, ctx=None):
+    def __init__(self, op, sges, length, remote=None, flags=0, ctx=None, imm=None):
         self.op, self.sges, self.length, self.remote, self.flags, self.ctx = op, sges, length, remote, flags, ctx
         self.end = 0            # send: complete once the peer's tail reaches this (0: complete now)
         self.status = OK
         self.done = 0           # bytes placed (receive) or queued (send)
         self.solicited = False
+        self.imm = imm          # 32 bits of immediate data sent, or received (None: none)
+        self.write_len = None   # receive: the length of the RDMA write its immediate data ends
+        self.written = False    # RDMA write with immediate data: the copy is done, the notice not yet
 
 
 def connection_bytes(ring_bytes=RING_BYTES):
@@ -291,7 +299,10 @@ class QueuePair:
                 if not self._push_send(wr):
                     return
             elif wr.op == OP_RDMA_WRITE:
-                self._rdma(wr, write=True)
+                if wr.imm is None:
+                    self._rdma(wr, write=True)
+                elif not self._write_with_imm(wr):
+                    return
             else:
                 self._rdma(wr, write=False)
             sq.popleft()
@@ -342,8 +353,12 @@ class QueuePair:
     def _push_send(self, wr):
         """Put as much of a send into the ring as fits. True once all of it is in."""
         flags = F_SOLICITED if wr.solicited else 0
+        aux = wr.length
+        if wr.imm is not None:
+            flags |= F_IMM
+            aux |= wr.imm << 32
         if wr.done == 0 and wr.length >= RDV_THRESHOLD and self._can_rendezvous(wr.sges):
-            return self._push_rendezvous(wr, flags)
+            return self._push_rendezvous(wr, flags, aux)
         buf = self.buf
         while True:
             n = min(wr.length - wr.done, self.chunk)
@@ -352,12 +367,28 @@ class QueuePair:
                 return False
             if n:
                 gather(wr.sges, wr.done, buf[off + HDR:off + HDR + n], n)
-            kind = K_MSG if wr.done == 0 else K_FRAG
+            first = wr.done == 0
             wr.done += n
-            self._publish(off, kind, flags, n, wr.length)
+            self._publish(off, K_MSG if first else K_FRAG, flags, n, aux if first else wr.length)
             if wr.done == wr.length:
                 self.peer.ring()
                 return True
+
+    def _write_with_imm(self, wr):
+        """The RDMA write, then an empty MSG that consumes a receive at the peer and
+        carries the immediate data and the write's length. False: no room yet."""
+        if not wr.written:
+            self._rdma(wr, write=True)
+            wr.written = True
+            if wr.status != OK:
+                return True
+        off = self._reserve(0)
+        if off < 0:
+            return False
+        flags = F_IMM | F_WRITE_NOTICE | (F_SOLICITED if wr.solicited else 0)
+        self._publish(off, K_MSG, flags, 0, wr.length | wr.imm << 32)
+        self.peer.ring()
+        return True
 
     def all_consumed(self):
         """Whether the peer has consumed everything we put in the ring."""
@@ -366,7 +397,7 @@ class QueuePair:
     def _can_rendezvous(self, sges):
         return all(s.seg for s in sges) or self.peer_can_read_me()
 
-    def _push_rendezvous(self, wr, flags):
+    def _push_rendezvous(self, wr, flags, aux):
         n = 32 * len(wr.sges)
         off = self._reserve(n)
         if off < 0:
@@ -377,7 +408,7 @@ class QueuePair:
             w[o], w[o + 1], w[o + 2], w[o + 3] = s.seg, (s.segoff if s.seg else s.addr), len(s.view), 0
             o += 4
         wr.done = wr.length
-        self._publish(off, K_RDV, flags, n, wr.length)
+        self._publish(off, K_RDV, flags, n, aux)
         wr.end = self.tx_head
         self.peer.ring()
         return True
@@ -449,7 +480,13 @@ class QueuePair:
                 wr = self.take_recv()
                 if wr is None:
                     break                       # receiver not ready: the message waits
-                self._begin(wr, w[(off >> 3) + 1], (w0 >> 8) & F_SOLICITED)
+                flags, aux = (w0 >> 8) & 0xFF, w[(off >> 3) + 1]
+                total = aux & LENGTH_MASK
+                if flags & F_IMM:
+                    wr.imm = aux >> 32
+                if flags & F_WRITE_NOTICE:
+                    wr.write_len, total = total, 0      # nothing to place: the data was written already
+                self._begin(wr, total, flags & F_SOLICITED)
                 if kind == K_MSG:
                     self._place(off + HDR, length)
                 else:

@@ -8,8 +8,8 @@ name. Sends posted before the peer is there wait on the QP. Moving to ERR
 completes every outstanding WR with IBV_WC_WR_FLUSH_ERR; moving to RESET drops
 the QP's completions from its CQs. State moves follow qp_state.py.
 
-Not there yet: UD and UC QPs, SRQs, immediate data, atomics, inline sends as
-such (they are copied like any send), RNR retries, async events.
+Not there yet: UD and UC QPs, SRQs, atomics, inline sends as such (they are
+copied like any send), RNR retries.
 """
 
 import collections
@@ -43,9 +43,13 @@ _TO = {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
 _STATUS = {ring.OK: e.IBV_WC_SUCCESS, ring.FLUSHED: e.IBV_WC_WR_FLUSH_ERR,
            ring.LENGTH: e.IBV_WC_LOC_LEN_ERR, ring.REMOTE_ACCESS: e.IBV_WC_REM_ACCESS_ERR,
            ring.LOCAL_PROTECTION: e.IBV_WC_LOC_PROT_ERR}
-_SEND_OPS = {e.IBV_WR_SEND: (ring.OP_SEND, e.IBV_WC_SEND),
-             e.IBV_WR_RDMA_WRITE: (ring.OP_RDMA_WRITE, e.IBV_WC_RDMA_WRITE),
-             e.IBV_WR_RDMA_READ: (ring.OP_RDMA_READ, e.IBV_WC_RDMA_READ)}
+# opcode -> (hardware op, WC opcode, carries immediate data)
+_SEND_OPS = {e.IBV_WR_SEND: (ring.OP_SEND, e.IBV_WC_SEND, False),
+             e.IBV_WR_SEND_WITH_IMM: (ring.OP_SEND, e.IBV_WC_SEND, True),
+             e.IBV_WR_RDMA_WRITE: (ring.OP_RDMA_WRITE, e.IBV_WC_RDMA_WRITE, False),
+             e.IBV_WR_RDMA_WRITE_WITH_IMM: (ring.OP_RDMA_WRITE, e.IBV_WC_RDMA_WRITE, True),
+             e.IBV_WR_RDMA_READ: (ring.OP_RDMA_READ, e.IBV_WC_RDMA_READ, False)}
+_WITH_IMM = int(e.IBV_WC_WITH_IMM)
 _SIGNALED = int(e.IBV_SEND_SIGNALED)
 _SOLICITED = int(e.IBV_SEND_SOLICITED)
 
@@ -370,11 +374,13 @@ class QP(PyverbsCM):
         if self.state not in (RTS, SQD, ERR) or outstanding >= self.cap.max_send_wr \
                 or wr.num_sge > self.cap.max_send_sge:
             raise PyverbsRDMAError("Failed to post send", errno.EINVAL)
-        ring_op, wc_op = op
+        ring_op, wc_op, with_imm = op
         signaled = self.sq_sig_all or wr.send_flags & _SIGNALED
         need = e.IBV_ACCESS_LOCAL_WRITE if ring_op == ring.OP_RDMA_READ else 0
         work = self._work(ring_op, wr.sg_list[:wr.num_sge], need, (wr.wr_id, wc_op, signaled))
         work.solicited = bool(wr.send_flags & _SOLICITED)
+        if with_imm:
+            work.imm = wr.imm_data & 0xFFFFFFFF
         if ring_op != ring.OP_SEND:
             work.remote = (wr.rdma_rkey, wr.rdma_remote_addr, work.length)
         if self.state == ERR or work.status != ring.OK:
@@ -419,9 +425,13 @@ class QP(PyverbsCM):
     def recv_done(self, work):
         wr_id, wc_op, _ = work.ctx
         status = _STATUS[work.status]
-        self.recv_cq._complete(WC(wr_id=wr_id, status=status, opcode=wc_op, byte_len=work.done,
-                                  qp_num=self.qp_num, src_qp=self.attr.dest_qp_num),
-                               solicited=work.solicited)
+        wc = WC(wr_id=wr_id, status=status, opcode=wc_op, byte_len=work.done, qp_num=self.qp_num,
+                src_qp=self.attr.dest_qp_num)
+        if work.imm is not None:
+            wc.imm_data, wc.wc_flags = work.imm, _WITH_IMM
+            if work.write_len is not None:
+                wc.opcode, wc.byte_len = e.IBV_WC_RECV_RDMA_WITH_IMM, work.write_len
+        self.recv_cq._complete(wc, solicited=work.solicited)
         if self.state == RTR and not self._established and status == e.IBV_WC_SUCCESS:
             self._established = True        # the first message at a QP that is not yet RTS
             self.context._async_event(e.IBV_EVENT_COMM_EST, qp=self)

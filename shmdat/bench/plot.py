@@ -8,8 +8,8 @@ from .report import SHORT, TITLES, WAIT_TITLES, size_text
 
 # A colour per transport; a line style and a hollow marker per operation, so that
 # lines lying on one another (RDMA read and write) both stay visible.
-COLORS = {"shmdat": "tab:blue", "multiprocessing.Pipe": "tab:orange", "pyzmq": "tab:green",
-          "mpi4py": "tab:red", "memcpy": "tab:gray"}
+COLORS = {"shmdat": "tab:blue", "shmdat.verbs": "tab:purple", "multiprocessing.Pipe": "tab:orange",
+          "pyzmq": "tab:green", "mpi4py": "tab:red", "memcpy": "tab:gray"}
 STYLES = {"send": ("-", "o"), "rdma_write": ("--", "s"), "rdma_read": (":", "^"), "memcpy": ("-.", "D")}
 
 

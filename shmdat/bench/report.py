@@ -5,9 +5,9 @@ import os
 import platform
 
 TITLES = {"send": "send/recv", "rdma_write": "RDMA write", "rdma_read": "RDMA read"}
-ALTERNATIVES = ("multiprocessing.Pipe", "pyzmq", "mpi4py")
+ALTERNATIVES = ("shmdat.verbs", "multiprocessing.Pipe", "pyzmq", "mpi4py")
 WAIT_TITLES = {"poll": "receiver polling", "block": "receiver blocked in evd.wait"}
-SHORT = {"multiprocessing.Pipe": "Pipe", "pyzmq": "pyzmq", "mpi4py": "mpi4py"}
+SHORT = {"shmdat.verbs": "verbs", "multiprocessing.Pipe": "Pipe", "pyzmq": "pyzmq", "mpi4py": "mpi4py"}
 
 
 def machine():

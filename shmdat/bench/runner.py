@@ -22,6 +22,7 @@ from .alternatives import PipeEndpoint, ZmqEndpoint
 from .plan import REPS, Cell, iterations
 from .shmdat_transport import ShmdatEndpoint
 from .timing import drive, serve
+from .verbs_transport import VerbsEndpoint
 
 CELL_TIMEOUT = 120.0        # seconds: one cell that takes longer means the transport hung
 JOIN_TIMEOUT = 10.0         # seconds a benchmark process gets to exit, then again after SIGTERM
@@ -91,6 +92,8 @@ def supervised(procs):
 def _endpoint(transport, role, ctrl, max_size, data_conn):
     if transport == "shmdat":
         return ShmdatEndpoint(role, ctrl, max_size)
+    if transport == "shmdat.verbs":
+        return VerbsEndpoint(role, ctrl, max_size)
     if transport == "multiprocessing.Pipe":
         return PipeEndpoint(role, ctrl, max_size, data_conn)
     if transport == "pyzmq":

@@ -1,0 +1,116 @@
+"""shmdat.verbs as a benchmark transport: one RC QP pair, as perftest drives it.
+
+The same loops (timing.py) as the DAT transport, so its rows sit beside DAT's:
+send_lat is ib_send_lat's 8-byte ping-pong, each side polling its receive CQ;
+rdma_write_lat and rdma_read_lat are one RDMA post and its signalled
+completion, polled at the initiator (not ib_write_lat's write-both-ways
+ping-pong: this is what DAT's rows measure too); the bandwidth cells post
+WINDOW at most outstanding, as ib_*_bw do with their tx depth.
+
+Verbs cells are measured with polling only: a CQ polled in a loop is how
+perftest measures, and `block` cells are left out (bench reports them as not
+measured).
+"""
+
+from ..verbs import libibverbs_enums as e
+from ..verbs.addr import GID, AHAttr, GlobalRoute
+from ..verbs.cq import CQ
+from ..verbs.device import Context
+from ..verbs.mr import MR
+from ..verbs.pd import PD
+from ..verbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from ..verbs.wr import SGE, RecvWR, SendWR
+from .shmdat_transport import WINDOW
+
+ACCESS = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
+GID_INDEX = 3                   # ::ffff:127.0.0.1, RoCE v2, as ib_*_lat -x 3 on Soft-RoCE
+OPCODES = {"send": e.IBV_WR_SEND, "rdma_write": e.IBV_WR_RDMA_WRITE, "rdma_read": e.IBV_WR_RDMA_READ}
+
+
+class VerbsEndpoint:
+    def __init__(self, role, ctrl, max_size):
+        self.ctx = Context(name="shm0")
+        try:
+            self._connect(ctrl, max_size)
+        except BaseException:
+            self.ctx.close()    # at once: its MRs may be large
+            raise
+        self.outstanding = 0
+        self.wrs = {}           # (op, size) -> its SendWR, built once and posted again, as perftest does
+
+    def _connect(self, ctrl, max_size):
+        ctx = self.ctx
+        pd = PD(ctx)
+        self.send_cq = CQ(ctx, 4 * WINDOW)
+        self.recv_cq = CQ(ctx, 4 * WINDOW)
+        self.src = MR(pd, max_size, ACCESS)
+        self.dst = MR(pd, max_size, ACCESS)
+        cap = QPCap(max_send_wr=WINDOW, max_recv_wr=WINDOW)
+        self.qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.send_cq, rcq=self.recv_cq, cap=cap,
+                                    sq_sig_all=1), QPAttr())
+        gid = ctx.query_gid(1, GID_INDEX)
+        # Out of band, as perftest's TCP exchange: QP number, GID, and the buffer RDMA targets.
+        ctrl.send((self.qp.qp_num, gid.gid, self.dst.buf, self.dst.rkey))
+        qp_num, remote_gid, self.remote_addr, self.remote_rkey = ctrl.recv()
+        attr = QPAttr()
+        attr.dest_qp_num = qp_num
+        attr.ah_attr = AHAttr(is_global=1, gr=GlobalRoute(GID(remote_gid), sgid_index=GID_INDEX))
+        self.qp.to_rts(attr)
+        # Every receive over the same buffer: the bytes are not checked.
+        self.recv_wr = RecvWR(num_sge=1, sg=[SGE(self.dst.buf, max_size, self.dst.lkey)])
+        for _ in range(WINDOW):
+            self.qp.post_recv(self.recv_wr)
+
+    def _wr(self, op, size):
+        wr = self.wrs.get((op, size))
+        if wr is None:
+            local = self.dst if op == "rdma_read" else self.src
+            wr = SendWR(opcode=OPCODES[op], num_sge=1, sg=[SGE(local.buf, size, local.lkey)])
+            if op != "send":
+                wr.set_wr_rdma(self.remote_rkey, self.remote_addr)
+            self.wrs[(op, size)] = wr
+        return wr
+
+    def _reap(self, keep):
+        """Poll the send CQ until at most `keep` requests are outstanding."""
+        poll = self.send_cq.poll
+        while self.outstanding > keep:
+            n, wcs = poll(WINDOW)
+            for wc in wcs[:n]:
+                _check(wc)
+            self.outstanding -= n
+
+    def _post(self, op, size):
+        if self.outstanding >= WINDOW:
+            self._reap(WINDOW - 1)
+        self.qp.post_send(self._wr(op, size))
+        self.outstanding += 1
+
+    def send(self, size):
+        self._post("send", size)
+
+    def recv(self, poll):
+        """The next receive completion, polling the CQ (verbs cells always poll; a hang is
+        bounded by the runner's CELL_TIMEOUT, which stops both processes)."""
+        cq_poll = self.recv_cq.poll
+        while True:
+            n, wcs = cq_poll()
+            if n:
+                break
+        _check(wcs[0])
+        self.qp.post_recv(self.recv_wr)
+        return wcs[0].byte_len
+
+    def rdma(self, op, size):
+        self._post(op, size)
+
+    def finish(self, poll):
+        self._reap(0)
+
+    def close(self):
+        self.ctx.close()
+
+
+def _check(wc):
+    if wc.status != e.IBV_WC_SUCCESS:
+        raise RuntimeError(f"work request {wc.wr_id} completed with status {wc.status}")

@@ -9,8 +9,9 @@ import signal
 import pytest
 
 from shmdat.verbs import libibverbs_enums as e
+from shmdat.verbs.mr import MR
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError
-from shmdat.verbs.qp import QPAttr
+from shmdat.verbs.qp import QP, QPAttr, QPInitAttr
 from shmdat.verbs.wr import SGE, SendWR
 
 from tests.verbs_ends import End
@@ -214,3 +215,71 @@ def test_immediate_data_with_a_send_and_with_an_rdma_write(verbs_pair):
     assert (wc.wr_id, wc.opcode, wc.byte_len, wc.imm_data) == (2, e.IBV_WC_RECV_RDMA_WITH_IMM, 11, 0xCAFE)
     assert b.mr.read(11, 700) == b"written+imm"
     assert [a.completion().opcode for _ in range(2)] == [e.IBV_WC_SEND, e.IBV_WC_RDMA_WRITE]
+
+
+def test_atomics_fetch_and_add_and_compare_and_swap():
+    a, b = End(), End()
+    try:
+        a.connect(b.qp.qp_num)
+        b.connect(a.qp.qp_num)
+        target = MR(b.pd, 64, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_ATOMIC)
+        target.write((40).to_bytes(8, "little"), 8, 8)
+
+        def atomic(opcode, wr_id, compare_add, swap=0):
+            wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[a.sge(0, 8)])
+            wr.set_wr_atomic(target.rkey, target.buf + 8, compare_add, swap)
+            a.qp.post_send(wr)
+            wc = a.completion()
+            assert wc.status == e.IBV_WC_SUCCESS, wc
+            return wc.opcode, int.from_bytes(a.mr.read(8, 0), "little")
+
+        assert atomic(e.IBV_WR_ATOMIC_FETCH_AND_ADD, 1, 2) == (e.IBV_WC_FETCH_ADD, 40)
+        assert atomic(e.IBV_WR_ATOMIC_CMP_AND_SWP, 2, 41, 7) == (e.IBV_WC_COMP_SWAP, 42)   # no match
+        assert atomic(e.IBV_WR_ATOMIC_CMP_AND_SWP, 3, 42, 7) == (e.IBV_WC_COMP_SWAP, 42)   # swapped
+        assert int.from_bytes(target.read(8, 8), "little") == 7
+        wr = SendWR(wr_id=4, opcode=e.IBV_WR_ATOMIC_FETCH_AND_ADD, num_sge=1, sg=[a.sge(0, 8)])
+        wr.set_wr_atomic(b.mr.rkey, b.mr.buf + 8, 1)         # an MR without remote atomic access
+        a.qp.post_send(wr)
+        assert a.completion().status == e.IBV_WC_REM_ACCESS_ERR
+    finally:
+        a.close()
+        b.close()
+
+
+def _adder(ch, count):
+    """A spawned initiator adding 1 `count` times to the word the test exposes."""
+    end = End()
+    ch.send(end.qp.qp_num)
+    qpn, rkey, addr = ch.recv()
+    end.connect(qpn)
+    for i in range(count):
+        wr = SendWR(wr_id=i, opcode=e.IBV_WR_ATOMIC_FETCH_AND_ADD, num_sge=1, sg=[end.sge(0, 8)])
+        wr.set_wr_atomic(rkey, addr, 1)
+        end.qp.post_send(wr)
+        assert end.completion().status == e.IBV_WC_SUCCESS
+    ch.send("done")
+    ch.recv(timeout=60)
+    end.close()
+
+
+def test_atomics_from_two_processes_do_not_interleave(spawn):
+    count = 300
+    target = End()
+    second = QP(target.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=target.cq, rcq=target.cq), QPAttr())
+    peers = [spawn(_adder, count) for _ in range(2)]
+    try:
+        word = MR(target.pd, 8, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_ATOMIC)
+        target.connect(peers[0].recv())
+        attr = QPAttr()
+        attr.dest_qp_num = peers[1].recv()
+        second.to_rts(attr)
+        for qp, peer in ((target.qp, peers[0]), (second, peers[1])):
+            peer.send((qp.qp_num, word.rkey, word.buf))
+        for peer in peers:
+            assert peer.recv(timeout=60) == "done"
+        assert int.from_bytes(word.read(8, 0), "little") == 2 * count
+        for peer in peers:
+            peer.send("end")
+            peer.join()
+    finally:
+        target.close()

@@ -16,10 +16,14 @@ One IA owns:
     lock that a dying peer could hold forever.
 """
 
+import contextlib
+import fcntl
 import itertools
+import os
 import secrets
 import socket
 import struct
+import threading
 
 import numpy as np
 import posix_ipc
@@ -52,6 +56,8 @@ TAG_BITS = 15
 PRIV_REMOTE_READ = 0x02
 PRIV_REMOTE_WRITE = 0x20
 PRIV_REMOTE_ATOMIC = 0x40
+ATOMIC_LOCK_SLOTS = 4096                # record locks on a peer's table file, by 8-byte word
+_atomic_threads = threading.Lock()
 
 
 class Registration:
@@ -312,6 +318,7 @@ class RemoteHca:
             self.close()
             raise PeerUnreachable(address)
         self._segments = {}             # seg_id -> Segment, for RDMA into the peer's LMRs
+        self._lock_fd = None            # the peer's table file, opened for atomics' record locks
 
     def ring(self):
         """Ring the peer's doorbell if a waiter there has armed it."""
@@ -355,7 +362,26 @@ class RemoteHca:
             self._segments[seg_id] = seg
         return seg.buf
 
+    @contextlib.contextmanager
+    def atomic_lock(self, addr):
+        """Hold the peer's lock for the 8-byte word at `addr`, so that atomics from any
+        number of initiators never interleave. A record lock on the peer's table file
+        (the kernel drops it if we die) plus a lock for the threads of this process
+        (record locks belong to processes)."""
+        if self._lock_fd is None:
+            self._lock_fd = os.open(os.path.join(shm.SHM_DIR, self.segment.name), os.O_RDWR)
+        slot = (addr >> 3) % ATOMIC_LOCK_SLOTS
+        with _atomic_threads:
+            fcntl.lockf(self._lock_fd, fcntl.LOCK_EX, 1, slot)
+            try:
+                yield
+            finally:
+                fcntl.lockf(self._lock_fd, fcntl.LOCK_UN, 1, slot)
+
     def close(self):
+        if getattr(self, "_lock_fd", None) is not None:     # close() may come from __init__
+            os.close(self._lock_fd)
+            self._lock_fd = None
         for seg in getattr(self, "_segments", {}).values():
             seg.close()
         self._segments = {}

@@ -32,11 +32,12 @@ full ring holds later sends back: a slow receiver slows its sender.
 """
 
 import collections
+import ctypes
 import os
 
 from . import cma
 from .errors import RingCorrupt
-from .hca import PRIV_REMOTE_READ, PRIV_REMOTE_WRITE
+from .hca import PRIV_REMOTE_ATOMIC, PRIV_REMOTE_READ, PRIV_REMOTE_WRITE
 from . import shm
 from .shm import Segment
 
@@ -64,7 +65,7 @@ F_IMM = 2               # the first record carries 32 bits of immediate data
 F_WRITE_NOTICE = 4      # an empty MSG telling that an RDMA write with immediate data is done
 
 # Work-request operations.
-OP_SEND, OP_RDMA_WRITE, OP_RDMA_READ = 0, 1, 2
+OP_SEND, OP_RDMA_WRITE, OP_RDMA_READ, OP_FETCH_ADD, OP_CMP_SWAP = 0, 1, 2, 3, 4
 LENGTH_MASK = (1 << 32) - 1
 
 # Completion statuses the hardware reports (the DAT layer maps them to DtoStatus).
@@ -88,7 +89,7 @@ class Sge:
 class WorkRequest:
     """A send-queue or receive-queue entry. `ctx` belongs to the driver."""
     __slots__ = ("op", "sges", "length", "remote", "flags", "ctx", "end", "status", "done", "solicited",
-                 "imm", "write_len", "written")
+                 "imm", "write_len", "written", "compare_add", "swap")
 
     def __init__(self, op, sges, length, remote=None, flags=0, ctx=None, imm=None):
         self.op, self.sges, self.length, self.remote, self.flags, self.ctx = op, sges, length, remote, flags, ctx
@@ -99,6 +100,7 @@ class WorkRequest:
         self.imm = imm          # 32 bits of immediate data sent, or received (None: none)
         self.write_len = None   # receive: the length of the RDMA write its immediate data ends
         self.written = False    # RDMA write with immediate data: the copy is done, the notice not yet
+        self.compare_add = self.swap = 0    # atomics: the operands
 
 
 def connection_bytes(ring_bytes=RING_BYTES):
@@ -166,6 +168,11 @@ def scatter(sges, pos, src, n):
     for s, off, take in _spans(sges, pos, n):
         s.view[off:off + take] = src[o:o + take]
         o += take
+
+
+def _address(buf):
+    """The address of a bytearray's bytes (for cross-memory attach)."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(buf))
 
 
 def address_pairs(sges, pos, n):
@@ -303,8 +310,10 @@ class QueuePair:
                     self._rdma(wr, write=True)
                 elif not self._write_with_imm(wr):
                     return
-            else:
+            elif wr.op == OP_RDMA_READ:
                 self._rdma(wr, write=False)
+            else:
+                self._atomic(wr)
             sq.popleft()
             self.inflight.append(wr)
 
@@ -441,6 +450,45 @@ class QueuePair:
             wr.status = REMOTE_ACCESS
             return
         wr.done = n
+
+    def _atomic(self, wr):
+        """An 8-byte fetch-and-add or compare-and-swap on an aligned word of the peer's
+        memory, under the peer's atomic lock; the word's old value (little-endian,
+        as the host holds it) goes to the local SGEs. Sets wr.status."""
+        key, addr, _ = wr.remote
+        reg = self.peer.lookup(key)
+        if (reg is None or not reg.priv & PRIV_REMOTE_ATOMIC or reg.pz != self.peer_pz or addr % 8
+                or addr < reg.base or addr + 8 > reg.base + reg.length or wr.length != 8):
+            wr.status = REMOTE_ACCESS
+            return
+        try:
+            with self.peer.atomic_lock(addr):
+                old = bytearray(8)
+                if reg.kind == 1:
+                    view = self.peer.segment_view(reg.seg)
+                    start = reg.segoff + (addr - reg.base)
+                    if view is None or start + 8 > len(view):
+                        wr.status = REMOTE_ACCESS
+                        return
+                    old[:] = view[start:start + 8]
+                else:
+                    cma.read(self.peer.pid, [(_address(old), 8)], [(addr, 8)])
+                value = int.from_bytes(old, "little")
+                if wr.op == OP_FETCH_ADD:
+                    new = (value + wr.compare_add) & 0xFFFFFFFFFFFFFFFF
+                else:
+                    new = wr.swap if value == wr.compare_add else value
+                if new != value:
+                    data = bytearray(new.to_bytes(8, "little"))
+                    if reg.kind == 1:
+                        view[start:start + 8] = data
+                    else:
+                        cma.write(self.peer.pid, [(_address(data), 8)], [(addr, 8)])
+        except cma.CmaError:
+            wr.status = REMOTE_ACCESS
+            return
+        scatter(wr.sges, 0, memoryview(old), 8)
+        wr.done = 8
 
     peer_pz = 0        # the PZ id of the peer's EP, set by the driver at connection time
 

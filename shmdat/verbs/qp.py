@@ -8,8 +8,10 @@ name. Sends posted before the peer is there wait on the QP. Moving to ERR
 completes every outstanding WR with IBV_WC_WR_FLUSH_ERR; moving to RESET drops
 the QP's completions from its CQs. State moves follow qp_state.py.
 
-Not there yet: UD and UC QPs, SRQs, atomics, inline sends as such (they are
-copied like any send), RNR retries.
+Atomics (fetch-and-add, compare-and-swap) are done by the initiator under the
+target's atomic lock (hw/hca.py), atomic with respect to every other atomic
+(IBV_ATOMIC_HCA). Not there yet: UD and UC QPs, SRQs, inline sends as such
+(they are copied like any send), RNR retries.
 """
 
 import collections
@@ -48,7 +50,10 @@ _SEND_OPS = {e.IBV_WR_SEND: (ring.OP_SEND, e.IBV_WC_SEND, False),
              e.IBV_WR_SEND_WITH_IMM: (ring.OP_SEND, e.IBV_WC_SEND, True),
              e.IBV_WR_RDMA_WRITE: (ring.OP_RDMA_WRITE, e.IBV_WC_RDMA_WRITE, False),
              e.IBV_WR_RDMA_WRITE_WITH_IMM: (ring.OP_RDMA_WRITE, e.IBV_WC_RDMA_WRITE, True),
-             e.IBV_WR_RDMA_READ: (ring.OP_RDMA_READ, e.IBV_WC_RDMA_READ, False)}
+             e.IBV_WR_RDMA_READ: (ring.OP_RDMA_READ, e.IBV_WC_RDMA_READ, False),
+             e.IBV_WR_ATOMIC_FETCH_AND_ADD: (ring.OP_FETCH_ADD, e.IBV_WC_FETCH_ADD, False),
+             e.IBV_WR_ATOMIC_CMP_AND_SWP: (ring.OP_CMP_SWAP, e.IBV_WC_COMP_SWAP, False)}
+_ATOMICS = (ring.OP_FETCH_ADD, ring.OP_CMP_SWAP)
 _WITH_IMM = int(e.IBV_WC_WITH_IMM)
 _SIGNALED = int(e.IBV_SEND_SIGNALED)
 _SOLICITED = int(e.IBV_SEND_SOLICITED)
@@ -376,12 +381,15 @@ class QP(PyverbsCM):
             raise PyverbsRDMAError("Failed to post send", errno.EINVAL)
         ring_op, wc_op, with_imm = op
         signaled = self.sq_sig_all or wr.send_flags & _SIGNALED
-        need = e.IBV_ACCESS_LOCAL_WRITE if ring_op == ring.OP_RDMA_READ else 0
+        need = e.IBV_ACCESS_LOCAL_WRITE if ring_op in (ring.OP_RDMA_READ, *_ATOMICS) else 0
         work = self._work(ring_op, wr.sg_list[:wr.num_sge], need, (wr.wr_id, wc_op, signaled))
         work.solicited = bool(wr.send_flags & _SOLICITED)
         if with_imm:
             work.imm = wr.imm_data & 0xFFFFFFFF
-        if ring_op != ring.OP_SEND:
+        if ring_op in _ATOMICS:
+            work.remote = (wr.atomic_rkey, wr.atomic_remote_addr, 8)
+            work.compare_add, work.swap = wr.compare_add, wr.swap
+        elif ring_op != ring.OP_SEND:
             work.remote = (wr.rdma_rkey, wr.rdma_remote_addr, work.length)
         if self.state == ERR or work.status != ring.OK:
             work.status = work.status or ring.FLUSHED

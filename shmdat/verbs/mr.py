@@ -12,7 +12,7 @@ as Soft-RoCE does); rereg keeps both.
 import ctypes
 import errno
 
-from ..hw import cma, hca as hw
+from ..hw import cma, hca as hw, ring
 from ..hw.errors import NoRoom
 from . import libibverbs_enums as e
 from .base import PyverbsCM
@@ -183,3 +183,31 @@ class MR(PyverbsCM):
     def __str__(self):
         return (f"MR\n  lkey: {self.lkey}\n  rkey: {self.rkey}\n  length: {self.length}\n"
                 f"  buf: {self.buf:#x}\n")
+
+
+def work_request(pd, op, sges, need, ctx):
+    """A hardware WorkRequest for the SGEs of a verbs WR, each checked against the
+    MRs of `pd` (and the access `need`ed): status LOCAL_PROTECTION if one fails,
+    as the device reports it in the completion."""
+    mrs, out, total = pd.ctx.mrs_by_lkey, [], 0
+    status = ring.OK
+    for sge in sges:
+        mr = mrs.get(sge.lkey)
+        off = sge.addr - (mr.buf if mr is not None else 0)
+        if mr is None or mr.pd is not pd or off < 0 or off + sge.length > mr.length \
+                or (need and not mr.access & need):
+            status = ring.LOCAL_PROTECTION
+            break
+        out.append(_sge(mr, off, sge.length))
+        total += sge.length
+    work = ring.WorkRequest(op, out, total, None, 0, ctx)
+    work.status = status
+    return work
+
+
+def _sge(mr, off, length):
+    """The hardware's Sge for bytes [off, off+length) of `mr`."""
+    if mr._segment is not None:
+        return ring.Sge(mr._segment.buf[off:off + length], mr.buf + off, mr._seg_id, off)
+    view = memoryview((ctypes.c_char * length).from_address(mr.buf + off)).cast("B")
+    return ring.Sge(view, mr.buf + off, 0, 0)

@@ -10,12 +10,12 @@ the QP's completions from its CQs. State moves follow qp_state.py.
 
 Atomics (fetch-and-add, compare-and-swap) are done by the initiator under the
 target's atomic lock (hw/hca.py), atomic with respect to every other atomic
-(IBV_ATOMIC_HCA). Not there yet: UD and UC QPs, SRQs, inline sends as such
-(they are copied like any send), RNR retries.
+(IBV_ATOMIC_HCA). A QP created with an SRQ takes its receives from it and
+raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. Not there yet: UD
+and UC QPs, inline sends as such (they are copied like any send), RNR retries.
 """
 
 import collections
-import ctypes
 import errno
 
 import posix_ipc
@@ -27,9 +27,11 @@ from . import libibverbs_enums as e
 from .addr import AHAttr
 from .base import PyverbsCM, PyverbsObject
 from .cq import CQ, WC
+from .mr import work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .qp_state import check_modify
+from .srq import SRQ
 from .wr import RecvWR, SendWR
 
 RESET, INIT, RTR, RTS, SQD, ERR = (e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS,
@@ -131,8 +133,11 @@ class QP(PyverbsCM):
         what = "Failed to create QP"
         if not isinstance(creator, PD) or not isinstance(init_attr, QPInitAttr):
             raise PyverbsUserError(f"{what}: QP(pd, QPInitAttr) is what shm0 takes")
-        if init_attr.qp_type != e.IBV_QPT_RC or init_attr.srq is not None:
-            raise PyverbsRDMAError(f"{what}: shm0 has RC QPs without SRQ so far", errno.EOPNOTSUPP)
+        if init_attr.qp_type != e.IBV_QPT_RC:
+            raise PyverbsRDMAError(f"{what}: shm0 has RC QPs so far", errno.EOPNOTSUPP)
+        srq = init_attr.srq
+        if srq is not None and (not isinstance(srq, SRQ) or srq.pd is not creator):
+            raise PyverbsRDMAError(f"{what}: the SRQ must be one of the QP's PD", errno.EINVAL)
         if init_attr.send_cq is None or init_attr.recv_cq is None:
             raise PyverbsUserError(f"{what}: a QP needs a send CQ and a recv CQ")
         ctx = creator.ctx
@@ -147,7 +152,7 @@ class QP(PyverbsCM):
         self.pd, self.context = creator, ctx
         self.qp_type, self.sq_sig_all, self.qp_context = init_attr.qp_type, init_attr.sq_sig_all, \
             init_attr.qp_context
-        self.send_cq, self.recv_cq = init_attr.send_cq, init_attr.recv_cq
+        self.send_cq, self.recv_cq, self.srq = init_attr.send_cq, init_attr.recv_cq, srq
         self.cap = QPCap(cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge, cap.max_recv_sge,
                          cap.max_inline_data)
         self._owner = ctx.owner
@@ -166,6 +171,9 @@ class QP(PyverbsCM):
         creator.add_ref(self)
         self.send_cq.qps.add(self)
         self.recv_cq.qps.add(self)
+        if srq is not None:
+            srq.qps.add(self)
+            self._take_recv = srq.take      # receives come from the SRQ
         if qp_attr is not None:
             self.to_init(qp_attr)
 
@@ -223,6 +231,7 @@ class QP(PyverbsCM):
             active.remove(self)
         if new == ERR and old != ERR:
             self._flush()
+            self._last_wqe()
         elif new == RESET and old != RESET:
             self._established = False
             self._leave()
@@ -238,7 +247,7 @@ class QP(PyverbsCM):
             attr = QPAttr(qp_state=self.state, cur_qp_state=self.state)
             attr.__dict__.update({k: v for k, v in vars(self.attr).items() if k != "logger"})
             attr.cap = QPCap(**{k: v for k, v in vars(self.cap).items() if k != "logger"})
-            init = QPInitAttr(self.qp_type, self.qp_context, self.send_cq, self.recv_cq, None,
+            init = QPInitAttr(self.qp_type, self.qp_context, self.send_cq, self.recv_cq, self.srq,
                               attr.cap, self.sq_sig_all)
             return attr, init
 
@@ -303,6 +312,11 @@ class QP(PyverbsCM):
         if self._qp is not None and not self._qp.peer.alive():
             self._fatal()
 
+    def _last_wqe(self):
+        """A QP of an SRQ that reaches ERR takes no more of its receives."""
+        if self.srq is not None:
+            self.context._async_event(e.IBV_EVENT_QP_LAST_WQE_REACHED, qp=self)
+
     def _fatal(self):
         """The device found the connection broken: ERR, flushes, and IBV_EVENT_QP_FATAL."""
         if self.state != ERR:
@@ -341,10 +355,10 @@ class QP(PyverbsCM):
             self._check_open("Failed to post recv")
             while wr is not None:
                 if self.state == RESET or len(self._rq) >= self.cap.max_recv_wr \
-                        or wr.num_sge > self.cap.max_recv_sge:
+                        or wr.num_sge > self.cap.max_recv_sge or self.srq is not None:
                     raise PyverbsRDMAError("Failed to post recv", errno.EINVAL)
-                work = self._work(ring.OP_SEND, wr.sg_list[:wr.num_sge], e.IBV_ACCESS_LOCAL_WRITE,
-                                  (wr.wr_id, e.IBV_WC_RECV, True))
+                work = work_request(self.pd, ring.OP_SEND, wr.sg_list[:wr.num_sge], e.IBV_ACCESS_LOCAL_WRITE,
+                                    (wr.wr_id, e.IBV_WC_RECV, True))
                 if self.state == ERR or work.status != ring.OK:
                     work.status = work.status or ring.FLUSHED
                     self.recv_done(work)
@@ -382,7 +396,7 @@ class QP(PyverbsCM):
         ring_op, wc_op, with_imm = op
         signaled = self.sq_sig_all or wr.send_flags & _SIGNALED
         need = e.IBV_ACCESS_LOCAL_WRITE if ring_op in (ring.OP_RDMA_READ, *_ATOMICS) else 0
-        work = self._work(ring_op, wr.sg_list[:wr.num_sge], need, (wr.wr_id, wc_op, signaled))
+        work = work_request(self.pd, ring_op, wr.sg_list[:wr.num_sge], need, (wr.wr_id, wc_op, signaled))
         work.solicited = bool(wr.send_flags & _SOLICITED)
         if with_imm:
             work.imm = wr.imm_data & 0xFFFFFFFF
@@ -398,23 +412,6 @@ class QP(PyverbsCM):
             self._waiting.append(work)
         else:
             self._qp.post_send(work)
-
-    def _work(self, op, sges, need, ctx):
-        """A ring WorkRequest for `sges`, checked against this QP's MRs (LOC_PROT_ERR if not)."""
-        mrs, out, total = self.context.mrs_by_lkey, [], 0
-        status = ring.OK
-        for sge in sges:
-            mr = mrs.get(sge.lkey)
-            off = sge.addr - (mr.buf if mr is not None else 0)
-            if mr is None or mr.pd is not self.pd or off < 0 or off + sge.length > mr.length \
-                    or (need and not mr.access & need):
-                status = ring.LOCAL_PROTECTION
-                break
-            out.append(_sge(mr, off, sge.length))
-            total += sge.length
-        work = ring.WorkRequest(op, out, total, None, 0, ctx)
-        work.status = status
-        return work
 
     # The ring's completion sink and receive source.
 
@@ -454,13 +451,9 @@ class QP(PyverbsCM):
                 self.context.active_qps.remove(self)
             self._leave()
             self.context.qpn_table.release(self.qp_num, self._owner + (self.pd.pd_id,))
-            for holder in (self.context.qps, self.pd.qps, self.send_cq.qps, self.recv_cq.qps):
+            holders = [self.context.qps, self.pd.qps, self.send_cq.qps, self.recv_cq.qps]
+            if self.srq is not None:
+                holders.append(self.srq.qps)
+            for holder in holders:
                 holder.discard(self)
 
-
-def _sge(mr, off, length):
-    """The hardware's Sge for bytes [off, off+length) of `mr`."""
-    if mr._segment is not None:
-        return ring.Sge(mr._segment.buf[off:off + length], mr.buf + off, mr._seg_id, off)
-    view = memoryview((ctypes.c_char * length).from_address(mr.buf + off)).cast("B")
-    return ring.Sge(view, mr.buf + off, 0, 0)

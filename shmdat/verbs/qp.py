@@ -123,8 +123,8 @@ class QP(PyverbsCM):
     is taken to INIT, as pyverbs does.
 
     Raises PyverbsUserError (not a PD, no CQs), PyverbsRDMAError: EOPNOTSUPP
-    (a QP type or an SRQ shm0 does not do yet), EINVAL (caps over the device's
-    limits), ENOMEM (no QP number left), EBADF (closed PD or CQ).
+    (a QP type shm0 does not do yet), EINVAL (caps over the device's limits, an
+    SRQ of another PD), ENOMEM (no QP number left), EBADF (closed PD or CQ).
     """
     context_set = pd_set = "qps"
 

@@ -32,8 +32,7 @@ def test_a_dead_peer_is_qp_fatal_with_its_qp(spawn):
     peer = spawn(_peer)
     me = End()
     try:
-        me.connect(peer.recv())
-        peer.send(me.qp.qp_num)
+        me.connect_to(peer)
         assert peer.recv() == "connected"
         peer.kill(signal.SIGKILL)
         peer.process.join(10)

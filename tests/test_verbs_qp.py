@@ -151,8 +151,7 @@ def test_two_processes_connect_as_on_a_nic(spawn):
     peer = spawn(_peer)
     me = End()
     try:
-        me.connect(peer.recv())
-        peer.send(me.qp.qp_num)
+        me.connect_to(peer)
         assert peer.recv() == "ready"
         me.recv(9)
         me.send(1, b"across processes")

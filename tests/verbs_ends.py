@@ -36,6 +36,11 @@ class End:
                                                           sgid_index=GID_INDEX))
         self.qp.to_rts(attr)
 
+    def connect_to(self, peer):
+        """Connect to a spawned peer that sends its qp_num first and then takes ours."""
+        self.connect(peer.recv())
+        peer.send(self.qp.qp_num)
+
     def sge(self, offset, length):
         return SGE(self.mr.buf + offset, length, self.mr.lkey)
 

@@ -17,7 +17,7 @@ def test_rc_pingpong_between_two_processes():
         port = line.split()[-1]
         client = subprocess.run([*LAUNCH, "127.0.0.1", "-p", port, "-n", "300", "-s", "64"],
                                 capture_output=True, text=True, timeout=45)
-        assert client.returncode == 0, client.stderr
+        assert client.returncode == 0, (client.stdout, client.stderr, server.poll())
         assert "300 iters in" in client.stdout and "usec/iter" in client.stdout
         out, err = server.communicate(timeout=30)
         assert server.returncode == 0, err

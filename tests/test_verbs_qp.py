@@ -282,3 +282,15 @@ def test_atomics_from_two_processes_do_not_interleave(spawn):
             peer.join()
     finally:
         target.close()
+
+
+def test_what_arrived_before_the_peer_left_is_delivered(verbs_pair):
+    a, b = verbs_pair
+    b.recv(1)
+    b.recv(2)
+    a.send(1, b"last words")                    # in b's ring; b has not polled since
+    a.close()                                   # a leaves right after its send
+    assert (b.completion().wr_id, b.mr.read(10, 0)) == (1, b"last words")
+    wc = b.completion()                          # then b's QP fails: the rest flushes
+    assert (wc.wr_id, wc.status) == (2, e.IBV_WC_WR_FLUSH_ERR)
+    b.ctx.get_async_event().ack()               # QP_FATAL

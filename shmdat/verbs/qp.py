@@ -318,10 +318,19 @@ class QP(PyverbsCM):
             self.context._async_event(e.IBV_EVENT_QP_LAST_WQE_REACHED, qp=self)
 
     def _fatal(self):
-        """The device found the connection broken: ERR, flushes, and IBV_EVENT_QP_FATAL."""
-        if self.state != ERR:
-            self._enter(ERR)
-            self.context._async_event(e.IBV_EVENT_QP_FATAL, qp=self)
+        """The device found the connection ended or broken: what had arrived, and what
+        the peer had taken, complete first; then ERR, flushes, and IBV_EVENT_QP_FATAL."""
+        if self.state == ERR:
+            return
+        qp = self._qp
+        if qp is not None:
+            try:
+                qp.poll_recv()
+                qp.poll_send()
+            except RingCorrupt:
+                pass
+        self._enter(ERR)
+        self.context._async_event(e.IBV_EVENT_QP_FATAL, qp=self)
 
     def _flush(self):
         qp = self._qp

@@ -11,7 +11,7 @@ import pytest
 from shmdat.verbs import libibverbs_enums as e
 from shmdat.verbs.mr import MR
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError
-from shmdat.verbs.qp import QP, QPAttr, QPInitAttr
+from shmdat.verbs.qp import QP, QPAttr, QPInitAttr, QPInitAttrEx
 from shmdat.verbs.wr import SGE, SendWR
 
 from tests.verbs_ends import End
@@ -294,3 +294,18 @@ def test_what_arrived_before_the_peer_left_is_delivered(verbs_pair):
     wc = b.completion()                          # then b's QP fails: the rest flushes
     assert (wc.wr_id, wc.status) == (2, e.IBV_WC_WR_FLUSH_ERR)
     b.ctx.get_async_event().ack()               # QP_FATAL
+
+
+def test_a_qp_created_from_the_context_with_init_attr_ex(verbs_pair):
+    a, b = verbs_pair
+    attr = QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=a.cq, rcq=a.cq, comp_mask=e.IBV_QP_INIT_ATTR_PD,
+                        pd=a.pd)
+    qp = QP(a.ctx, attr, QPAttr())
+    assert qp.qp_state == e.IBV_QPS_INIT and qp.pd is a.pd and qp.sq_sig_all == 0
+    with pytest.raises(PyverbsRDMAError) as err:
+        QP(a.ctx, QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=a.cq, rcq=a.cq, pd=a.pd))    # no PD bit
+    assert err.value.error_code == errno.EINVAL
+    with pytest.raises(PyverbsRDMAError) as err:
+        QP(a.ctx, QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=a.cq, rcq=a.cq, pd=a.pd, create_flags=1,
+                               comp_mask=e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_CREATE_FLAGS))
+    assert err.value.error_code == errno.EOPNOTSUPP

@@ -27,6 +27,7 @@ from . import libibverbs_enums as e
 from .addr import AHAttr
 from .base import PyverbsCM, PyverbsObject
 from .cq import CQ, WC
+from .device import Context
 from .mr import work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
@@ -86,6 +87,28 @@ class QPInitAttr(PyverbsObject):
         self.cap = cap if cap is not None else QPCap()
 
 
+class QPInitAttrEx(QPInitAttr):
+    """ibv_qp_init_attr_ex, for `QP(ctx, attr)`: the PD comes in the attributes
+    (with IBV_QP_INIT_ATTR_PD in comp_mask). Create flags, send ops, XRC and RSS
+    are not in shm0 (the QP refuses them with EOPNOTSUPP)."""
+
+    def __init__(self, qp_type=e.IBV_QPT_UD, qp_context=None, scq=None, rcq=None, srq=None,
+                 cap=None, sq_sig_all=0, comp_mask=0, pd=None, xrcd=None, create_flags=0,
+                 max_tso_header=0, source_qpn=0, hash_conf=None, ind_table=None, send_ops_flags=0):
+        super().__init__(qp_type, qp_context, scq, rcq, srq, cap, sq_sig_all)
+        self.comp_mask, self.pd, self.xrcd, self.create_flags = comp_mask, pd, xrcd, create_flags
+        self.max_tso_header, self.source_qpn = max_tso_header, source_qpn
+        self.hash_conf, self.ind_table, self.send_ops_flags = hash_conf, ind_table, send_ops_flags
+
+    def unsupported(self):
+        """What of these attributes shm0 does not do, or None."""
+        if self.create_flags or self.send_ops_flags or self.source_qpn or self.max_tso_header:
+            return "create flags, send ops, source QPN and TSO"
+        if self.xrcd is not None or self.hash_conf is not None or self.ind_table is not None:
+            return "XRC and RSS"
+        return None
+
+
 class QPAttr(PyverbsObject):
     """ibv_qp_attr, with pyverbs' defaults for the RESET -> INIT move."""
 
@@ -131,8 +154,18 @@ class QP(PyverbsCM):
     def __init__(self, creator, init_attr, qp_attr=None):
         super().__init__()
         what = "Failed to create QP"
+        if isinstance(creator, Context) and isinstance(init_attr, QPInitAttrEx):
+            if init_attr.unsupported():
+                raise PyverbsRDMAError(f"{what}: shm0 has no {init_attr.unsupported()}",
+                                       errno.EOPNOTSUPP)
+            if not init_attr.comp_mask & e.IBV_QP_INIT_ATTR_PD or not isinstance(init_attr.pd, PD) \
+                    or init_attr.pd.ctx is not creator:
+                raise PyverbsRDMAError(f"{what}: QPInitAttrEx needs a PD of this context, with "
+                                       "IBV_QP_INIT_ATTR_PD in comp_mask", errno.EINVAL)
+            creator = init_attr.pd
         if not isinstance(creator, PD) or not isinstance(init_attr, QPInitAttr):
-            raise PyverbsUserError(f"{what}: QP(pd, QPInitAttr) is what shm0 takes")
+            raise PyverbsUserError(f"{what}: QP(pd, QPInitAttr) or QP(ctx, QPInitAttrEx) is what "
+                                   "shm0 takes")
         if init_attr.qp_type != e.IBV_QPT_RC:
             raise PyverbsRDMAError(f"{what}: shm0 has RC QPs so far", errno.EOPNOTSUPP)
         srq = init_attr.srq

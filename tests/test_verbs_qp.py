@@ -9,10 +9,11 @@ import signal
 import pytest
 
 from shmdat.verbs import libibverbs_enums as e
+from shmdat.verbs.cq import CQEX, CqInitAttrEx, PollCqAttr
 from shmdat.verbs.mr import MR
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError
 from shmdat.verbs.qp import QP, QPAttr, QPInitAttr, QPInitAttrEx
-from shmdat.verbs.wr import SGE, SendWR
+from shmdat.verbs.wr import SGE, RecvWR, SendWR
 
 from tests.verbs_ends import End
 
@@ -309,3 +310,32 @@ def test_a_qp_created_from_the_context_with_init_attr_ex(verbs_pair):
         QP(a.ctx, QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=a.cq, rcq=a.cq, pd=a.pd, create_flags=1,
                                comp_mask=e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_CREATE_FLAGS))
     assert err.value.error_code == errno.EOPNOTSUPP
+
+
+def test_an_extended_cq_polled_a_batch_at_a_time():
+    a, b = End(), End()
+    try:
+        cqex = CQEX(b.ctx, CqInitAttrEx(cqe=16, wc_flags=e.IBV_WC_EX_WITH_BYTE_LEN))
+        qp = QP(b.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cqex, rcq=cqex), QPAttr())
+        attr = QPAttr()
+        attr.dest_qp_num = a.qp.qp_num
+        qp.to_rts(attr)
+        a.connect(qp.qp_num)
+        for i in range(2):
+            qp.post_recv(RecvWR(wr_id=i, num_sge=1, sg=[b.sge(64 * i, 64)]))
+            a.send(i, b"x" * (i + 3))
+        assert cqex.start_poll(PollCqAttr()) == 0                  # the device ran in it
+        got = [(cqex.wr_id, cqex.status, cqex.read_opcode(), cqex.read_byte_len(), cqex.read_qp_num())]
+        assert cqex.poll_next() == 0
+        got.append((cqex.wr_id, cqex.status, cqex.read_opcode(), cqex.read_byte_len(), cqex.read_qp_num()))
+        assert cqex.poll_next() == errno.ENOENT
+        cqex.end_poll()
+        assert got == [(0, e.IBV_WC_SUCCESS, e.IBV_WC_RECV, 3, qp.qp_num),
+                       (1, e.IBV_WC_SUCCESS, e.IBV_WC_RECV, 4, qp.qp_num)]
+        assert cqex.start_poll() == errno.ENOENT
+        with pytest.raises(PyverbsRDMAError) as err:
+            CQEX(b.ctx, CqInitAttrEx(wc_flags=e.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP))
+        assert err.value.error_code == errno.EOPNOTSUPP
+    finally:
+        a.close()
+        b.close()

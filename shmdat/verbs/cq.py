@@ -190,3 +190,98 @@ def _check_cqe(cqe, what):
     if not isinstance(cqe, int) or not 1 <= cqe <= LIMITS["max_cqe"]:
         raise PyverbsRDMAError(f"{what}: cqe {cqe!r} is not from 1 to max_cqe ({LIMITS['max_cqe']})",
                                errno.EINVAL)
+
+
+class PollCqAttr(PyverbsObject):
+    """ibv_poll_cq_attr (comp_mask only, as in verbs.h)."""
+
+    def __init__(self, comp_mask=0):
+        super().__init__()
+        self.comp_mask = comp_mask
+
+
+class CqInitAttrEx(PyverbsObject):
+    """ibv_cq_init_attr_ex."""
+
+    def __init__(self, cqe=100, channel=None, comp_vector=0, wc_flags=0, comp_mask=0, flags=0,
+                 parent_domain=None):
+        super().__init__()
+        self.cqe, self.comp_channel, self.comp_vector = cqe, channel, comp_vector
+        self.wc_flags, self.comp_mask, self.flags = wc_flags, comp_mask, flags
+        self.parent_domain = parent_domain
+
+
+class CQEX(CQ):
+    """ibv_create_cq_ex: `CQEX(ctx, CqInitAttrEx(...))`, polled a batch at a time:
+    start_poll, poll_next, end_poll (0, or ENOENT when nothing is there), with the
+    current completion read by `status`, `wr_id` and read_*().
+
+    Raises PyverbsRDMAError: EOPNOTSUPP for wc_flags beyond the standard ones
+    (timestamps, ...) or a parent domain, and the errors of CQ.
+    """
+
+    def __init__(self, context, init_attr=None):
+        attr = init_attr if init_attr is not None else CqInitAttrEx()
+        if attr.wc_flags & ~e.IBV_WC_STANDARD_FLAGS or attr.parent_domain is not None or attr.flags:
+            raise PyverbsRDMAError("Failed to create extended CQ: shm0 reports the standard "
+                                   "completion fields only", errno.EOPNOTSUPP)
+        super().__init__(context, attr.cqe, None, attr.comp_channel, attr.comp_vector)
+        self.wc_flags = attr.wc_flags
+        self._current = None
+
+    def start_poll(self, attr=None):
+        """ibv_start_poll: 0 and the first completion current, or ENOENT."""
+        self._check_open("Failed to poll CQ")
+        self.context.progress()
+        if self.overrun:
+            raise PyverbsRDMAError("Failed to poll CQ: it overran", errno.EOVERFLOW)
+        return self.poll_next()
+
+    def poll_next(self):
+        """ibv_next_poll: 0 and the next completion current, or ENOENT."""
+        if not self._wcs:
+            return errno.ENOENT
+        self._current = self._wcs.popleft()
+        return 0
+
+    def end_poll(self):
+        """ibv_end_poll."""
+        self._current = None
+
+    @property
+    def status(self):
+        return self._current.status
+
+    @property
+    def wr_id(self):
+        return self._current.wr_id
+
+    def read_opcode(self):
+        return self._current.opcode
+
+    def read_vendor_err(self):
+        return self._current.vendor_err
+
+    def read_byte_len(self):
+        return self._current.byte_len
+
+    def read_imm_data(self):
+        return self._current.imm_data
+
+    def read_qp_num(self):
+        return self._current.qp_num
+
+    def read_src_qp(self):
+        return self._current.src_qp
+
+    def read_wc_flags(self):
+        return self._current.wc_flags
+
+    def read_slid(self):
+        return self._current.slid
+
+    def read_sl(self):
+        return self._current.sl
+
+    def read_dlid_path_bits(self):
+        return self._current.dlid_path_bits

@@ -330,7 +330,9 @@ class QP(PyverbsCM):
         qp = self._qp
         if qp is None:
             self._join()
-            return
+            qp = self._qp
+            if qp is None:
+                return
         if qp.words[qp.w_peer_state] > ring.S_UP:     # CLOSED or BROKEN (INIT: not joined yet)
             self._fatal()
             return

@@ -205,3 +205,11 @@ def test_a_pyverbs_program_runs_unchanged(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["shm0 True pyverbs", f"refused {errno.EINVAL}"]
+
+
+def test_base_helpers_as_pyverbs_has_them():
+    from shmdat.verbs.base import PyverbsRDMAErrno, inc_rkey
+    assert inc_rkey(0x12345678) == 0x12345679 and inc_rkey(0x123456FF) == 0x12345600
+    err = PyverbsRDMAErrno("Failed to poll CQ")
+    assert isinstance(err, PyverbsRDMAError) and str(err) == "Failed to poll CQ"
+    assert PyverbsRDMAErrno("x", errno.EAGAIN).error_code == errno.EAGAIN

@@ -50,6 +50,12 @@ def close_weakrefs(groups):
             obj.close()
 
 
-def PyverbsRDMAErrno(msg, errno):                   # noqa: N802 - pyverbs' name
-    """The PyverbsRDMAError of a failed verbs call that set `errno`."""
-    return PyverbsRDMAError(msg, errno)
+def PyverbsRDMAErrno(msg, error_code=-1):          # noqa: N802 - pyverbs' name
+    """The PyverbsRDMAError of a failed verbs call (pyverbs reads C's errno; a
+    Python device has none to read, so the code is given or left out)."""
+    return PyverbsRDMAError(msg, error_code)
+
+
+def inc_rkey(rkey):
+    """ibv_inc_rkey: the same key with its low 8 bits (the tag) advanced by one."""
+    return (rkey & ~0xFF & 0xFFFFFFFF) | ((rkey + 1) & 0xFF)

@@ -11,6 +11,7 @@ import pytest
 from shmdat.hw import shm
 from shmdat.verbs import libibverbs_enums as e
 from shmdat.verbs.addr import GID
+from shmdat.verbs.base import PyverbsRDMAErrno, inc_rkey
 from shmdat.verbs.device import Context, get_device_list
 from shmdat.verbs.mr import MR
 from shmdat.verbs.pd import PD
@@ -208,7 +209,6 @@ def test_a_pyverbs_program_runs_unchanged(tmp_path):
 
 
 def test_base_helpers_as_pyverbs_has_them():
-    from shmdat.verbs.base import PyverbsRDMAErrno, inc_rkey
     assert inc_rkey(0x12345678) == 0x12345679 and inc_rkey(0x123456FF) == 0x12345600
     err = PyverbsRDMAErrno("Failed to poll CQ")
     assert isinstance(err, PyverbsRDMAError) and str(err) == "Failed to poll CQ"

@@ -160,6 +160,7 @@ class Context(PyverbsCM):
             raise PyverbsUserError("Device name must be provided")
         if self.name != DEVICE_NAME:
             raise PyverbsRDMAError(f"Failed to find device {self.name}")
+        shm.reclaim_dead()              # what killed processes left, as every ia_open does
         try:
             self.hca = Hca(listen_slots=64, table_slots=LIMITS["max_mr"] + 1)
         except NoRoom as err:

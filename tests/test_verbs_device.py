@@ -10,7 +10,7 @@ import pytest
 
 from shmdat.hw import shm
 from shmdat.verbs import libibverbs_enums as e
-from shmdat.verbs.addr import GID
+from shmdat.verbs.addr import AH, GID, AHAttr, GlobalRoute
 from shmdat.verbs.base import PyverbsRDMAErrno, inc_rkey
 from shmdat.verbs.device import Context, get_device_list
 from shmdat.verbs.mr import MR
@@ -213,3 +213,17 @@ def test_base_helpers_as_pyverbs_has_them():
     err = PyverbsRDMAErrno("Failed to poll CQ")
     assert isinstance(err, PyverbsRDMAError) and str(err) == "Failed to poll CQ"
     assert PyverbsRDMAErrno("x", errno.EAGAIN).error_code == errno.EAGAIN
+
+
+def test_an_address_handle_needs_a_grh_on_roce(ctx, pd):
+    gr = GlobalRoute(ctx.query_gid(1, 3), sgid_index=3)
+    ah = AH(pd, attr=AHAttr(is_global=1, gr=gr, port_num=1))
+    assert ah in pd.ahs and ah.attr.dgid == "0000:0000:0000:0000:0000:ffff:7f00:0001"
+    rdma_error(lambda: AH(pd, attr=AHAttr(dlid=1)), errno.EINVAL)                   # not global
+    rdma_error(lambda: AH(pd, attr=AHAttr(is_global=1, gr=gr, port_num=2)), errno.EINVAL)
+    rdma_error(lambda: AH(pd, attr=AHAttr(is_global=1, gr=GlobalRoute(GID(), sgid_index=99))),
+               errno.EINVAL)
+    with pytest.raises(PyverbsUserError):
+        AH(ctx, attr=AHAttr())
+    pd.close()
+    assert ah._closed                            # the PD closes its AHs

@@ -1,57 +1,12 @@
-"""Addresses (pyverbs.addr): GID. The device's GIDs are RoCE ones: IPv6 link-local
-and IPv4-mapped loopback, as Soft-RoCE shows on `lo`."""
+"""Addresses (pyverbs.addr): GID, GlobalRoute, AHAttr and AH."""
 
-import ipaddress
+import errno
 
-from .base import PyverbsObject
-from .pyverbs_error import PyverbsUserError
-
-
-def gid_str(raw):
-    """16 bytes as pyverbs prints a GID: 'xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx'."""
-    return ":".join(raw[i:i + 2].hex() for i in range(0, 16, 2))
-
-
-def gid_raw(text):
-    """A GID string (pyverbs' 8-word form, or any IPv6 or IPv4 address) -> 16 bytes."""
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        raise PyverbsUserError(f"{text!r} is not a GID") from None
-    if address.version == 4:
-        address = ipaddress.IPv6Address(f"::ffff:{address}")
-    return address.packed
-
-
-class GID(PyverbsObject):
-    """ibv_gid: `GID()` is zero, `GID('fe80::1')` or the 8-word form sets it."""
-
-    def __init__(self, val=None):
-        super().__init__()
-        self.raw = bytes(16) if val is None else gid_raw(val)
-
-    @classmethod
-    def from_raw(cls, raw):
-        gid = cls()
-        gid.raw = bytes(raw)
-        return gid
-
-    @property
-    def gid(self):
-        return gid_str(self.raw)
-
-    @gid.setter
-    def gid(self, val):
-        self.raw = gid_raw(val)
-
-    def __eq__(self, other):
-        return isinstance(other, GID) and other.raw == self.raw
-
-    def __hash__(self):
-        return hash(self.raw)
-
-    def __str__(self):
-        return self.gid
+from .base import PyverbsCM, PyverbsObject
+from .device import GIDS
+from .gid import GID
+from .pd import PD
+from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 
 
 class GlobalRoute(PyverbsObject):
@@ -85,3 +40,33 @@ class AHAttr(PyverbsObject):
     @property
     def sgid_index(self):
         return self.gr.sgid_index if self.gr is not None else 0
+
+
+class AH(PyverbsCM):
+    """ibv_create_ah: `AH(pd, attr=AHAttr(...))`. On RoCE the attributes must be
+    global (a GRH with a GID index of the port's table) on port 1.
+
+    Raises PyverbsUserError (not a PD or AHAttr), PyverbsRDMAError: EINVAL (not
+    global, another port, a GID index past the table), EOPNOTSUPP (from a WC:
+    not in shm0 yet), EBADF (closed PD).
+    """
+    pd_set = "ahs"
+
+    def __init__(self, pd, **kwargs):
+        super().__init__()
+        what = "Failed to create AH"
+        if not isinstance(pd, PD):
+            raise PyverbsUserError(f"{what}: AH(pd, attr=AHAttr) is what shm0 takes")
+        if "attr" not in kwargs:
+            raise PyverbsRDMAError(f"{what}: an AH from a WC is not in shm0 yet", errno.EOPNOTSUPP)
+        attr = kwargs["attr"]
+        if not isinstance(attr, AHAttr):
+            raise PyverbsUserError(f"{what}: attr must be an AHAttr, not {type(attr)}")
+        if attr.port_num != 1 or attr.gr is None or not 0 <= attr.gr.sgid_index < len(GIDS):
+            raise PyverbsRDMAError(f"{what}: RoCE needs a global AHAttr on port 1 with a GID index "
+                                   f"below {len(GIDS)}", errno.EINVAL)
+        pd.add_ref(self)
+        self.pd, self.attr = pd, attr
+
+    def _release(self):
+        self.pd.ahs.discard(self)

@@ -22,7 +22,7 @@ from ..hw.hca import Hca
 from ..hw.progress import LIVENESS_SLICE, Progress
 from ..hw.qpn import QpnTable
 from . import libibverbs_enums as e
-from .addr import GID, gid_raw
+from .gid import GID, gid_raw
 from .base import PyverbsCM, PyverbsObject, close_weakrefs
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 

@@ -26,16 +26,16 @@ class PD(PyverbsCM):
         creator.add_ref(self)
         # The registration table's PD field: a peer's RDMA must name this PD's MR.
         self.pd_id = secrets.randbits(62) + 1
-        self.mrs, self.qps, self.srqs = weakref.WeakSet(), weakref.WeakSet(), weakref.WeakSet()
+        self.mrs, self.qps, self.srqs, self.ahs = (weakref.WeakSet() for _ in range(4))
 
     def add_ref(self, obj):
-        """Keep `obj` (an MR, QP or SRQ) to close it with the PD."""
+        """Keep `obj` (an MR, QP, SRQ or AH) to close it with the PD."""
         self._check_open(f"Failed to create {type(obj).__name__}")
         getattr(self, obj.pd_set).add(obj)
 
     def _release(self):
-        """ibv_dealloc_pd: its QPs, SRQs and MRs first."""
-        close_weakrefs([self.qps, self.srqs, self.mrs])
+        """ibv_dealloc_pd: its QPs, AHs, SRQs and MRs first."""
+        close_weakrefs([self.qps, self.ahs, self.srqs, self.mrs])
         self.ctx.pds.discard(self)
 
     @property

@@ -52,6 +52,7 @@ KIND_SEGMENT = 1        # memory in one of the owner's shared segments
 KIND_PROCESS = 2        # the owner's private memory, reached by cross-memory attach
 INDEX_BITS = 16         # a key is 31 bits (DAT's rmr_context, verbs' rkey): a tag, then the slot
 TAG_BITS = 15
+SLOT_MASK = (1 << INDEX_BITS) - 1
 # What a registration lets a peer do (the same bits as DAT's MemPriv remote ones).
 PRIV_REMOTE_READ = 0x02
 PRIV_REMOTE_WRITE = 0x20
@@ -205,7 +206,7 @@ class Hca:
         self._write_entry(key, kind, priv, pz, base, length, seg, segoff)
 
     def _write_entry(self, key, kind, priv, pz, base, length, seg, segoff):
-        w, o = self.words, self._entry(key & ((1 << INDEX_BITS) - 1))
+        w, o = self.words, self._entry(key & SLOT_MASK)
         w[o + E_KEY] = 0        # first: a peer reading meanwhile finds no entry, never half of one
         w[o + E_KIND], w[o + E_PRIV], w[o + E_PZ] = kind, priv, pz
         w[o + E_BASE], w[o + E_LENGTH], w[o + E_SEG], w[o + E_SEGOFF] = base, length, seg, segoff
@@ -213,7 +214,7 @@ class Hca:
 
     def deregister(self, key):
         """Withdraw a registration: peers' RDMA with that key fails from now on."""
-        slot = key & ((1 << INDEX_BITS) - 1)
+        slot = key & SLOT_MASK
         o = self._entry(slot)
         if self.words[o + E_KEY] == key:
             self.words[o + E_KEY] = 0
@@ -335,7 +336,7 @@ class RemoteHca:
 
     def lookup(self, key):
         """The peer's registration under `key`, or None (a consistent snapshot)."""
-        slot = key & ((1 << INDEX_BITS) - 1)
+        slot = key & SLOT_MASK
         if not 0 < slot < self.table_slots:
             return None
         w, o = self.words, self._table_word + slot * ENTRY_WORDS

@@ -35,10 +35,9 @@ import collections
 import ctypes
 import os
 
-from . import cma
+from . import cma, shm
 from .errors import RingCorrupt
 from .hca import PRIV_REMOTE_ATOMIC, PRIV_REMOTE_READ, PRIV_REMOTE_WRITE
-from . import shm
 from .shm import Segment
 
 CONN_MAGIC = 0x636F6E6E64617431         # "connedat1"
@@ -91,13 +90,13 @@ class WorkRequest:
     __slots__ = ("op", "sges", "length", "remote", "flags", "ctx", "end", "status", "done", "solicited",
                  "imm", "write_len", "written", "compare_add", "swap")
 
-    def __init__(self, op, sges, length, remote=None, flags=0, ctx=None, imm=None):
+    def __init__(self, op, sges, length, remote=None, flags=0, ctx=None):
         self.op, self.sges, self.length, self.remote, self.flags, self.ctx = op, sges, length, remote, flags, ctx
         self.end = 0            # send: complete once the peer's tail reaches this (0: complete now)
         self.status = OK
         self.done = 0           # bytes placed (receive) or queued (send)
         self.solicited = False
-        self.imm = imm          # 32 bits of immediate data sent, or received (None: none)
+        self.imm = None         # 32 bits of immediate data sent, or received (None: none)
         self.write_len = None   # receive: the length of the RDMA write its immediate data ends
         self.written = False    # RDMA write with immediate data: the copy is done, the notice not yet
         self.compare_add = self.swap = 0    # atomics: the operands

@@ -22,8 +22,8 @@ from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 _NOT_ARMED, _ARMED_ALL, _ARMED_SOLICITED = 0, 1, 2
 
 
-class WC(PyverbsObject):
-    """ibv_wc: one work completion."""
+class WC:
+    """ibv_wc: one work completion (a plain slotted class: one is made per completion)."""
     __slots__ = ("wr_id", "status", "opcode", "vendor_err", "byte_len", "qp_num", "src_qp",
                  "imm_data", "wc_flags", "pkey_index", "slid", "sl", "dlid_path_bits")
 

@@ -229,8 +229,7 @@ class Context(PyverbsCM):
     def block(self, ready):
         """Run progress and sleep on the doorbell until ready() (checked under the lock)."""
         with self._progress.lock:
-            while not self._progress.block(ready, None):
-                pass
+            self._progress.block(ready, None)       # with no deadline it returns once ready()
 
     def wake_waiters(self):
         with self._progress.lock:
@@ -254,12 +253,11 @@ class Context(PyverbsCM):
         (EAGAIN: nothing queued and async_fd is non-blocking; EBADF: closed)."""
         with self._progress.lock:
             self._check_open("Failed to get async event")
-            if not self._async_events and os.get_blocking(self._async_r) is False:
+            if not self._async_events and not os.get_blocking(self._async_r):
                 self._poll()
                 if not self._async_events:
                     raise PyverbsRDMAError("Failed to get async event", errno.EAGAIN)
-            while not self._progress.block(lambda: bool(self._async_events) or self._closed, None):
-                pass
+            self._progress.block(lambda: bool(self._async_events) or self._closed, None)
             self._check_open("Failed to get async event")
             event = self._async_events.popleft()
             os.read(self._async_r, 1)

@@ -15,7 +15,7 @@ from shmdat.verbs import libibverbs_enums as e
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError
 from shmdat.verbs.qp import QP, QPAttr, QPInitAttr
 
-from tests.verbs_ends import End
+from tests.verbs_ends import End, bounded
 
 BOUND = 10.0            # seconds for anything that must happen
 
@@ -36,7 +36,7 @@ def test_a_dead_peer_is_qp_fatal_with_its_qp(spawn):
         assert peer.recv() == "connected"
         peer.kill(signal.SIGKILL)
         peer.process.join(10)
-        event = me.ctx.get_async_event()         # blocks, running the device, until it comes
+        event = bounded(me.ctx.get_async_event)  # blocks, running the device, until it comes
         assert event.event_type == e.IBV_EVENT_QP_FATAL and event.element.qp is me.qp
         assert me.qp.qp_state == e.IBV_QPS_ERR
         event.ack()
@@ -61,7 +61,7 @@ def test_the_man_pages_non_blocking_example(verbs_pair):
         if poller.poll(10):
             break
     # 3. Get the async event and ack it
-    event = a.ctx.get_async_event()
+    event = bounded(a.ctx.get_async_event)
     assert event.event_type == e.IBV_EVENT_QP_FATAL
     event.ack()
     assert not poller.poll(0)
@@ -77,7 +77,7 @@ def test_comm_est_for_the_first_message_at_a_qp_in_rtr():
         a.connect(b.qp.qp_num)
         a.send(1, b"first")
         assert b.completion().wr_id == 1
-        event = b.ctx.get_async_event()
+        event = bounded(b.ctx.get_async_event)
         assert event.event_type == e.IBV_EVENT_COMM_EST and event.element.qp is b.qp
         event.ack()
     finally:
@@ -96,7 +96,7 @@ def test_cq_overrun_is_cq_err_and_its_qps_fail(verbs_pair):
         for _ in range(1000):
             b.cq.poll(0)                         # moves the device, takes nothing
     assert err.value.error_code == errno.EOVERFLOW
-    events = [b.ctx.get_async_event() for _ in range(2)]
+    events = [bounded(b.ctx.get_async_event) for _ in range(2)]
     assert {ev.event_type for ev in events} == {e.IBV_EVENT_CQ_ERR, e.IBV_EVENT_QP_FATAL}
     assert b.qp.qp_state == e.IBV_QPS_ERR
     for ev in events:
@@ -110,7 +110,7 @@ def test_destroy_waits_until_the_event_is_acked(verbs_pair):
         b.cq.poll()
         if select.select([b.ctx.async_fd], [], [], 0)[0]:
             break
-    event = b.ctx.get_async_event()
+    event = bounded(b.ctx.get_async_event)
     assert event.element.qp is b.qp
     closer = threading.Thread(target=b.qp.close)
     closer.start()

@@ -12,7 +12,7 @@ from shmdat.verbs.qp import QP, QPAttr, QPInitAttr
 from shmdat.verbs.srq import SRQ, SrqAttr, SrqInitAttr
 from shmdat.verbs.wr import RecvWR
 
-from tests.verbs_ends import End
+from tests.verbs_ends import End, bounded
 
 
 def rdma_error(call, code):
@@ -80,7 +80,7 @@ def test_the_limit_event_fires_once(served):
     server.completion()                                           # 3 left: not below 3
     clients[0].send(2, b"b")
     server.completion()                                           # 2 left: below
-    event = server.ctx.get_async_event()
+    event = bounded(server.ctx.get_async_event)
     assert event.event_type == e.IBV_EVENT_SRQ_LIMIT_REACHED and event.element.srq is srq
     event.ack()
     assert srq.query().srq_limit == 0                             # one-shot
@@ -93,6 +93,6 @@ def test_the_limit_event_fires_once(served):
 def test_a_qp_of_an_srq_reaching_err_is_last_wqe_reached(served):
     server, srq, qps, _ = served
     qps[0].modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
-    event = server.ctx.get_async_event()
+    event = bounded(server.ctx.get_async_event)
     assert event.event_type == e.IBV_EVENT_QP_LAST_WQE_REACHED and event.element.qp is qps[0]
     event.ack()

@@ -1,5 +1,6 @@
 """Two ends of an RC connection on shmdat.verbs, as rdma-core's RCResources has them."""
 
+import threading
 import time
 
 from shmdat.verbs import libibverbs_enums as e
@@ -68,3 +69,24 @@ class End:
 
     def close(self):
         self.ctx.close()
+
+
+def bounded(call, bound=POLL_BOUND):
+    """call() in a thread, failing the test if it has not returned within `bound`
+    seconds: pyverbs' blocking gets (get_async_event, get_cq_event) take no timeout."""
+    outcome = []
+
+    def run():
+        try:
+            outcome.append((True, call()))
+        except BaseException as err:        # handed to the test below
+            outcome.append((False, err))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(bound)
+    assert outcome, f"{getattr(call, '__name__', call)} did not return within {bound} s"
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value

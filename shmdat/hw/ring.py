@@ -35,7 +35,7 @@ import collections
 import ctypes
 import os
 
-from . import cma, shm
+from . import cma
 from .errors import RingCorrupt
 from .hca import PRIV_REMOTE_ATOMIC, PRIV_REMOTE_READ, PRIV_REMOTE_WRITE
 from .shm import Segment
@@ -113,10 +113,6 @@ def create_connection_segment(name, ring_bytes=RING_BYTES):
     w[W_STATE[0]] = S_UP
     w[W_MAGIC] = CONN_MAGIC
     return seg
-
-
-def unlink_connection_segment(name):
-    shm.unlink_shm(name)
 
 
 def open_connection_segment(name):

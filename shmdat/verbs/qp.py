@@ -198,7 +198,7 @@ class QP(PyverbsCM):
         self._rq = collections.deque()          # posted receives (ring WorkRequests)
         self._waiting = collections.deque()     # sends posted before the peer joined
         self._qp = None                         # ring.QueuePair once joined
-        self._segment_name = None               # the connection segment we created, until unlinked
+        self._created = None                    # the connection segment we created, until unlinked
         self._established = False               # COMM_EST given (once per connection)
         ctx.add_ref(self)
         creator.add_ref(self)
@@ -303,7 +303,7 @@ class QP(PyverbsCM):
             peer = self.context.hca.peer(hw_hca.address_of(*peer_owner[:3]))
             if side == 0:
                 segment = ring.create_connection_segment(name)
-                self._segment_name = name
+                self._created = segment
             else:
                 segment = ring.open_connection_segment(name)
                 segment.unlink()                    # both sides have it mapped: the name can go
@@ -321,9 +321,9 @@ class QP(PyverbsCM):
             qp.set_state(ring.S_CLOSED)
             qp.close()
             self._qp = None
-        if self._segment_name is not None:
-            ring.unlink_connection_segment(self._segment_name)
-            self._segment_name = None
+        if self._created is not None:
+            self._created.unlink()                  # gone already if the peer mapped it
+            self._created = None
 
     def _progress(self):
         """Called by the Context's progress for every QP in RTR, RTS or SQD."""

@@ -206,9 +206,7 @@ class IA(Handle):
         with self._progress.lock:
             self._check()
             check_conn_qual(conn_qual, 2)
-            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR", self)
-            if evd is None:
-                raise expected(3, "evd", "an EVD for the PSP's connection requests", evd)
+            self._check_cr_evd(evd, 3, "PSP's connection requests")
             return self._cm.psp_create(conn_qual, evd, flags)
 
     def psp_create_any(self, evd, flags=PspFlags.CONSUMER):
@@ -217,9 +215,7 @@ class IA(Handle):
         Raises ConnQualUnavailable and the errors of psp_create."""
         with self._progress.lock:
             self._check()
-            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR", self)
-            if evd is None:
-                raise expected(3, "evd", "an EVD for the PSP's connection requests", evd)
+            self._check_cr_evd(evd, 3, "PSP's connection requests")
             return self._cm.psp_create(self._cm.free_conn_qual(), evd, flags)
 
     def rsp_create(self, conn_qual, ep, evd):
@@ -230,15 +226,19 @@ class IA(Handle):
             self._check()
             check_conn_qual(conn_qual, 2)
             check_handle(ep, EP, "ep", "INVALID_HANDLE_EP", ia=self)
-            check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR", self)
-            if evd is None:
-                raise expected(4, "evd", "an EVD for the RSP's connection request", evd)
+            self._check_cr_evd(evd, 4, "RSP's connection request")
             if conn_qual in self._cm.sps:
                 raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
             if len(self._cm.sps) >= limits.MAX_PSPS:
                 raise InsufficientResources(f"the IA has {limits.MAX_PSPS} service points already")
             ep._require("reserve", "rsp_create")
             return RSP(self, conn_qual, ep, evd)
+
+    def _check_cr_evd(self, evd, position, what):
+        """The CR EVD a PSP or RSP needs: a live CR EVD of this IA, not None."""
+        check_evd(evd, EvdFlags.CR, "evd", "INVALID_HANDLE_EVD_CR", self)
+        if evd is None:
+            raise expected(position, "evd", f"an EVD for the {what}", evd)
 
     def ep_create(self, pz, recv_evd=None, request_evd=None, connect_evd=None, attr=None):
         """dat_ep_create -> EP (UNCONNECTED).

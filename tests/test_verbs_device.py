@@ -1,5 +1,6 @@
 """shmdat.verbs: the device, its Context, PDs and MRs, as pyverbs programs use them."""
 
+import atexit
 import ctypes
 import errno
 import os
@@ -227,3 +228,16 @@ def test_an_address_handle_needs_a_grh_on_roce(ctx, pd):
         AH(ctx, attr=AHAttr())
     pd.close()
     assert ah._closed                            # the PD closes its AHs
+
+
+def test_a_forked_child_exiting_normally_leaves_the_parents_context_alone(ctx, pd):
+    mr = MR(pd, 64, RW)
+    child = os.fork()
+    if child == 0:                      # what a normal exit runs, then out (not back into pytest)
+        atexit._run_exitfuncs()
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert os.path.exists(os.path.join(shm.SHM_DIR, ctx.hca.prefix + ".ia"))
+    mr.write(b"still ours", 10)
+    assert mr.read(10, 0) == b"still ours"

@@ -43,8 +43,12 @@ class PyverbsCM(PyverbsObject):
         self.close()
 
 
-def close_weakrefs(groups):
-    """Close every object of each weak set in `groups`, in order (children first)."""
+def close_children(groups):
+    """Close every object of each set in `groups`, in order (children first).
+
+    Parents hold their children strongly (pyverbs holds them weakly and frees a
+    dropped object's C resources in __dealloc__): a dropped QP or MR keeps its
+    QP number and memory until its parent closes, never leaks them for good."""
     for group in groups:
         for obj in list(group):
             obj.close()

@@ -12,10 +12,9 @@ ibv_get_cq_event(3) says. Its `fd` polls readable while an event waits.
 import collections
 import errno
 import os
-import weakref
 
 from . import libibverbs_enums as e
-from .base import PyverbsCM, PyverbsObject, close_weakrefs
+from .base import PyverbsCM, PyverbsObject, close_children
 from .device import LIMITS, Context
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 
@@ -48,7 +47,7 @@ class CompChannel(PyverbsCM):
             raise PyverbsUserError(f"Cannot create a completion channel from {type(context)}")
         self.context = context
         context.add_ref(self)
-        self.cqs = weakref.WeakSet()
+        self.cqs = set()
         self._events = collections.deque()          # CQs whose event waits to be got
         self._r, self._w = os.pipe()
         os.set_blocking(self._r, False)
@@ -79,7 +78,7 @@ class CompChannel(PyverbsCM):
         expected_cq.num_events += 1
 
     def _release(self):
-        close_weakrefs([self.cqs])
+        close_children([self.cqs])
         self.context.ccs.discard(self)
         self._events.clear()
         os.close(self._r)
@@ -111,7 +110,7 @@ class CQ(PyverbsCM):
         context.add_ref(self)
         self.cqe = cqe
         self.num_events = 0
-        self.qps = weakref.WeakSet()
+        self.qps = set()
         self._wcs = collections.deque()
         self._armed = _NOT_ARMED
         self.overrun = False                # more completions came than cqe: the CQ is in error
@@ -175,7 +174,7 @@ class CQ(PyverbsCM):
         self._wcs = collections.deque(wc for wc in self._wcs if wc.qp_num != qp_num)
 
     def _release(self):
-        close_weakrefs([self.qps])
+        close_children([self.qps])
         self.context.wait_acked(self)
         if self.channel is not None:
             self.channel.cqs.discard(self)

@@ -7,6 +7,7 @@ hardware HCA (hw/hca.py): the registration table peers check their RDMA
 against, and the doorbell its waiters sleep on.
 """
 
+import atexit
 import collections
 import errno
 import hashlib
@@ -14,7 +15,6 @@ import ipaddress
 import os
 import socket
 import time
-import weakref
 
 from ..hw import shm
 from ..hw.errors import NoRoom
@@ -23,7 +23,7 @@ from ..hw.progress import LIVENESS_SLICE, Progress
 from ..hw.qpn import QpnTable
 from . import libibverbs_enums as e
 from .gid import GID, gid_raw
-from .base import PyverbsCM, PyverbsObject, close_weakrefs
+from .base import PyverbsCM, PyverbsObject, close_children
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 
 DEVICE_NAME = "shm0"
@@ -43,7 +43,7 @@ def _machine_guid():
 
 
 NODE_GUID = _machine_guid()
-_contexts = weakref.WeakSet()           # this process's open Contexts: one device moves them all
+_contexts = set()               # this process's open Contexts: one device moves them all
 
 # What the device can do: at least Soft-RoCE's where the issue names it, and
 # what the shared-memory hardware can hold.
@@ -165,11 +165,12 @@ class Context(PyverbsCM):
             self.hca = Hca(listen_slots=64, table_slots=LIMITS["max_mr"] + 1)
         except NoRoom as err:
             raise PyverbsRDMAError(f"Failed to open device {self.name}: {err}", 12) from None
-        self.pds, self.cqs, self.ccs, self.qps = (weakref.WeakSet() for _ in range(4))
+        self.pds, self.cqs, self.ccs, self.qps = (set(), set(), set(), set())
         self.mrs_by_lkey = {}           # lkey -> MR: what a local SGE names
         self.active_qps = []            # QPs with work the device must move (progress visits them)
         self.owner = (shm.MY_PID, shm.MY_START, self.hca.n)
         self._next_liveness = 0.0
+        self._closing = False
         self._async_events = collections.deque()
         self._unacked = collections.Counter()       # element object -> events got, not acked
         self._async_r, self._async_w = os.pipe()    # a byte per queued event: async_fd polls readable
@@ -178,10 +179,12 @@ class Context(PyverbsCM):
         self._progress = Progress(self.hca, self._poll)
 
     def _release(self):
-        """ibv_close_device: its QPs, channels, CQs and PDs (and what they hold) first."""
+        """ibv_close_device: its QPs, channels, CQs and PDs (and what they hold) first.
+        Destroying them waits for no async event's ack: the whole device goes."""
         with self._progress.lock:
+            self._closing = True
             _contexts.discard(self)
-            close_weakrefs([self.qps, self.ccs, self.cqs, self.pds])
+            close_children([self.qps, self.ccs, self.cqs, self.pds])
             if self._qpn_table is not None:
                 self._qpn_table.close()
             self._progress.wake_local()
@@ -285,7 +288,7 @@ class Context(PyverbsCM):
             if dropped:
                 self._async_events = kept
                 os.read(self._async_r, dropped)
-            while self._unacked[obj] > 0 and not self._closed:
+            while self._unacked[obj] > 0 and not self._closing:
                 self._progress.cond.wait(LIVENESS_SLICE)
             self._unacked.pop(obj, None)
 
@@ -390,3 +393,20 @@ class Context(PyverbsCM):
 def _element_object(element):
     """The object an event is about (None for a port or device event)."""
     return element.qp or element.cq or element.srq
+
+
+def _forget_parent_contexts():
+    """In a child made by fork(): the parent's Contexts are not ours to move or close
+    (shmdat's ia.py refreshes the process identity for both APIs)."""
+    _contexts.clear()
+
+
+os.register_at_fork(after_in_child=_forget_parent_contexts)
+
+
+@atexit.register
+def _close_all():
+    """A process that exits without closing its Contexts gives their QP numbers and
+    memory back all the same (as ia_open's IAs are closed at exit)."""
+    for ctx in list(_contexts):
+        ctx.close()

@@ -1,9 +1,8 @@
 """Protection domains (pyverbs.pd): PD."""
 
 import secrets
-import weakref
 
-from .base import PyverbsCM, close_weakrefs
+from .base import PyverbsCM, close_children
 from .device import Context
 from .pyverbs_error import PyverbsUserError
 
@@ -26,7 +25,7 @@ class PD(PyverbsCM):
         creator.add_ref(self)
         # The registration table's PD field: a peer's RDMA must name this PD's MR.
         self.pd_id = secrets.randbits(62) + 1
-        self.mrs, self.qps, self.srqs, self.ahs = (weakref.WeakSet() for _ in range(4))
+        self.mrs, self.qps, self.srqs, self.ahs = (set(), set(), set(), set())
 
     def add_ref(self, obj):
         """Keep `obj` (an MR, QP, SRQ or AH) to close it with the PD."""
@@ -35,7 +34,7 @@ class PD(PyverbsCM):
 
     def _release(self):
         """ibv_dealloc_pd: its QPs, AHs, SRQs and MRs first."""
-        close_weakrefs([self.qps, self.ahs, self.srqs, self.mrs])
+        close_children([self.qps, self.ahs, self.srqs, self.mrs])
         self.ctx.pds.discard(self)
 
     @property

@@ -7,11 +7,10 @@ receives on the SRQ drop below it (ibv_modify_srq(3)).
 
 import collections
 import errno
-import weakref
 
 from ..hw import ring
 from . import libibverbs_enums as e
-from .base import PyverbsCM, PyverbsObject, close_weakrefs
+from .base import PyverbsCM, PyverbsObject, close_children
 from .mr import work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
@@ -65,7 +64,7 @@ class SRQ(PyverbsCM):
         self.pd, self.context = creator, creator.ctx
         self.max_wr, self.max_sge, self.srq_limit = attr.max_wr, max(attr.max_sge, 1), 0
         self._q = collections.deque()
-        self.qps = weakref.WeakSet()
+        self.qps = set()
         creator.add_ref(self)
 
     def post_recv(self, wr, bad_wr=None):
@@ -120,7 +119,7 @@ class SRQ(PyverbsCM):
 
     def _release(self):
         """ibv_destroy_srq: its QPs first; waits for the acks of its events."""
-        close_weakrefs([self.qps])
+        close_children([self.qps])
         self.context.wait_acked(self)
         self._q.clear()
         self.pd.srqs.discard(self)

@@ -21,6 +21,17 @@ UID = os.getuid()
 PREFIX = f"shmdat.{UID}."
 _NAME = re.compile(r"^(sem\.)?shmdat\.(\d+)\.(\d+)\.(\d+)\.(\d+)\.(.+)$")
 
+# The device's machine-wide objects (its QP table, and whatever else every process of the
+# device shares) are `shmdat.<uid>.<what>`; SHMDAT_DEVICE_NS=<ns> gives the processes that
+# share it a device instance of their own, `shmdat.<uid>.ns-<ns>.<what>`, so that a test
+# can take its device's port down without touching the device of the tests beside it.
+DEVICE_NS = os.environ.get("SHMDAT_DEVICE_NS", "")
+
+
+def device_object_name(what):
+    """The name of one of the device's machine-wide objects, in this process's device instance."""
+    return f"{PREFIX}ns-{DEVICE_NS}.{what}" if DEVICE_NS else f"{PREFIX}{what}"
+
 
 def process_start_time(pid):
     """The start time of a process (clock ticks since boot), or None if it is gone or a zombie."""

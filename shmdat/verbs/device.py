@@ -23,7 +23,7 @@ from ..hw.progress import LIVENESS_SLICE, Progress
 from ..hw.qpn import QpnTable
 from . import libibverbs_enums as e
 from .gid import GID, gid_raw
-from .base import PyverbsCM, PyverbsObject, close_children
+from .base import PyverbsCM, PyverbsObject, Unsupported, UnsupportedAttr, close_children
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 
 DEVICE_NAME = "shm0"
@@ -410,3 +410,20 @@ def _close_all():
     memory back all the same (as ia_open's IAs are closed at exit)."""
     for ctx in list(_contexts):
         ctx.close()
+
+
+class AllocDmAttr(UnsupportedAttr):
+    """ibv_alloc_dm_attr: (length, log_align_req, comp_mask)."""
+
+
+class DM(Unsupported):
+    """ibv_alloc_dm: PyverbsRDMAError (EOPNOTSUPP); shm0 has no device memory
+    (its max_dm_size is 0)."""
+
+
+class FdArr(PyverbsObject):
+    """ibv_fd_arr: `count` file descriptors of `arr`."""
+
+    def __init__(self, arr=(), count=0):
+        super().__init__()
+        self.arr, self.count = list(arr[:count]), count

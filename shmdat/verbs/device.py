@@ -494,8 +494,9 @@ def width_to_str(width):
     return _described({1: "1X", 2: "4X", 4: "8X", 8: "12X", 16: "2X"}, width, "Invalid width")
 
 
-def speed_to_str(active_speed, active_speed_ex):
-    """A port's speed (active_speed_ex when set) as text, e.g. '25.0 Gbps (32)'."""
+def speed_to_str(active_speed, active_speed_ex=0):
+    """A port's speed (active_speed_ex when set; older pyverbs, v44, took active_speed
+    alone) as text, e.g. '25.0 Gbps (32)'."""
     gbps = {0: 0.0, 1: 2.5, 2: 5.0, 4: 5.0, 8: 10.0, 16: 14.0, 32: 25.0, 64: 50.0, 128: 100.0,
             256: 200.0}
     speed = active_speed_ex or active_speed

@@ -3,6 +3,7 @@
 import atexit
 import ctypes
 import errno
+import gc
 import os
 import subprocess
 import sys
@@ -260,5 +261,15 @@ def test_extended_capabilities_are_all_absent(ctx):
     attr_ex = ctx.query_device_ex()
     assert attr_ex.tso_caps.max_tso == 0 and attr_ex.rss_caps.supported_qpts == 0
     assert attr_ex.odp_caps.general_caps == 0 and attr_ex.tm_caps.max_num_tags == 0
-    assert attr_ex.max_dm_size == 0
+    assert attr_ex.max_dm_size == 0 and attr_ex.hca_core_clock == 0
+    rdma_error(ctx.query_rt_values_ex, errno.EOPNOTSUPP)
     rdma_error(lambda: d.DM(ctx, d.AllocDmAttr(length=64)), errno.EOPNOTSUPP)
+
+
+def test_a_context_nobody_holds_is_closed_by_the_next_one():
+    fds = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):                      # rdma-core's tests drop Contexts unclosed
+        PD(Context(name="shm0"))
+    gc.collect()
+    with Context(name="shm0"):
+        assert len(os.listdir("/proc/self/fd")) <= fds + 8

@@ -89,8 +89,9 @@ class ProcessWatch:
         if self._dead:
             return False
         if self._fd is not None:
-            readable, _, _ = select.select((self._fd,), (), (), 0)
-            dead = bool(readable)
+            poller = select.poll()          # not select(): a descriptor may be above 1023
+            poller.register(self._fd, select.POLLIN)
+            dead = bool(poller.poll(0))
         else:
             dead = not is_alive(self.pid, self.start)
         if dead:

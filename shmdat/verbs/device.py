@@ -15,6 +15,7 @@ import ipaddress
 import os
 import socket
 import time
+import weakref
 
 from ..hw import shm
 from ..hw.errors import NoRoom
@@ -43,7 +44,8 @@ def _machine_guid():
 
 
 NODE_GUID = _machine_guid()
-_contexts = set()               # this process's open Contexts: one device moves them all
+_contexts = weakref.WeakSet()   # this process's open Contexts: one device moves them all
+_dropped = []                   # Contexts that became garbage unclosed, to close at the next Context()
 
 # What the device can do: at least Soft-RoCE's where the issue names it, and
 # what the shared-memory hardware can hold.
@@ -181,6 +183,7 @@ class Context(PyverbsCM):
 
     def __init__(self, **kwargs):
         super().__init__()
+        _close_dropped()
         self.name = kwargs.get("name")
         if kwargs.get("cmid") is not None or kwargs.get("cmd_fd") is not None:
             raise PyverbsUserError("shm0 cannot import a context from a CMID or a command fd")
@@ -205,6 +208,13 @@ class Context(PyverbsCM):
         _contexts.add(self)
         self._qpn_table = None
         self._progress = Progress(self.hca, self._poll)
+        self._ours = True               # False in a forked child: the parent's to close
+
+    def __del__(self):
+        # pyverbs frees a Context nobody holds (rdma-core's tests drop many unclosed).
+        # Closing here could run inside another Context's call, so it waits for the next Context().
+        if getattr(self, "_ours", False) and not self._closed:
+            _dropped.append(self)
 
     def _release(self):
         """ibv_close_device: its QPs, channels, CQs and PDs (and what they hold) first.
@@ -381,6 +391,12 @@ class Context(PyverbsCM):
         self._check_port(port_num, f"Failed to query port speed for port {port_num}")
         return 250
 
+    def query_rt_values_ex(self, comp_mask=e.IBV_VALUES_MASK_RAW_CLOCK):
+        """ibv_query_rt_values_ex: PyverbsRDMAError (EOPNOTSUPP): shm0 has no
+        hardware clock (its hca_core_clock is 0), as Soft-RoCE has none."""
+        self._check_open("Failed to query real time values")
+        raise PyverbsRDMAError("Failed to query real time values", errno.EOPNOTSUPP)
+
     def query_pkey(self, port_num, index):
         """ibv_query_pkey: the default P_Key at index 0."""
         self._check_port(port_num, f"Failed to query pkey {index} of port {port_num}")
@@ -444,10 +460,18 @@ def _element_object(element):
     return element.qp or element.cq or element.srq
 
 
+def _close_dropped():
+    while _dropped:
+        _dropped.pop().close()
+
+
 def _forget_parent_contexts():
     """In a child made by fork(): the parent's Contexts are not ours to move or close
     (shmdat's ia.py refreshes the process identity for both APIs)."""
+    for ctx in list(_contexts) + _dropped:
+        ctx._ours = False
     _contexts.clear()
+    _dropped.clear()
 
 
 os.register_at_fork(after_in_child=_forget_parent_contexts)
@@ -457,6 +481,7 @@ os.register_at_fork(after_in_child=_forget_parent_contexts)
 def _close_all():
     """A process that exits without closing its Contexts gives their QP numbers and
     memory back all the same (as ia_open's IAs are closed at exit)."""
+    _close_dropped()
     for ctx in list(_contexts):
         ctx.close()
 

@@ -30,9 +30,12 @@ class End:
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap,
                                          sq_sig_all=sq_sig_all), QPAttr())
 
-    def connect(self, dest_qp_num):
+    def connect(self, dest_qp_num, **qp_attr):
+        """To RTS towards dest_qp_num; qp_attr sets more QPAttr fields (timeout, retry_cnt...)."""
         attr = QPAttr()
         attr.dest_qp_num = dest_qp_num
+        for name, value in qp_attr.items():
+            setattr(attr, name, value)
         attr.ah_attr = AHAttr(is_global=1, gr=GlobalRoute(self.ctx.query_gid(1, GID_INDEX),
                                                           sgid_index=GID_INDEX))
         self.qp.to_rts(attr)

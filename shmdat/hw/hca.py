@@ -269,6 +269,20 @@ def prefix_of(pid, start, n):
     return f"{shm.PREFIX}{address_of(pid, start, n)}"
 
 
+def ring_all():
+    """Ring the armed doorbell of every live HCA of this user: a device-wide change (the
+    port's state) that sleeping waiters must see now, not at their next slice."""
+    for obj in shm.list_objects():
+        if obj["what"] != "ia" or not obj["alive"]:
+            continue
+        try:
+            peer = RemoteHca(obj["name"][len(shm.PREFIX):-len(".ia")])
+        except PeerUnreachable:
+            continue                    # closed meanwhile
+        peer.ring()
+        peer.close()
+
+
 def cm_socket_name(address):
     return f"\0{shm.PREFIX}{address}"
 

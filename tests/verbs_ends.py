@@ -20,13 +20,13 @@ POLL_BOUND = 10.0                   # seconds: a completion that takes longer is
 class End:
     """One side's resources, as rdma-core's RCResources has them."""
 
-    def __init__(self, sq_sig_all=1, channel=False, max_recv_wr=16):
+    def __init__(self, sq_sig_all=1, channel=False, max_recv_wr=16, max_send_wr=16):
         self.ctx = Context(name="shm0")
         self.pd = PD(self.ctx)
         self.channel = CompChannel(self.ctx) if channel else None
         self.cq = CQ(self.ctx, 64, None, self.channel)
         self.mr = MR(self.pd, 1 << 16, ACCESS)
-        cap = QPCap(max_send_wr=16, max_recv_wr=max_recv_wr)
+        cap = QPCap(max_send_wr=max_send_wr, max_recv_wr=max_recv_wr)
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap,
                                          sq_sig_all=sq_sig_all), QPAttr())
 

@@ -186,7 +186,7 @@ class Context(PyverbsCM):
         self._async_r, self._async_w = os.pipe()    # a byte per queued event: async_fd polls readable
         _contexts.add(self)
         self._qpn_table = None
-        self._progress = Progress(self.hca, self._poll)
+        self._progress = Progress(self.hca, self._poll, self._others)
 
     def _release(self):
         """ibv_close_device: its QPs, channels, CQs and PDs (and what they hold) first.
@@ -224,6 +224,10 @@ class Context(PyverbsCM):
                         other._poll_own()
                     finally:
                         other.lock.release()
+
+    def _others(self):
+        """The engines of this process's other Contexts: a waiter here sleeps for them too."""
+        return [other._progress for other in list(_contexts) if other is not self]
 
     def _poll_own(self):
         if self._closed:

@@ -55,6 +55,16 @@ class DeviceNamespace:
 def device_ns():
     """A fresh device namespace whose peers are reaped, and whose QP table and port state
     (down or not) are removed, after the test."""
+    yield from _device_namespace()
+
+
+@pytest.fixture
+def other_device_ns():
+    """A second one, for tests of two device instances."""
+    yield from _device_namespace()
+
+
+def _device_namespace():
     ns = DeviceNamespace()
     yield ns
     ns._peers.finish()

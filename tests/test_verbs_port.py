@@ -223,8 +223,8 @@ def test_a_device_removed_or_corrupted_under_its_contexts_is_device_fatal(device
     assert a.recv() == b.recv() == "connected"
     break_device(os.path.join(shm.SHM_DIR, shm.device_object_name("port", device_ns.name)))
     for watcher in (a, b):
-        assert watcher.recv() == (e.IBV_EVENT_DEVICE_FATAL, e.IBV_QPS_ERR, (7, e.IBV_WC_WR_FLUSH_ERR),
-                                  [errno.EIO] * 4, False)
+        assert watcher.recv() == (e.IBV_EVENT_DEVICE_FATAL, e.IBV_QPS_ERR,
+                                  (7, e.IBV_WC_WR_FLUSH_ERR), [errno.EIO] * 4, False)
     if break_device is _break_by_corrupting:    # nobody opens a Context on it any more
         opener = device_ns.spawn(_open_context)
         assert opener.recv() == errno.EIO

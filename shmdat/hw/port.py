@@ -24,12 +24,14 @@ import fcntl
 import mmap
 import os
 import struct
+import threading
 
 from . import shm
 
 MAGIC = 0x3174726F70646D73      # "smdport1": the layout's version
 SIZE = 4096
 W_MAGIC, W_DOWN, W_GENERATION = 0, 1, 2
+_threads = threading.Lock()     # record locks belong to processes: this one covers threads
 
 
 class Port:
@@ -98,11 +100,12 @@ class Port:
 @contextlib.contextmanager
 def _changing(fd):
     """The record lock under which the file is initialised or its state changed."""
-    fcntl.lockf(fd, fcntl.LOCK_EX, 1, 0)
-    try:
-        yield
-    finally:
-        fcntl.lockf(fd, fcntl.LOCK_UN, 1, 0)
+    with _threads:
+        fcntl.lockf(fd, fcntl.LOCK_EX, 1, 0)
+        try:
+            yield
+        finally:
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, 0)
 
 
 def _path(ns):

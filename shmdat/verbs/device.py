@@ -1,7 +1,7 @@
 """The device (pyverbs.device): get_device_list, Context and the attributes it reports.
 
 shmdat has one device, `shm0`, shaped like Soft-RoCE: a CA with one ACTIVE
-Ethernet port whose GIDs are RoCE ones. Every Context opened on it, in any
+Ethernet port whose GIDs are RoCE ones (verbs/link.py takes it down and up). Every Context opened on it, in any
 process of the machine, is a window on the same device. A Context owns a
 hardware HCA (hw/hca.py): the registration table peers check their RDMA
 against, and the doorbell its waiters sleep on.

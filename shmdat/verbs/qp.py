@@ -11,7 +11,8 @@ the QP's completions from its CQs. State moves follow qp_state.py.
 Atomics (fetch-and-add, compare-and-swap) are done by the initiator under the
 target's atomic lock (hw/hca.py), atomic with respect to every other atomic
 (IBV_ATOMIC_HCA). A QP created with an SRQ takes its receives from it and
-raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. Not there yet: UD
+raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. While the device's
+port is down nothing moves, and sends retry as on the wire (_retry). Not there yet: UD
 and UC QPs, inline sends as such (they are copied like any send), RNR retries.
 """
 
@@ -315,9 +316,7 @@ class QP(PyverbsCM):
             return                  # the peer or its segment is not there yet: progress retries
         qp = ring.QueuePair(segment, side, peer, self, self._take_recv)
         qp.peer_pz = peer_owner[3]
-        self._qp = qp
-        while self._waiting:
-            qp.post_send(self._waiting.popleft())
+        self._qp = qp                               # _progress sends what waited for it
 
     def _leave(self):
         qp = self._qp
@@ -341,7 +340,7 @@ class QP(PyverbsCM):
             qp = self._qp
             if qp is None:
                 return
-        while self._waiting:                        # held while the port was down
+        while self._waiting:                # posted before the join, or while the port was down
             qp.post_send(self._waiting.popleft())
         if qp.words[qp.w_peer_state] > ring.S_UP:     # CLOSED or BROKEN (INIT: not joined yet)
             self._fatal()
@@ -365,7 +364,8 @@ class QP(PyverbsCM):
             return
         now = time.monotonic()
         if self._retries_end is None:
-            self._retries_end = now + (self.attr.retry_cnt + 1) * _ACK_TIMEOUT_UNIT * 2 ** self.attr.timeout
+            tries = self.attr.retry_cnt + 1
+            self._retries_end = now + tries * _ACK_TIMEOUT_UNIT * 2 ** self.attr.timeout
         elif now >= self._retries_end:
             wr_id, wc_op, _ = oldest.popleft().ctx
             self.send_cq._complete(WC(wr_id=wr_id, status=e.IBV_WC_RETRY_EXC_ERR, opcode=wc_op,

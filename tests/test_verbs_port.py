@@ -206,26 +206,35 @@ def _fatal_watcher(ch):
     end.close()
 
 
-def _break_by_unlinking(path):
-    os.unlink(path)
+def _device_object(ns, what):
+    return os.path.join(shm.SHM_DIR, shm.device_object_name(what, ns))
 
 
-def _break_by_corrupting(path):
-    with open(path, "r+b") as f:
+def _unlink_the_port(ns):
+    os.unlink(_device_object(ns, "port"))
+
+
+def _corrupt_the_port(ns):
+    with open(_device_object(ns, "port"), "r+b") as f:
         f.write(struct.pack("Q", 0x0BADC0DE))   # the version word
 
 
-@pytest.mark.parametrize("break_device", [_break_by_unlinking, _break_by_corrupting])
+def _unlink_the_qp_table(ns):
+    os.unlink(_device_object(ns, "qpn"))          # while both hold QP numbers in it
+
+
+@pytest.mark.parametrize("break_device", [_unlink_the_port, _corrupt_the_port,
+                                          _unlink_the_qp_table])
 def test_a_device_removed_or_corrupted_under_its_contexts_is_device_fatal(device_ns, break_device):
     a, b = device_ns.spawn(_fatal_watcher), device_ns.spawn(_fatal_watcher)
     a.send(b.recv())
     b.send(a.recv())
     assert a.recv() == b.recv() == "connected"
-    break_device(os.path.join(shm.SHM_DIR, shm.device_object_name("port", device_ns.name)))
+    break_device(device_ns.name)
     for watcher in (a, b):
         assert watcher.recv() == (e.IBV_EVENT_DEVICE_FATAL, e.IBV_QPS_ERR,
                                   (7, e.IBV_WC_WR_FLUSH_ERR), [errno.EIO] * 4, False)
-    if break_device is _break_by_corrupting:    # nobody opens a Context on it any more
+    if break_device is _corrupt_the_port:       # nobody opens a Context on it any more
         opener = device_ns.spawn(_open_context)
         assert opener.recv() == errno.EIO
         opener.join()

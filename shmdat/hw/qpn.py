@@ -116,6 +116,11 @@ class QpnTable:
             return None
         return owner
 
+    def linked(self):
+        """Whether the table we hold is still the device's (the last user unlinks it only
+        when no live process holds a number: unlinked under a holder, it was removed)."""
+        return os.fstat(self._fd).st_nlink > 0
+
     def close(self):
         """Let go of the table; the last user (no live owner left) unlinks it.
         Returns whether it did."""

@@ -295,12 +295,13 @@ class Context(PyverbsCM):
 
     def check_device(self):
         """Whether the device is still there; if its machine-wide state was removed or
-        corrupted under this Context (hw/port.py: intact), the Context takes it as a
-        NIC's catastrophic error, once: IBV_EVENT_DEVICE_FATAL, every QP to ERR
-        (flushing), and calls that would reach the kernel fail with EIO from then on."""
+        corrupted under this Context (the port file, hw/port.py: intact; the QP table
+        while this Context holds numbers in it), the Context takes it as a NIC's
+        catastrophic error, once: IBV_EVENT_DEVICE_FATAL, every QP to ERR (flushing),
+        and calls that would reach the kernel fail with EIO from then on."""
         if self._fatal:
             return False
-        if self._port.intact():
+        if self._port.intact() and not (self.qps and not self._qpn_table.linked()):
             return True
         self._fatal = True
         for qp in list(self.qps):

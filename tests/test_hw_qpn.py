@@ -1,4 +1,8 @@
-"""The machine-wide QP number table (hw/qpn.py), with real processes."""
+"""The machine-wide QP number table (hw/qpn.py), with real processes.
+
+Each test uses a device instance of its own (the device_ns fixture), so whether the
+table is unlinked is exact: no test running beside it holds numbers in it.
+"""
 
 import os
 import signal
@@ -23,13 +27,17 @@ def _claim_many(ch, count):
         ch.recv(timeout=60)                 # hold them until killed
 
 
-def test_numbers_are_unique_across_processes(spawn):
-    peers = [spawn(_claim_many, 300) for _ in range(3)]
+def _path(ns):
+    return os.path.join(shm.SHM_DIR, shm.device_object_name("qpn", ns.name))
+
+
+def test_numbers_are_unique_across_processes(device_ns):
+    peers = [device_ns.spawn(_claim_many, 300) for _ in range(3)]
     claimed = [p.recv() for p in peers]
     flat = [n for numbers in claimed for n in numbers]
     assert len(set(flat)) == len(flat) == 900
     assert all(qpn.FIRST_QPN <= n < qpn.SLOTS for n in flat)      # never QP0 or QP1
-    table = qpn.QpnTable()
+    table = qpn.QpnTable(device_ns.name)
     try:
         owners = {table.owner(numbers[0]) for numbers in claimed}
         assert {o[0] for o in owners} == {p.pid for p in peers}
@@ -38,22 +46,13 @@ def test_numbers_are_unique_across_processes(spawn):
     for p in peers:
         p.send("release")
         p.join()
-    assert not os.path.exists(qpn.PATH) or _table_has_live_owner()     # the last user unlinked it
+    assert not os.path.exists(_path(device_ns))         # the last user unlinked it
 
 
-def _table_has_live_owner():
-    """Another test run in parallel may hold numbers: then the table stays."""
-    table = qpn.QpnTable()
-    try:
-        return bool(qpn._live_owners(table._slots))
-    finally:
-        table.close()
-
-
-def test_a_dead_owners_numbers_are_free(spawn):
-    peer = spawn(_claim_many, 5)
+def test_a_dead_owners_numbers_are_free(device_ns):
+    peer = device_ns.spawn(_claim_many, 5)
     numbers = peer.recv()
-    table = qpn.QpnTable()
+    table = qpn.QpnTable(device_ns.name)
     try:
         assert table.owner(numbers[0])[0] == peer.pid
         peer.send("hold")
@@ -62,11 +61,11 @@ def test_a_dead_owners_numbers_are_free(spawn):
         assert all(table.owner(n) is None for n in numbers)
     finally:
         table.close()                       # with no live owner left, this unlinks it
-    assert not os.path.exists(qpn.PATH) or _table_has_live_owner()
+    assert not os.path.exists(_path(device_ns))
 
 
-def test_a_released_number_comes_back_late():
-    table = qpn.QpnTable()
+def test_a_released_number_comes_back_late(device_ns):
+    table = qpn.QpnTable(device_ns.name)
     try:
         first = table.claim(ME)
         table.release(first, ME)
@@ -79,12 +78,12 @@ def test_a_released_number_comes_back_late():
         table.close()
 
 
-def test_a_user_that_opened_before_the_unlink_reopens():
-    early = qpn.QpnTable()                  # two handles: flock treats them as two users
-    last = qpn.QpnTable()
-    last.close()                            # unlinks the file under `early` (unless a parallel test holds numbers)
+def test_a_user_that_opened_before_the_unlink_reopens(device_ns):
+    early = qpn.QpnTable(device_ns.name)    # two handles: flock treats them as two users
+    last = qpn.QpnTable(device_ns.name)
+    assert last.close()                     # unlinks the file under `early`
     n = early.claim(ME)                     # must land in a table others can see
-    fresh = qpn.QpnTable()
+    fresh = qpn.QpnTable(device_ns.name)
     try:
         assert fresh.owner(n) == ME
     finally:
@@ -93,17 +92,18 @@ def test_a_user_that_opened_before_the_unlink_reopens():
         fresh.close()
 
 
-def test_reclaim_unused_removes_a_table_of_dead_owners_only():
-    table = qpn.QpnTable()
+def test_reclaim_unused_removes_a_table_of_dead_owners_only(device_ns):
+    table = qpn.QpnTable(device_ns.name)
     n = table.claim(ME)
-    assert not qpn.reclaim_unused()         # we live: it stays
+    assert not qpn.reclaim_unused(device_ns.name)       # we live: it stays
+    assert os.path.exists(_path(device_ns))
     table.release(n, ME)
     table.close()                           # the last user with no live owner left unlinks it
-    assert not os.path.exists(qpn.PATH) or _table_has_live_owner()
+    assert not os.path.exists(_path(device_ns))
 
 
-def test_shmdat_gc_removes_the_table_a_killed_process_left(spawn):
-    peer = spawn(_claim_many, 2)
+def test_shmdat_gc_removes_the_table_a_killed_process_left(device_ns):
+    peer = device_ns.spawn(_claim_many, 2)
     peer.recv()
     peer.send("hold")
     peer.kill(signal.SIGKILL)
@@ -111,6 +111,4 @@ def test_shmdat_gc_removes_the_table_a_killed_process_left(spawn):
     done = subprocess.run([sys.executable, "-m", "shmdat", "gc"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    # Gone (by this gc, or by a parallel test's cleanup that got there first),
-    # unless a parallel test holds numbers in it.
-    assert not os.path.exists(qpn.PATH) or _table_has_live_owner()
+    assert not os.path.exists(_path(device_ns))

@@ -26,8 +26,6 @@ SLOTS = 1 << 16
 SLOT_WORDS = 4                          # pid, start time, hca number, a word of the owner's
 FIRST_QPN = 2
 HEADER_WORDS = 8                        # word 0: where the next claim starts looking
-NAME = shm.device_object_name("qpn")    # shmdat.<uid>.qpn
-PATH = os.path.join(shm.SHM_DIR, NAME)
 SIZE = (HEADER_WORDS + SLOTS * SLOT_WORDS) * 8
 
 

@@ -16,6 +16,7 @@ either, every case skips and says so.
 """
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -31,7 +32,7 @@ BOUND = 120                         # seconds for one module; each takes a few
 
 MODULES = ["test_device", "test_pd", "test_mr", "test_cq", "test_cq_events", "test_cqex",
            "test_qp", "test_srq", "test_addr", "test_atomic", "test_qpex", "test_shared_pd",
-           "test_parent_domain", "test_fork"]
+           "test_parent_domain", "test_fork", "test_dmah", "test_relaxed_ordering"]
 
 # test id -> why it fails on shm0 today. Nothing here may be special-cased in shmdat.
 KNOWN_FAILURES = {
@@ -82,3 +83,20 @@ def test_rdma_core_module(module, tmp_path):
     unexpected = [test for test in broken if test not in KNOWN_FAILURES]
     assert not unexpected, report[-6000:]
     assert broken or result.returncode == 0, report[-3000:]
+
+
+@pytest.mark.parametrize("argv, field, value", [
+    (["rdma", "link", "show", "-j"], "netdev", "lo"),
+    (["ip", "-j", "addr", "show", "lo"], "address", "00:00:00:00:00:00"),
+])
+def test_the_stand_ins_answer_what_the_suite_asks(argv, field, value):
+    done = subprocess.run([os.path.join(STAND_INS, argv[0]), *argv[1:]], capture_output=True,
+                          text=True, timeout=BOUND)
+    entry = json.loads(done.stdout)[0]
+    assert entry[field] == value
+    assert entry.get("ifname") in ("shm0", "lo") and entry.get("port", 1) == 1
+    if argv[0] == "ip":
+        assert entry["addr_info"][0]["local"] == "127.0.0.1"
+    refused = subprocess.run([os.path.join(STAND_INS, argv[0]), "show"], capture_output=True,
+                             text=True, timeout=BOUND)
+    assert refused.returncode != 0 and "stand-in" in refused.stderr

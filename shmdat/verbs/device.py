@@ -450,7 +450,7 @@ class Context(PyverbsCM):
     def query_rt_values_ex(self, comp_mask=e.IBV_VALUES_MASK_RAW_CLOCK):
         """ibv_query_rt_values_ex: PyverbsRDMAError (EOPNOTSUPP): shm0 has no
         hardware clock (its hca_core_clock is 0), as Soft-RoCE has none."""
-        self._check_open("Failed to query real time values")
+        self.check_usable("Failed to query real time values")
         raise PyverbsRDMAError("Failed to query real time values", errno.EOPNOTSUPP)
 
     def query_pkey(self, port_num, index):

@@ -9,7 +9,3 @@ class FlowAttr(UnsupportedAttr):
 
 class Flow(Unsupported):
     """ibv_create_flow: PyverbsRDMAError (EOPNOTSUPP)."""
-
-
-class FlowAction(Unsupported):
-    """ibv_flow_action: PyverbsRDMAError (EOPNOTSUPP)."""

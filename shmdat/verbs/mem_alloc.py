@@ -18,10 +18,9 @@ _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
-PROT_READ_, PROT_WRITE_, PROT_EXEC_, PROT_NONE_ = (_mmap.PROT_READ, _mmap.PROT_WRITE,
-                                                   _mmap.PROT_EXEC, 0)
-MAP_PRIVATE_, MAP_SHARED_, MAP_ANONYMOUS_ = _mmap.MAP_PRIVATE, _mmap.MAP_SHARED, _mmap.MAP_ANONYMOUS
-MAP_FIXED_, MAP_HUGETLB_ = 0x10, 0x40000           # Linux's values (the mmap module lacks them)
+PROT_READ_, PROT_WRITE_ = _mmap.PROT_READ, _mmap.PROT_WRITE
+MAP_PRIVATE_, MAP_ANONYMOUS_ = _mmap.MAP_PRIVATE, _mmap.MAP_ANONYMOUS
+MAP_HUGETLB_ = 0x40000                              # Linux's value (the mmap module lacks it)
 
 
 def posix_memalign(size, alignment=8):

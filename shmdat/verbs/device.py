@@ -215,10 +215,10 @@ class Context(PyverbsCM):
         self._async_events = collections.deque()
         self._unacked = collections.Counter()       # element object -> events got, not acked
         self._async_r, self._async_w = os.pipe()    # a byte per queued event: async_fd polls readable
-        _contexts.add(self)
         self._qpn_table = None
         self._progress = Progress(self.hca, self._poll, self._others)
         self._ours = True               # False in a forked child: the parent's to close
+        _contexts.add(self)             # last: another thread's poll may move it from now on
 
     def __del__(self):
         # pyverbs frees a Context nobody holds (rdma-core's tests drop many unclosed).

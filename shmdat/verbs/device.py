@@ -54,7 +54,8 @@ LIMITS = dict(
     max_ee_init_rd_atom=0, max_ee=0, max_rdd=0, max_mw=0, max_raw_ipv6_qp=0, max_raw_ethy_qp=0,
     max_mcast_grp=0, max_mcast_qp_attach=0, max_total_mcast_qp_attach=0, max_ah=65536,
     max_fmr=0, max_map_per_fmr=0, max_srq=4096, max_srq_wr=16384, max_srq_sge=32,
-    max_pkeys=1, local_ca_ack_delay=15)
+    max_pkeys=1, local_ca_ack_delay=15,
+    max_inline_data=400)        # shm0's addition (ibv_device_attr has none): rxe's inline limit
 DEVICE_CAP_FLAGS = (e.IBV_DEVICE_BAD_PKEY_CNTR | e.IBV_DEVICE_BAD_QKEY_CNTR
                     | e.IBV_DEVICE_SYS_IMAGE_GUID | e.IBV_DEVICE_RC_RNR_NAK_GEN
                     | e.IBV_DEVICE_SRQ_RESIZE | e.IBV_DEVICE_PORT_ACTIVE_EVENT)

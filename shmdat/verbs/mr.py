@@ -205,6 +205,16 @@ def work_request(pd, op, sges, need, ctx):
     return work
 
 
+def inline_request(op, sges, ctx):
+    """A hardware WorkRequest carrying a copy of the SGEs' bytes, read now from
+    their addresses (IBV_SEND_INLINE: the lkeys are not looked at, and the
+    program may reuse its buffers as soon as the post returns)."""
+    data = b"".join(ctypes.string_at(sge.addr, sge.length) for sge in sges)
+    copy = ctypes.create_string_buffer(data, len(data))
+    sge = ring.Sge(memoryview(copy).cast("B"), ctypes.addressof(copy), 0, 0)
+    return ring.WorkRequest(op, [sge], len(data), None, 0, ctx)
+
+
 def _sge(mr, off, length):
     """The hardware's Sge for bytes [off, off+length) of `mr`."""
     if mr._segment is not None:

@@ -12,7 +12,7 @@ Atomics (fetch-and-add, compare-and-swap) are done by the initiator under the
 target's atomic lock (hw/hca.py), atomic with respect to every other atomic
 (IBV_ATOMIC_HCA). A QP created with an SRQ takes its receives from it and
 raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. Not there yet: UD
-and UC QPs, inline sends as such (they are copied like any send), RNR retries.
+and UC QPs, RNR retries.
 """
 
 import collections
@@ -28,7 +28,7 @@ from .addr import AHAttr
 from .base import PyverbsCM, PyverbsObject
 from .cq import CQ, WC
 from .device import Context
-from .mr import work_request
+from .mr import inline_request, work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .qp_state import check_modify
@@ -60,6 +60,9 @@ _ATOMICS = (ring.OP_FETCH_ADD, ring.OP_CMP_SWAP)
 _WITH_IMM = int(e.IBV_WC_WITH_IMM)
 _SIGNALED = int(e.IBV_SEND_SIGNALED)
 _SOLICITED = int(e.IBV_SEND_SOLICITED)
+_INLINE = int(e.IBV_SEND_INLINE)
+_INLINE_OPS = (ring.OP_SEND, ring.OP_RDMA_WRITE)      # the man page: inline is for sends and RDMA writes
+_SGE_BYTES = 16                                       # sizeof(struct ibv_sge)
 
 
 class QPCap(PyverbsObject):
@@ -146,8 +149,8 @@ class QP(PyverbsCM):
     is taken to INIT, as pyverbs does.
 
     Raises PyverbsUserError (not a PD, no CQs), PyverbsRDMAError: EOPNOTSUPP
-    (a QP type shm0 does not do yet), EINVAL (caps over the device's limits, an
-    SRQ of another PD), ENOMEM (no QP number left), EBADF (closed PD or CQ).
+    (a QP type shm0 does not do yet), EINVAL (caps over the device's limits,
+    max_inline_data over query_device()'s, an SRQ of another PD), ENOMEM (no QP number left), EBADF (closed PD or CQ).
     """
     context_set = pd_set = "qps"
 
@@ -177,7 +180,8 @@ class QP(PyverbsCM):
         limits = ctx.query_device()
         cap = init_attr.cap
         for name, top in (("max_send_wr", limits.max_qp_wr), ("max_recv_wr", limits.max_qp_wr),
-                          ("max_send_sge", limits.max_sge), ("max_recv_sge", limits.max_sge)):
+                          ("max_send_sge", limits.max_sge), ("max_recv_sge", limits.max_sge),
+                          ("max_inline_data", limits.max_inline_data)):
             if not 0 <= getattr(cap, name) <= top:
                 raise PyverbsRDMAError(f"{what}: cap.{name} is over the device's {top}", errno.EINVAL)
         for cq in (init_attr.send_cq, init_attr.recv_cq):
@@ -186,8 +190,10 @@ class QP(PyverbsCM):
         self.qp_type, self.sq_sig_all, self.qp_context = init_attr.qp_type, init_attr.sq_sig_all, \
             init_attr.qp_context
         self.send_cq, self.recv_cq, self.srq = init_attr.send_cq, init_attr.recv_cq, srq
+        # As rxe: a send WQE holds max_send_sge SGEs or max_inline_data bytes, whichever
+        # is larger, and inline data may fill it (query reports that).
         self.cap = QPCap(cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge, cap.max_recv_sge,
-                         cap.max_inline_data)
+                         max(cap.max_inline_data, _SGE_BYTES * cap.max_send_sge))
         self._owner = ctx.owner
         try:
             self.qp_num = ctx.qpn_table.claim(self._owner + (creator.pd_id,))
@@ -415,8 +421,12 @@ class QP(PyverbsCM):
     def post_send(self, wr, bad_wr=None):
         """ibv_post_send: the chain of SendWRs (SEND, RDMA_WRITE, RDMA_READ).
 
-        Raises PyverbsRDMAError: EINVAL before RTS, over max_send_wr or
-        max_send_sge; EOPNOTSUPP for an opcode shm0 does not do yet.
+        With IBV_SEND_INLINE (a SEND or RDMA_WRITE) the data is copied at post,
+        without an lkey check: the buffer may be reused once the call returns.
+
+        Raises PyverbsRDMAError: EINVAL before RTS, over max_send_wr,
+        max_send_sge or (inline) max_inline_data; EOPNOTSUPP for an opcode shm0
+        does not do yet.
         """
         if not isinstance(wr, SendWR):
             raise PyverbsUserError(f"post_send takes a SendWR, not {type(wr)}")
@@ -439,8 +449,15 @@ class QP(PyverbsCM):
             raise PyverbsRDMAError("Failed to post send", errno.EINVAL)
         ring_op, wc_op, with_imm = op
         signaled = self.sq_sig_all or wr.send_flags & _SIGNALED
-        need = e.IBV_ACCESS_LOCAL_WRITE if ring_op in (ring.OP_RDMA_READ, *_ATOMICS) else 0
-        work = work_request(self.pd, ring_op, wr.sg_list[:wr.num_sge], need, (wr.wr_id, wc_op, signaled))
+        sges = wr.sg_list[:wr.num_sge]
+        if wr.send_flags & _INLINE and ring_op in _INLINE_OPS:
+            if sum(sge.length for sge in sges) > self.cap.max_inline_data:
+                raise PyverbsRDMAError("Failed to post send: inline data over max_inline_data",
+                                       errno.EINVAL)
+            work = inline_request(ring_op, sges, (wr.wr_id, wc_op, signaled))
+        else:
+            need = e.IBV_ACCESS_LOCAL_WRITE if ring_op in (ring.OP_RDMA_READ, *_ATOMICS) else 0
+            work = work_request(self.pd, ring_op, sges, need, (wr.wr_id, wc_op, signaled))
         work.solicited = bool(wr.send_flags & _SOLICITED)
         if with_imm:
             work.imm = wr.imm_data & 0xFFFFFFFF

@@ -11,7 +11,7 @@ from shmdat.verbs.pyverbs_error import PyverbsRDMAError
 from shmdat.verbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from shmdat.verbs.wr import SGE, SendWR
 
-from tests.verbs_ends import End
+from tests.verbs_ends import End, qp_attr
 
 
 def _inline_wr(wr_id, buf, opcode=e.IBV_WR_SEND):
@@ -24,7 +24,7 @@ def _inline_wr(wr_id, buf, opcode=e.IBV_WR_SEND):
 def _rc_qp(end, max_inline_data, max_send_sge=1):
     cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=max_send_sge,
                 max_inline_data=max_inline_data)
-    return QP(end.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=end.cq, rcq=end.cq, cap=cap), QPAttr())
+    return QP(end.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=end.cq, rcq=end.cq, cap=cap), qp_attr())
 
 
 def test_the_device_limit_and_what_query_reports():

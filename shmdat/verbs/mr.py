@@ -42,7 +42,8 @@ def check_access(access, what):
     return int(access)
 
 
-def _hw_priv(access):
+def remote_priv(access):
+    """The hardware PRIV_* bits of the remote access in ibv_access_flags."""
     return sum(priv for flag, priv in _HW_PRIV if access & flag)
 
 
@@ -106,7 +107,7 @@ class MR(PyverbsCM):
     def _entry(self):
         """The registration table entry's fields (kind, priv, pd, base, length, seg, segoff)."""
         kind = hw.KIND_SEGMENT if self._segment is not None else hw.KIND_PROCESS
-        return kind, _hw_priv(self.access), self.pd.pd_id, self.buf, self.length, self._seg_id, 0
+        return kind, remote_priv(self.access), self.pd.pd_id, self.buf, self.length, self._seg_id, 0
 
     def _free_buffer(self):
         if self._segment is not None:

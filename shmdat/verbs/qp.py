@@ -1,6 +1,6 @@
-"""Queue pairs (pyverbs.qp): QPCap, QPInitAttr, QPAttr and QP (RC).
+"""Queue pairs (pyverbs.qp): QPCap, QPInitAttr, QPAttr and QP (RC and UC).
 
-A QP is named machine-wide by its qp_num (hw/qpn.py). When an RC QP reaches
+A QP is named machine-wide by its qp_num (hw/qpn.py). When an RC or UC QP reaches
 RTR with a dest_qp_num, it joins that QP on one connection segment of two
 rings (hw/ring.py, as DAT's connections use): the QP with the lower number
 creates the segment under its owner's name, the other maps it and unlinks the
@@ -11,8 +11,19 @@ the QP's completions from its CQs. State moves follow qp_state.py.
 Atomics (fetch-and-add, compare-and-swap) are done by the initiator under the
 target's atomic lock (hw/hca.py), atomic with respect to every other atomic
 (IBV_ATOMIC_HCA). A QP created with an SRQ takes its receives from it and
-raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. Not there yet: UD
-and UC QPs, RNR retries.
+raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR.
+
+RC is reliable (the ring is `acked`): a send completes once the responder has
+taken it; a responder with no receive NAKs it as not ready and the requester
+retries rnr_retry times (7: for ever), min_rnr_timer of the responder apart,
+then completes it with IBV_WC_RNR_RETRY_EXC_ERR. A send the responder refuses
+(longer than its receive: REM_INV_REQ_ERR; its receive failed its checks:
+REM_OP_ERR), and an RDMA beyond the responder's qp_access_flags
+(REM_INV_REQ_ERR) or its MR (REM_ACCESS_ERR), puts both QPs in ERR: the
+responder gets its receive's error, or the async event IBV_EVENT_QP_REQ_ERR /
+IBV_EVENT_QP_ACCESS_ERR. UC has no acks: sends complete once in the ring, a
+message with no receive is lost, RDMA read and atomics complete with
+IBV_WC_LOC_QP_OP_ERR as on rxe. Not there yet: UD QPs.
 """
 
 import collections
@@ -28,7 +39,7 @@ from .addr import AHAttr
 from .base import PyverbsCM, PyverbsObject
 from .cq import CQ, WC
 from .device import Context
-from .mr import inline_request, work_request
+from .mr import inline_request, remote_priv, work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .qp_state import check_modify
@@ -37,17 +48,29 @@ from .wr import RecvWR, SendWR
 
 RESET, INIT, RTR, RTS, SQD, ERR = (e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS,
                                     e.IBV_QPS_SQD, e.IBV_QPS_ERR)
+RC, UC = e.IBV_QPT_RC, e.IBV_QPT_UC
 _MOVING = (RTR, RTS, SQD)                 # states in which the QP is joined to its peer
-# What pyverbs' to_init / to_rtr / to_rts pass for an RC QP.
-_TO = {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
-       RTR: e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
-       | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER,
-       RTS: e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_SQ_PSN
-       | e.IBV_QP_MAX_QP_RD_ATOMIC}
+# What pyverbs' to_init / to_rtr / to_rts pass, per QP type.
+_CONNECT = e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
+_TO = {RC: {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
+            RTR: _CONNECT | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER,
+            RTS: e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_SQ_PSN
+            | e.IBV_QP_MAX_QP_RD_ATOMIC},
+       UC: {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
+            RTR: _CONNECT, RTS: e.IBV_QP_SQ_PSN}}
 # Hardware statuses -> ibv_wc_status.
 _STATUS = {ring.OK: e.IBV_WC_SUCCESS, ring.FLUSHED: e.IBV_WC_WR_FLUSH_ERR,
            ring.LENGTH: e.IBV_WC_LOC_LEN_ERR, ring.REMOTE_ACCESS: e.IBV_WC_REM_ACCESS_ERR,
-           ring.LOCAL_PROTECTION: e.IBV_WC_LOC_PROT_ERR}
+           ring.LOCAL_PROTECTION: e.IBV_WC_LOC_PROT_ERR, ring.REMOTE_INVALID: e.IBV_WC_REM_INV_REQ_ERR,
+           ring.REMOTE_OP: e.IBV_WC_REM_OP_ERR, ring.NOT_READY: e.IBV_WC_RNR_RETRY_EXC_ERR,
+           ring.LOCAL_OPERATION: e.IBV_WC_LOC_QP_OP_ERR}
+# Why a peer broke the connection -> the async event its responder gets.
+_FAULT_EVENT = {ring.FAULT_ACCESS: e.IBV_EVENT_QP_ACCESS_ERR, ring.FAULT_INVALID: e.IBV_EVENT_QP_REQ_ERR}
+# min_rnr_timer codes -> microseconds (the IB spec's RNR NAK timer field encoding).
+RNR_TIMER_US = (655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
+                2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920, 122880,
+                163840, 245760, 327680, 491520)
+RNR_RETRY_FOR_EVER = 7
 # opcode -> (hardware op, WC opcode, carries immediate data)
 _SEND_OPS = {e.IBV_WR_SEND: (ring.OP_SEND, e.IBV_WC_SEND, False),
              e.IBV_WR_SEND_WITH_IMM: (ring.OP_SEND, e.IBV_WC_SEND, True),
@@ -57,6 +80,7 @@ _SEND_OPS = {e.IBV_WR_SEND: (ring.OP_SEND, e.IBV_WC_SEND, False),
              e.IBV_WR_ATOMIC_FETCH_AND_ADD: (ring.OP_FETCH_ADD, e.IBV_WC_FETCH_ADD, False),
              e.IBV_WR_ATOMIC_CMP_AND_SWP: (ring.OP_CMP_SWAP, e.IBV_WC_COMP_SWAP, False)}
 _ATOMICS = (ring.OP_FETCH_ADD, ring.OP_CMP_SWAP)
+_NOT_ON_UC = (ring.OP_RDMA_READ, *_ATOMICS)
 _WITH_IMM = int(e.IBV_WC_WITH_IMM)
 _SIGNALED = int(e.IBV_SEND_SIGNALED)
 _SOLICITED = int(e.IBV_SEND_SOLICITED)
@@ -169,8 +193,8 @@ class QP(PyverbsCM):
         if not isinstance(creator, PD) or not isinstance(init_attr, QPInitAttr):
             raise PyverbsUserError(f"{what}: QP(pd, QPInitAttr) or QP(ctx, QPInitAttrEx) is what "
                                    "shm0 takes")
-        if init_attr.qp_type != e.IBV_QPT_RC:
-            raise PyverbsRDMAError(f"{what}: shm0 has RC QPs so far", errno.EOPNOTSUPP)
+        if init_attr.qp_type not in _TO:
+            raise PyverbsRDMAError(f"{what}: shm0 has RC and UC QPs so far", errno.EOPNOTSUPP)
         srq = init_attr.srq
         if srq is not None and (not isinstance(srq, SRQ) or srq.pd is not creator):
             raise PyverbsRDMAError(f"{what}: the SRQ must be one of the QP's PD", errno.EINVAL)
@@ -202,10 +226,11 @@ class QP(PyverbsCM):
         self.state = RESET
         self.attr = QPAttr(qp_state=RESET)
         self._rq = collections.deque()          # posted receives (ring WorkRequests)
-        self._waiting = collections.deque()     # sends posted before the peer joined
+        self._waiting = collections.deque()     # sends posted before the peer joined, or in SQD
         self._qp = None                         # ring.QueuePair once joined
         self._created = None                    # the connection segment we created, until unlinked
         self._established = False               # COMM_EST given (once per connection)
+        self._drain_notify = False              # SQD with en_sqd_async_notify: SQ_DRAINED still to come
         ctx.add_ref(self)
         creator.add_ref(self)
         self.send_cq.qps.add(self)
@@ -223,23 +248,23 @@ class QP(PyverbsCM):
         return self.state
 
     def to_init(self, qp_attr):
-        """RESET -> INIT with pyverbs' mask for an RC QP."""
+        """RESET -> INIT with pyverbs' mask for the QP's type."""
         qp_attr.qp_state = INIT
-        self._modify(qp_attr, _TO[INIT] | e.IBV_QP_STATE, "Failed to modify QP state to init")
+        self._modify(qp_attr, _TO[self.qp_type][INIT] | e.IBV_QP_STATE, "Failed to modify QP state to init")
 
     def to_rtr(self, qp_attr):
         """(RESET ->) INIT -> RTR."""
         if self.state != INIT:
             self.to_init(qp_attr)
         qp_attr.qp_state = RTR
-        self._modify(qp_attr, _TO[RTR] | e.IBV_QP_STATE, "Failed to modify QP state to RTR")
+        self._modify(qp_attr, _TO[self.qp_type][RTR] | e.IBV_QP_STATE, "Failed to modify QP state to RTR")
 
     def to_rts(self, qp_attr):
         """(RESET -> INIT ->) RTR -> RTS."""
         if self.state != RTR:
             self.to_rtr(qp_attr)
         qp_attr.qp_state = RTS
-        self._modify(qp_attr, _TO[RTS] | e.IBV_QP_STATE, "Failed to modify QP state to RTS")
+        self._modify(qp_attr, _TO[self.qp_type][RTS] | e.IBV_QP_STATE, "Failed to modify QP state to RTS")
 
     def modify(self, qp_attr, comp_mask):
         """ibv_modify_qp. Raises PyverbsRDMAError (EINVAL: not a legal move, see qp_state.py)."""
@@ -257,6 +282,11 @@ class QP(PyverbsCM):
                 if mask & bit:
                     for name in names:
                         setattr(self.attr, name, getattr(qp_attr, name))
+            if self._qp is not None:
+                self._configure(self._qp)
+            if new == SQD and self.state == RTS:
+                self._drain_notify = bool(mask & e.IBV_QP_EN_SQD_ASYNC_NOTIFY
+                                          and qp_attr.en_sqd_async_notify)
             self._enter(new)
 
     def _enter(self, new):
@@ -271,6 +301,10 @@ class QP(PyverbsCM):
         if new == ERR and old != ERR:
             self._flush()
             self._last_wqe()
+        elif new == SQD:
+            self._sq_drained()
+        elif new == RTS and old == SQD:
+            self._start_waiting()
         elif new == RESET and old != RESET:
             self._established = False
             self._leave()
@@ -317,9 +351,32 @@ class QP(PyverbsCM):
             return                  # the peer or its segment is not there yet: progress retries
         qp = ring.QueuePair(segment, side, peer, self, self._take_recv)
         qp.peer_pz = peer_owner[3]
+        qp.acked, qp.drops = self.qp_type == RC, self.qp_type == UC
+        self._configure(qp)
         self._qp = qp
-        while self._waiting:
+        if self.state != SQD:
+            self._start_waiting()
+
+    def _start_waiting(self):
+        """Sends posted before the join, or while the send queue was drained (SQD), go."""
+        qp = self._qp
+        while self._waiting and qp is not None:
             qp.post_send(self._waiting.popleft())
+
+    def _sq_drained(self):
+        """In SQD, with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once no send WR
+        started before SQD is outstanding."""
+        qp = self._qp
+        if self._drain_notify and (qp is None or not (qp.sq or qp.inflight)):
+            self._drain_notify = False
+            self.context._async_event(e.IBV_EVENT_SQ_DRAINED, qp=self)
+
+    def _configure(self, qp):
+        """What the wire needs of the QP's attributes (at join, and after each modify)."""
+        attr = self.attr
+        qp.rnr_retry = None if attr.rnr_retry == RNR_RETRY_FOR_EVER else attr.rnr_retry
+        qp.rnr_delay_us = RNR_TIMER_US[attr.min_rnr_timer & 0x1F]
+        qp.publish_access(remote_priv(attr.qp_access_flags))
 
     def _leave(self):
         qp = self._qp
@@ -347,6 +404,9 @@ class QP(PyverbsCM):
             qp.poll_send()
         except RingCorrupt:
             self._fatal()
+            return
+        if self._drain_notify:
+            self._sq_drained()
 
     def _check_peer(self):
         """The peer process died: the QP goes to ERR (the Context calls this every LIVENESS_SLICE)."""
@@ -360,18 +420,26 @@ class QP(PyverbsCM):
 
     def _fatal(self):
         """The device found the connection ended or broken: what had arrived, and what
-        the peer had taken, complete first; then ERR, flushes, and IBV_EVENT_QP_FATAL."""
+        the peer had taken, complete first. A send the peer refused completes with its
+        error (which puts the QP in ERR); otherwise ERR, flushes, and an async event:
+        QP_ACCESS_ERR or QP_REQ_ERR when our peer's request broke the rules, QP_FATAL."""
         if self.state == ERR:
             return
         qp = self._qp
+        event = e.IBV_EVENT_QP_FATAL
         if qp is not None:
             try:
                 qp.poll_recv()
                 qp.poll_send()
             except RingCorrupt:
                 pass
+            refused = qp.refused_send()
+            if refused is not None:
+                self.send_done(refused)
+                return
+            event = _FAULT_EVENT.get(qp.peer_fault(), event)
         self._enter(ERR)
-        self.context._async_event(e.IBV_EVENT_QP_FATAL, qp=self)
+        self.context._async_event(event, qp=self)
 
     def _flush(self):
         qp = self._qp
@@ -397,8 +465,10 @@ class QP(PyverbsCM):
     # Posting.
 
     def post_recv(self, wr, bad_wr=None):
-        """ibv_post_recv: the chain of RecvWRs. Raises PyverbsRDMAError (EINVAL
-        in RESET, over max_recv_wr or max_recv_sge)."""
+        """ibv_post_recv: the chain of RecvWRs. A receive whose SGEs fail their MR
+        checks is found out when a message takes it (LOC_PROT_ERR; the requester
+        of an RC QP gets REM_OP_ERR). Raises PyverbsRDMAError (EINVAL in RESET,
+        over max_recv_wr or max_recv_sge)."""
         if not isinstance(wr, RecvWR):
             raise PyverbsUserError(f"post_recv takes a RecvWR, not {type(wr)}")
         with self.context.lock:
@@ -409,8 +479,8 @@ class QP(PyverbsCM):
                     raise PyverbsRDMAError("Failed to post recv", errno.EINVAL)
                 work = work_request(self.pd, ring.OP_SEND, wr.sg_list[:wr.num_sge], e.IBV_ACCESS_LOCAL_WRITE,
                                     (wr.wr_id, e.IBV_WC_RECV, True))
-                if self.state == ERR or work.status != ring.OK:
-                    work.status = work.status or ring.FLUSHED
+                if self.state == ERR:
+                    work.status = ring.FLUSHED
                     self.recv_done(work)
                 else:
                     self._rq.append(work)
@@ -449,6 +519,11 @@ class QP(PyverbsCM):
             raise PyverbsRDMAError("Failed to post send", errno.EINVAL)
         ring_op, wc_op, with_imm = op
         signaled = self.sq_sig_all or wr.send_flags & _SIGNALED
+        if self.qp_type == UC and ring_op in _NOT_ON_UC and self.state != ERR:
+            work = ring.WorkRequest(ring_op, [], 0, None, 0, (wr.wr_id, wc_op, signaled))
+            work.status = ring.LOCAL_OPERATION          # as rxe: its requester has no such opcode
+            self.send_done(work)
+            return
         sges = wr.sg_list[:wr.num_sge]
         if wr.send_flags & _INLINE and ring_op in _INLINE_OPS:
             if sum(sge.length for sge in sges) > self.cap.max_inline_data:
@@ -469,8 +544,8 @@ class QP(PyverbsCM):
         if self.state == ERR or work.status != ring.OK:
             work.status = work.status or ring.FLUSHED
             self.send_done(work)
-        elif self._qp is None:
-            self._waiting.append(work)
+        elif self._qp is None or self.state == SQD:
+            self._waiting.append(work)      # until the peer joins, or the QP leaves SQD
         else:
             self._qp.post_send(work)
 

@@ -41,7 +41,11 @@ The driver may ask for other behaviours, per QueuePair:
   its receive, or taken by a receive that failed its local checks, is refused
   likewise (NAK INVALID or REMOTE_OP) and the receiver breaks the connection;
   the sender learns which send it was from the NAK.
-- `drops` (unreliable): a message with no receive is consumed and lost.
+- `drops` (unreliable): a message with no receive is consumed and lost, and
+  a send that finds no room in the ring is lost (completing at once).
+- `datagram_key` (datagrams, one connection per sender and receiver): each
+  message begins with a DATAGRAM_HEADER (datagram_header(key)) and is lost
+  unless its key is the receiver's; the receive gets what follows the header.
 
 A side that breaks the connection because of the other's request writes why
 in its fault word first (FAULT_ACCESS, FAULT_INVALID), so the other side can
@@ -138,6 +142,11 @@ class WorkRequest:
 
 
 _LOST = object()        # the ctx of a stand-in receive for a message that `drops` loses
+DATAGRAM_HEADER = 8     # a datagram's first bytes: its key (32 bits, little-endian), 4 reserved
+
+
+def datagram_header(key):
+    return key.to_bytes(4, "little") + bytes(4)
 
 
 def connection_bytes(ring_bytes=RING_BYTES):
@@ -285,6 +294,7 @@ class QueuePair:
         self.drops = False
         self.rnr_retry = None                # acked sender: give a send up after this many delays
         self.rnr_delay_us = 0                # acked receiver: the delay its NOT_READY NAKs ask for
+        self.datagram_key = None             # datagrams: the key a message must carry to be received
         self.w_my_nak, self.w_peer_nak = W_NAK[side], W_NAK[1 - side]
         self._nak_seen = w[self.w_peer_nak]  # the peer's last NAK word looked at
         self._rnr_wr = None                  # the send a NOT_READY NAK holds, and when to give it up
@@ -356,8 +366,8 @@ class QueuePair:
         while sq:
             wr = sq[0]
             if wr.op == OP_SEND:
-                if not self._push_send(wr):
-                    return
+                if not self._push_send(wr) and (not self.drops or wr.done):
+                    return                      # (unless nothing went in and it may be lost)
             elif wr.op == OP_RDMA_WRITE:
                 if wr.imm is None:
                     self._rdma(wr, write=True)
@@ -636,7 +646,13 @@ class QueuePair:
             elif kind == K_MSG or kind == K_RDV:
                 if self.rx_cur is not None:
                     raise RingCorrupt("a new message began before the last one ended")
-                wr = self.take_recv()
+                skip = 0
+                if self.datagram_key is None:
+                    wr = self.take_recv()
+                else:
+                    key = w[(off + HDR) >> 3] & 0xFFFFFFFF if length >= DATAGRAM_HEADER and kind == K_MSG else None
+                    skip = DATAGRAM_HEADER if key is not None else 0
+                    wr = self.take_recv() if key == self.datagram_key else None
                 if wr is None:
                     if not self.drops:
                         if self.acked:
@@ -652,9 +668,9 @@ class QueuePair:
                 if self.acked and (total > wr.length or wr.status != OK):
                     self._refuse(wr, tail)
                     break
-                self._begin(wr, total, flags & F_SOLICITED)
+                self._begin(wr, total - skip, flags & F_SOLICITED)
                 if kind == K_MSG:
-                    self._place(off + HDR, length)
+                    self._place(off + HDR + skip, length - skip)
                 else:
                     self._place_rendezvous(off + HDR, length)
             elif kind == K_FRAG:

@@ -22,6 +22,7 @@ from ..hw.hca import Hca
 from ..hw.progress import LIVENESS_SLICE, Progress
 from ..hw.qpn import QpnTable
 from . import libibverbs_enums as e
+from .datagrams import parse_notice
 from .gid import GID, gid_raw
 from .base import PyverbsCM, PyverbsObject, close_children
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
@@ -29,6 +30,7 @@ from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 DEVICE_NAME = "shm0"
 PORT = 1
 PKEY_DEFAULT = 0xFFFF
+ACTIVE_MTU = e.IBV_MTU_1024
 VENDOR_ID = 0x5348      # "SH": not a PCI vendor; rxe uses 0xFFFFFF the same way
 
 
@@ -218,12 +220,25 @@ class Context(PyverbsCM):
     def _poll_own(self):
         if self._closed:
             return
+        if self.hca.cm_pending():
+            self._notices()
         for qp in self.active_qps[:] if len(self.active_qps) > 1 else self.active_qps:
             qp._progress()
         if time.monotonic() >= self._next_liveness:     # a dead peer is seen within a slice
             self._next_liveness = time.monotonic() + LIVENESS_SLICE
             for qp in self.active_qps[:]:
                 qp._check_peer()
+
+    def _notices(self):
+        """The device's inbox: a UD sender's new connection, for the QP it names."""
+        for data, _pid in self.hca.cm_receive():
+            notice = parse_notice(data)
+            if notice is None:
+                continue
+            address, src, dst = notice
+            for qp in self.qps:
+                if qp.qp_num == dst and qp._datagrams is not None:
+                    qp._datagrams.attach(address, src)
 
     def progress(self):
         """Move every QP of the context along (under the context's lock)."""
@@ -326,7 +341,7 @@ class Context(PyverbsCM):
     def query_port(self, port_num):
         """ibv_query_port -> PortAttr of port 1 (the device's only one)."""
         self._check_port(port_num, f"Failed to query port {port_num}")
-        return PortAttr(state=e.IBV_PORT_ACTIVE, max_mtu=e.IBV_MTU_4096, active_mtu=e.IBV_MTU_1024,
+        return PortAttr(state=e.IBV_PORT_ACTIVE, max_mtu=e.IBV_MTU_4096, active_mtu=ACTIVE_MTU,
                         gid_tbl_len=GID_TABLE_LEN, port_cap_flags=0, max_msg_sz=1 << 31,
                         bad_pkey_cntr=0, qkey_viol_cntr=0, pkey_tbl_len=1, lid=0, sm_lid=0,
                         lmc=0, max_vl_num=1, sm_sl=0, subnet_timeout=0, init_type_reply=0,

@@ -211,9 +211,13 @@ def inline_request(op, sges, ctx):
     their addresses (IBV_SEND_INLINE: the lkeys are not looked at, and the
     program may reuse its buffers as soon as the post returns)."""
     data = b"".join(ctypes.string_at(sge.addr, sge.length) for sge in sges)
+    return ring.WorkRequest(op, [private_sge(data)], len(data), None, 0, ctx)
+
+
+def private_sge(data):
+    """A hardware Sge over a private copy of the bytes `data`."""
     copy = ctypes.create_string_buffer(data, len(data))
-    sge = ring.Sge(memoryview(copy).cast("B"), ctypes.addressof(copy), 0, 0)
-    return ring.WorkRequest(op, [sge], len(data), None, 0, ctx)
+    return ring.Sge(memoryview(copy).cast("B"), ctypes.addressof(copy), 0, 0)
 
 
 def _sge(mr, off, length):

@@ -1,4 +1,4 @@
-"""Queue pairs (pyverbs.qp): QPCap, QPInitAttr, QPAttr and QP (RC and UC).
+"""Queue pairs (pyverbs.qp): QPCap, QPInitAttr, QPAttr and QP (RC, UC and UD).
 
 A QP is named machine-wide by its qp_num (hw/qpn.py). When an RC or UC QP reaches
 RTR with a dest_qp_num, it joins that QP on one connection segment of two
@@ -23,7 +23,13 @@ REM_OP_ERR), and an RDMA beyond the responder's qp_access_flags
 responder gets its receive's error, or the async event IBV_EVENT_QP_REQ_ERR /
 IBV_EVENT_QP_ACCESS_ERR. UC has no acks: sends complete once in the ring, a
 message with no receive is lost, RDMA read and atomics complete with
-IBV_WC_LOC_QP_OP_ERR as on rxe. Not there yet: UD QPs.
+IBV_WC_LOC_QP_OP_ERR as on rxe.
+
+A UD QP sends to the QP an AH and remote_qpn name (datagrams.py carries it):
+the receive gets the 40-byte GRH (grh.py) and then the payload, with
+IBV_WC_GRH and the sender's qp_num as src_qp. A message to a GID that is not
+the device's, to no QP, over the port's MTU, with another Q_Key, or that finds
+no receive, is lost without an error (the sender's completion is SUCCESS).
 """
 
 import collections
@@ -35,11 +41,13 @@ from ..hw import hca as hw_hca, ring
 from ..hw.errors import NoRoom, PeerUnreachable, RingCorrupt
 from ..hw.qpn import TableFull
 from . import libibverbs_enums as e
-from .addr import AHAttr
+from .addr import AH, AHAttr
 from .base import PyverbsCM, PyverbsObject
 from .cq import CQ, WC
-from .device import Context
-from .mr import inline_request, remote_priv, work_request
+from .datagrams import Datagrams
+from .device import ACTIVE_MTU, GIDS, Context
+from .grh import grh
+from .mr import inline_request, private_sge, remote_priv, work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .qp_state import check_modify
@@ -48,7 +56,7 @@ from .wr import RecvWR, SendWR
 
 RESET, INIT, RTR, RTS, SQD, ERR = (e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS,
                                     e.IBV_QPS_SQD, e.IBV_QPS_ERR)
-RC, UC = e.IBV_QPT_RC, e.IBV_QPT_UC
+RC, UC, UD = e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD
 _MOVING = (RTR, RTS, SQD)                 # states in which the QP is joined to its peer
 # What pyverbs' to_init / to_rtr / to_rts pass, per QP type.
 _CONNECT = e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
@@ -57,7 +65,10 @@ _TO = {RC: {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
             RTS: e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_SQ_PSN
             | e.IBV_QP_MAX_QP_RD_ATOMIC},
        UC: {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
-            RTR: _CONNECT, RTS: e.IBV_QP_SQ_PSN}}
+            RTR: _CONNECT, RTS: e.IBV_QP_SQ_PSN},
+       UD: {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_QKEY, RTR: 0, RTS: e.IBV_QP_SQ_PSN}}
+_UD_MTU = 128 << ACTIVE_MTU             # bytes: a UD message is at most the port's active MTU
+_OWN_QKEY = 0x80000000                  # a WR's Q_Key with this bit: the QP's own is used
 # Hardware statuses -> ibv_wc_status.
 _STATUS = {ring.OK: e.IBV_WC_SUCCESS, ring.FLUSHED: e.IBV_WC_WR_FLUSH_ERR,
            ring.LENGTH: e.IBV_WC_LOC_LEN_ERR, ring.REMOTE_ACCESS: e.IBV_WC_REM_ACCESS_ERR,
@@ -80,7 +91,10 @@ _SEND_OPS = {e.IBV_WR_SEND: (ring.OP_SEND, e.IBV_WC_SEND, False),
              e.IBV_WR_ATOMIC_FETCH_AND_ADD: (ring.OP_FETCH_ADD, e.IBV_WC_FETCH_ADD, False),
              e.IBV_WR_ATOMIC_CMP_AND_SWP: (ring.OP_CMP_SWAP, e.IBV_WC_COMP_SWAP, False)}
 _ATOMICS = (ring.OP_FETCH_ADD, ring.OP_CMP_SWAP)
-_NOT_ON_UC = (ring.OP_RDMA_READ, *_ATOMICS)
+# What each QP type does not carry (rxe's requester has no opcode for them).
+_NOT_ON = {RC: (), UC: (ring.OP_RDMA_READ, *_ATOMICS),
+           UD: (ring.OP_RDMA_WRITE, ring.OP_RDMA_READ, *_ATOMICS)}
+_WITH_GRH = int(e.IBV_WC_GRH)
 _WITH_IMM = int(e.IBV_WC_WITH_IMM)
 _SIGNALED = int(e.IBV_SEND_SIGNALED)
 _SOLICITED = int(e.IBV_SEND_SOLICITED)
@@ -194,7 +208,7 @@ class QP(PyverbsCM):
             raise PyverbsUserError(f"{what}: QP(pd, QPInitAttr) or QP(ctx, QPInitAttrEx) is what "
                                    "shm0 takes")
         if init_attr.qp_type not in _TO:
-            raise PyverbsRDMAError(f"{what}: shm0 has RC and UC QPs so far", errno.EOPNOTSUPP)
+            raise PyverbsRDMAError(f"{what}: shm0 has RC, UC and UD QPs", errno.EOPNOTSUPP)
         srq = init_attr.srq
         if srq is not None and (not isinstance(srq, SRQ) or srq.pd is not creator):
             raise PyverbsRDMAError(f"{what}: the SRQ must be one of the QP's PD", errno.EINVAL)
@@ -231,6 +245,7 @@ class QP(PyverbsCM):
         self._created = None                    # the connection segment we created, until unlinked
         self._established = False               # COMM_EST given (once per connection)
         self._drain_notify = False              # SQD with en_sqd_async_notify: SQ_DRAINED still to come
+        self._datagrams = Datagrams(self) if self.qp_type == UD else None
         ctx.add_ref(self)
         creator.add_ref(self)
         self.send_cq.qps.add(self)
@@ -239,7 +254,7 @@ class QP(PyverbsCM):
             srq.qps.add(self)
             self._take_recv = srq.take      # receives come from the SRQ
         if qp_attr is not None:
-            self.to_init(qp_attr)
+            (self.to_rts if self.qp_type == UD else self.to_init)(qp_attr)     # as pyverbs
 
     # State.
 
@@ -284,6 +299,8 @@ class QP(PyverbsCM):
                         setattr(self.attr, name, getattr(qp_attr, name))
             if self._qp is not None:
                 self._configure(self._qp)
+            elif self._datagrams is not None:
+                self._datagrams.set_key(self.attr.qkey)
             if new == SQD and self.state == RTS:
                 self._drain_notify = bool(mask & e.IBV_QP_EN_SQD_ASYNC_NOTIFY
                                           and qp_attr.en_sqd_async_notify)
@@ -328,7 +345,7 @@ class QP(PyverbsCM):
 
     def _join(self):
         """Join dest_qp_num's connection segment if it can be had now (progress retries)."""
-        if self._qp is not None:
+        if self._qp is not None or self._datagrams is not None:
             return
         dest = self.attr.dest_qp_num
         table = self.context.qpn_table
@@ -379,6 +396,8 @@ class QP(PyverbsCM):
         qp.publish_access(remote_priv(attr.qp_access_flags))
 
     def _leave(self):
+        if self._datagrams is not None:
+            self._datagrams.close()
         qp = self._qp
         if qp is not None:
             qp.set_state(ring.S_CLOSED)
@@ -390,6 +409,9 @@ class QP(PyverbsCM):
 
     def _progress(self):
         """Called by the Context's progress for every QP in RTR, RTS or SQD."""
+        if self._datagrams is not None:
+            self._datagrams.progress()
+            return
         qp = self._qp
         if qp is None:
             self._join()
@@ -409,8 +431,11 @@ class QP(PyverbsCM):
             self._sq_drained()
 
     def _check_peer(self):
-        """The peer process died: the QP goes to ERR (the Context calls this every LIVENESS_SLICE)."""
-        if self._qp is not None and not self._qp.peer.alive():
+        """The peer process died: the QP goes to ERR (the Context calls this every LIVENESS_SLICE);
+        a UD QP just lets go of the dead processes' connections."""
+        if self._datagrams is not None:
+            self._datagrams.check_peers()
+        elif self._qp is not None and not self._qp.peer.alive():
             self._fatal()
 
     def _last_wqe(self):
@@ -453,6 +478,8 @@ class QP(PyverbsCM):
             if cur is not None:
                 self._rq.appendleft(cur)
             qp.set_state(ring.S_BROKEN)
+        elif self._datagrams is not None:
+            pending = self._datagrams.drain()
         for wr in [*pending, *self._waiting]:
             wr.status = ring.FLUSHED
             self.send_done(wr)
@@ -485,18 +512,19 @@ class QP(PyverbsCM):
                 else:
                     self._rq.append(work)
                 wr = wr.next_wr
-            if self._qp is not None:
+            if self.state in _MOVING:
                 self._progress()
 
     def post_send(self, wr, bad_wr=None):
-        """ibv_post_send: the chain of SendWRs (SEND, RDMA_WRITE, RDMA_READ).
+        """ibv_post_send: the chain of SendWRs (SEND, RDMA_WRITE, RDMA_READ, atomics;
+        on UD SEND only, to the destination set_wr_ud gave).
 
         With IBV_SEND_INLINE (a SEND or RDMA_WRITE) the data is copied at post,
         without an lkey check: the buffer may be reused once the call returns.
 
         Raises PyverbsRDMAError: EINVAL before RTS, over max_send_wr,
-        max_send_sge or (inline) max_inline_data; EOPNOTSUPP for an opcode shm0
-        does not do yet.
+        max_send_sge or (inline) max_inline_data, or (UD) without an AH of the
+        QP's PD; EOPNOTSUPP for an opcode shm0 does not do yet.
         """
         if not isinstance(wr, SendWR):
             raise PyverbsUserError(f"post_send takes a SendWR, not {type(wr)}")
@@ -505,7 +533,7 @@ class QP(PyverbsCM):
             while wr is not None:
                 self._post_one(wr)
                 wr = wr.next_wr
-            if self._qp is not None:
+            if self.state in _MOVING:
                 self._progress()
 
     def _post_one(self, wr):
@@ -513,13 +541,15 @@ class QP(PyverbsCM):
         if op is None:
             raise PyverbsRDMAError(f"Failed to post send: opcode {wr.opcode} is not supported by "
                                    "shm0 yet", errno.EOPNOTSUPP)
-        outstanding = len(self._waiting) + (len(self._qp.sq) + len(self._qp.inflight) if self._qp else 0)
-        if self.state not in (RTS, SQD, ERR) or outstanding >= self.cap.max_send_wr \
+        if self.state not in (RTS, SQD, ERR) or self._outstanding() >= self.cap.max_send_wr \
                 or wr.num_sge > self.cap.max_send_sge:
             raise PyverbsRDMAError("Failed to post send", errno.EINVAL)
+        if self.qp_type == UD and (not isinstance(wr.ah, AH) or wr.ah.pd is not self.pd):
+            raise PyverbsRDMAError("Failed to post send: a UD send needs an AH of the QP's PD "
+                                   "(set_wr_ud)", errno.EINVAL)
         ring_op, wc_op, with_imm = op
         signaled = self.sq_sig_all or wr.send_flags & _SIGNALED
-        if self.qp_type == UC and ring_op in _NOT_ON_UC and self.state != ERR:
+        if ring_op in _NOT_ON[self.qp_type] and self.state != ERR:
             work = ring.WorkRequest(ring_op, [], 0, None, 0, (wr.wr_id, wc_op, signaled))
             work.status = ring.LOCAL_OPERATION          # as rxe: its requester has no such opcode
             self.send_done(work)
@@ -544,10 +574,34 @@ class QP(PyverbsCM):
         if self.state == ERR or work.status != ring.OK:
             work.status = work.status or ring.FLUSHED
             self.send_done(work)
+        elif self._datagrams is not None:
+            self._post_datagram(wr, work)
         elif self._qp is None or self.state == SQD:
             self._waiting.append(work)      # until the peer joins, or the QP leaves SQD
         else:
             self._qp.post_send(work)
+
+    def _outstanding(self):
+        """Send WRs posted and not completed."""
+        if self._datagrams is not None:
+            return self._datagrams.outstanding()
+        return len(self._waiting) + (len(self._qp.sq) + len(self._qp.inflight) if self._qp else 0)
+
+    def _post_datagram(self, wr, work):
+        """A UD send: the datagram header (Q_Key) and the GRH go before the payload.
+        Lost at once (SUCCESS, no error) over the MTU (IB's C10-93.1.1) or to a GID
+        that is not the device's."""
+        route = wr.ah.attr.gr
+        dgid = route.dgid.raw
+        if work.length > _UD_MTU or all(dgid != raw for raw, _ in GIDS):
+            self.send_done(work)
+            return
+        key = self.attr.qkey if wr.remote_qkey & _OWN_QKEY else wr.remote_qkey
+        header = grh(GIDS[route.sgid_index][0], dgid, work.length, work.imm is not None,
+                     route.hop_limit, route.traffic_class, route.flow_label)
+        work.sges.insert(0, private_sge(ring.datagram_header(key) + header))
+        work.length += ring.DATAGRAM_HEADER + len(header)
+        self._datagrams.send(work, wr.remote_qpn)
 
     # The ring's completion sink and receive source.
 
@@ -563,17 +617,21 @@ class QP(PyverbsCM):
         if status not in (e.IBV_WC_SUCCESS, e.IBV_WC_WR_FLUSH_ERR) and self.state != ERR:
             self._enter(ERR)
 
-    def recv_done(self, work):
+    def recv_done(self, work, src_qp=None):
+        """A receive completes (src_qp: a UD sender's qp_num; the GRH came first)."""
         wr_id, wc_op, _ = work.ctx
         status = _STATUS[work.status]
         wc = WC(wr_id=wr_id, status=status, opcode=wc_op, byte_len=work.done, qp_num=self.qp_num,
-                src_qp=self.attr.dest_qp_num)
+                src_qp=self.attr.dest_qp_num if src_qp is None else src_qp)
         if work.imm is not None:
             wc.imm_data, wc.wc_flags = work.imm, _WITH_IMM
             if work.write_len is not None:
                 wc.opcode, wc.byte_len = e.IBV_WC_RECV_RDMA_WITH_IMM, work.write_len
+        if src_qp is not None:
+            wc.wc_flags |= _WITH_GRH
         self.recv_cq._complete(wc, solicited=work.solicited)
-        if self.state == RTR and not self._established and status == e.IBV_WC_SUCCESS:
+        if self.state == RTR and not self._established and status == e.IBV_WC_SUCCESS \
+                and src_qp is None:
             self._established = True        # the first message at a QP that is not yet RTS
             self.context._async_event(e.IBV_EVENT_COMM_EST, qp=self)
         if status not in (e.IBV_WC_SUCCESS, e.IBV_WC_WR_FLUSH_ERR) and self.state != ERR:

@@ -11,7 +11,8 @@ the QP's completions from its CQs. State moves follow qp_state.py.
 Atomics (fetch-and-add, compare-and-swap) are done by the initiator under the
 target's atomic lock (hw/hca.py), atomic with respect to every other atomic
 (IBV_ATOMIC_HCA). A QP created with an SRQ takes its receives from it and
-raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR.
+raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. While the device's
+port is down nothing moves, and sends retry as on the wire (_retry).
 
 RC is reliable (the ring is `acked`): a send completes once the responder has
 taken it; a responder with no receive NAKs it as not ready and the requester
@@ -34,6 +35,7 @@ no receive, is lost without an error (the sender's completion is SUCCESS).
 
 import collections
 import errno
+import time
 
 import posix_ipc
 
@@ -42,7 +44,7 @@ from ..hw.errors import NoRoom, PeerUnreachable, RingCorrupt
 from ..hw.qpn import TableFull
 from . import libibverbs_enums as e
 from .addr import AH, AHAttr
-from .base import PyverbsCM, PyverbsObject
+from .base import PyverbsCM, PyverbsObject, Unsupported, UnsupportedAttr
 from .cq import CQ, WC
 from .datagrams import Datagrams
 from .device import ACTIVE_MTU, GIDS, Context
@@ -101,6 +103,7 @@ _SOLICITED = int(e.IBV_SEND_SOLICITED)
 _INLINE = int(e.IBV_SEND_INLINE)
 _INLINE_OPS = (ring.OP_SEND, ring.OP_RDMA_WRITE)      # the man page: inline is for sends and RDMA writes
 _SGE_BYTES = 16                                       # sizeof(struct ibv_sge)
+_ACK_TIMEOUT_UNIT = 4.096e-6              # seconds: the transport timer is 4.096 us * 2**timeout
 
 
 class QPCap(PyverbsObject):
@@ -246,6 +249,7 @@ class QP(PyverbsCM):
         self._established = False               # COMM_EST given (once per connection)
         self._drain_notify = False              # SQD with en_sqd_async_notify: SQ_DRAINED still to come
         self._datagrams = Datagrams(self) if self.qp_type == UD else None
+        self._retries_end = None                # while the port is down: when the sends give up
         ctx.add_ref(self)
         creator.add_ref(self)
         self.send_cq.qps.add(self)
@@ -289,6 +293,7 @@ class QP(PyverbsCM):
         if not isinstance(qp_attr, QPAttr):
             raise PyverbsUserError(f"{what}: qp_attr must be a QPAttr, not {type(qp_attr)}")
         with self.context.lock:
+            self.context.check_usable(what)
             self._check_open(what)
             new = check_modify(self.qp_type, self.state, mask, qp_attr.qp_state)
             if mask & e.IBV_QP_PORT and qp_attr.port_num != 1:
@@ -320,8 +325,6 @@ class QP(PyverbsCM):
             self._last_wqe()
         elif new == SQD:
             self._sq_drained()
-        elif new == RTS and old == SQD:
-            self._start_waiting()
         elif new == RESET and old != RESET:
             self._established = False
             self._leave()
@@ -370,15 +373,7 @@ class QP(PyverbsCM):
         qp.peer_pz = peer_owner[3]
         qp.acked, qp.drops = self.qp_type == RC, self.qp_type == UC
         self._configure(qp)
-        self._qp = qp
-        if self.state != SQD:
-            self._start_waiting()
-
-    def _start_waiting(self):
-        """Sends posted before the join, or while the send queue was drained (SQD), go."""
-        qp = self._qp
-        while self._waiting and qp is not None:
-            qp.post_send(self._waiting.popleft())
+        self._qp = qp                               # _progress sends what waited for it
 
     def _sq_drained(self):
         """In SQD, with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once no send WR
@@ -409,6 +404,10 @@ class QP(PyverbsCM):
 
     def _progress(self):
         """Called by the Context's progress for every QP in RTR, RTS or SQD."""
+        if self.context.port_down:
+            self._retry()
+            return
+        self._retries_end = None
         if self._datagrams is not None:
             self._datagrams.progress()
             return
@@ -418,6 +417,9 @@ class QP(PyverbsCM):
             qp = self._qp
             if qp is None:
                 return
+        while self._waiting and self.state != SQD:      # posted before the join, while the port
+            qp.post_send(self._waiting.popleft())       # was down, or in SQD
+
         if qp.words[qp.w_peer_state] > ring.S_UP:     # CLOSED or BROKEN (INIT: not joined yet)
             self._fatal()
             return
@@ -429,6 +431,32 @@ class QP(PyverbsCM):
             return
         if self._drain_notify:
             self._sq_drained()
+
+    def _retry(self):
+        """The port is down: nothing goes out or comes in. Sends outstanding are retried
+        as on the wire, retry_cnt + 1 tries of the transport timer (4.096 us * 2**timeout;
+        timeout 0 is infinite), then the oldest completes with IBV_WC_RETRY_EXC_ERR and
+        the QP goes to ERR. Sends go on where they were if the port comes up in time."""
+        qp = self._qp
+        oldest = (qp.inflight or qp.sq) if qp is not None else None
+        oldest = oldest or self._waiting
+        if not oldest or not self.attr.timeout:
+            self._retries_end = None
+            return
+        now = time.monotonic()
+        if self._retries_end is None:
+            tries = self.attr.retry_cnt + 1
+            self._retries_end = now + tries * _ACK_TIMEOUT_UNIT * 2 ** self.attr.timeout
+        elif now >= self._retries_end:
+            wr_id, wc_op, _ = oldest.popleft().ctx
+            self.send_cq._complete(WC(wr_id=wr_id, status=e.IBV_WC_RETRY_EXC_ERR, opcode=wc_op,
+                                      qp_num=self.qp_num))
+            self._enter(ERR)
+
+    def _device_fatal(self):
+        """The device had a fatal error (Context.check_device): to ERR, flushing."""
+        if self.state != ERR:
+            self._enter(ERR)
 
     def _check_peer(self):
         """The peer process died: the QP goes to ERR (the Context calls this every LIVENESS_SLICE);
@@ -448,8 +476,8 @@ class QP(PyverbsCM):
         the peer had taken, complete first. A send the peer refused completes with its
         error (which puts the QP in ERR); otherwise ERR, flushes, and an async event:
         QP_ACCESS_ERR or QP_REQ_ERR when our peer's request broke the rules, QP_FATAL."""
-        if self.state == ERR:
-            return
+        if self.state == ERR or not self.context.check_device():
+            return                  # a dead device's QPs get IBV_EVENT_DEVICE_FATAL instead
         qp = self._qp
         event = e.IBV_EVENT_QP_FATAL
         if qp is not None:
@@ -576,8 +604,8 @@ class QP(PyverbsCM):
             self.send_done(work)
         elif self._datagrams is not None:
             self._post_datagram(wr, work)
-        elif self._qp is None or self.state == SQD:
-            self._waiting.append(work)      # until the peer joins, or the QP leaves SQD
+        elif self._qp is None or self.context.port_down or self.state == SQD:
+            self._waiting.append(work)      # until the peer joins, the port is up, or the QP leaves SQD
         else:
             self._qp.post_send(work)
 
@@ -651,3 +679,11 @@ class QP(PyverbsCM):
             for holder in holders:
                 holder.discard(self)
 
+
+class QPRateLimitAttr(UnsupportedAttr):
+    """ibv_qp_rate_limit_attr."""
+
+
+class QPEx(Unsupported):
+    """ibv_create_qp_ex with the new post-send API (ibv_qp_ex):
+    PyverbsRDMAError (EOPNOTSUPP); shm0 posts with post_send."""

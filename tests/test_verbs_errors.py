@@ -10,6 +10,7 @@ import pytest
 
 from shmdat.verbs import libibverbs_enums as e
 from shmdat.verbs.mr import MR
+from shmdat.verbs.pd import PD
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError
 from shmdat.verbs.qp import QPAttr
 from shmdat.verbs.wr import SGE, RecvWR, SendWR
@@ -175,3 +176,13 @@ def test_the_responders_event_across_processes(spawn):
         peer.join()
     finally:
         me.close()
+
+
+def test_a_receive_is_checked_when_taken_so_a_rereg_in_between_counts(verbs_pair):
+    """As a NIC resolves a receive's lkey when a message lands: an MR moved to
+    another PD after the post fails the receive (and REM_OP_ERR at the sender)."""
+    a, b = verbs_pair
+    b.recv(1)
+    b.mr.rereg(e.IBV_REREG_MR_CHANGE_PD, pd=PD(b.ctx))
+    a.send(2, b"too late")
+    assert (b.completion().status, a.completion().status) == (e.IBV_WC_LOC_PROT_ERR, e.IBV_WC_REM_OP_ERR)

@@ -339,3 +339,14 @@ def test_an_extended_cq_polled_a_batch_at_a_time():
     finally:
         a.close()
         b.close()
+
+
+def test_init_attr_caps_and_data_in_order(verbs_pair):
+    a, _ = verbs_pair
+    attr = QPInitAttr(qp_type=e.IBV_QPT_RC, scq=a.cq, rcq=a.cq)
+    attr.max_send_wr = 0xFFFFFFFF                    # pyverbs sets caps through the init attributes
+    assert attr.cap.max_send_wr == attr.max_send_wr == 0xFFFFFFFF
+    with pytest.raises(PyverbsRDMAError) as err:
+        QP(a.pd, attr)
+    assert err.value.error_code == errno.EINVAL
+    assert a.qp.query_data_in_order(e.IBV_WR_SEND) == 0

@@ -221,6 +221,25 @@ def work_request(pd, op, sges, need, ctx):
     return work
 
 
+class Receive:
+    """A posted receive. Its SGEs are checked against the MRs when a message takes it,
+    as a NIC resolves the lkeys then: a rereg in between (PD, translation) counts."""
+    __slots__ = ("pd", "sges", "ctx")
+
+    def __init__(self, pd, sges, ctx):
+        self.pd, self.sges, self.ctx = pd, sges, ctx
+
+    def take(self):
+        """The hardware WorkRequest, its status LOCAL_PROTECTION if an SGE fails."""
+        return work_request(self.pd, ring.OP_SEND, self.sges, e.IBV_ACCESS_LOCAL_WRITE, self.ctx)
+
+    def flushed(self):
+        """A WorkRequest that completes this receive with FLUSHED."""
+        work = ring.WorkRequest(ring.OP_SEND, [], 0, None, 0, self.ctx)
+        work.status = ring.FLUSHED
+        return work
+
+
 def inline_request(op, sges, ctx):
     """A hardware WorkRequest carrying a copy of the SGEs' bytes, read now from
     their addresses (IBV_SEND_INLINE: the lkeys are not looked at, and the

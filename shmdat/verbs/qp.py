@@ -49,7 +49,7 @@ from .cq import CQ, WC
 from .datagrams import Datagrams
 from .device import ACTIVE_MTU, GIDS, Context
 from .grh import grh
-from .mr import inline_request, private_sge, remote_priv, work_request
+from .mr import Receive, inline_request, private_sge, remote_priv, work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .qp_state import check_modify
@@ -117,6 +117,11 @@ class QPCap(PyverbsObject):
         self.max_inline_data = max_inline_data
 
 
+def _cap_field(name):
+    """A property reading and setting cap.<name>."""
+    return property(lambda self: getattr(self.cap, name), lambda self, value: setattr(self.cap, name, value))
+
+
 class QPInitAttr(PyverbsObject):
     """ibv_qp_init_attr: `QPInitAttr(qp_type, qp_context, scq, rcq, srq, cap, sq_sig_all)`."""
 
@@ -129,6 +134,11 @@ class QPInitAttr(PyverbsObject):
         self.qp_type, self.qp_context, self.srq, self.sq_sig_all = qp_type, qp_context, srq, sq_sig_all
         self.send_cq, self.recv_cq = scq, rcq
         self.cap = cap if cap is not None else QPCap()
+
+    # pyverbs reads and sets the capabilities through the init attributes too.
+    max_send_wr, max_recv_wr = _cap_field("max_send_wr"), _cap_field("max_recv_wr")
+    max_send_sge, max_recv_sge = _cap_field("max_send_sge"), _cap_field("max_recv_sge")
+    max_inline_data = _cap_field("max_inline_data")
 
 
 class QPInitAttrEx(QPInitAttr):
@@ -242,7 +252,7 @@ class QP(PyverbsCM):
             raise PyverbsRDMAError(f"{what}: {err}", errno.ENOMEM) from None
         self.state = RESET
         self.attr = QPAttr(qp_state=RESET)
-        self._rq = collections.deque()          # posted receives (ring WorkRequests)
+        self._rq = collections.deque()          # posted receives (mr.Receive)
         self._waiting = collections.deque()     # sends posted before the peer joined, or in SQD
         self._qp = None                         # ring.QueuePair once joined
         self._created = None                    # the connection segment we created, until unlinked
@@ -343,6 +353,13 @@ class QP(PyverbsCM):
             init = QPInitAttr(self.qp_type, self.qp_context, self.send_cq, self.recv_cq, self.srq,
                               attr.cap, self.sq_sig_all)
             return attr, init
+
+    def query_data_in_order(self, op, flags=0):
+        """ibv_query_qp_data_in_order: 0, whatever the flags: shm0 copies a message
+        with memcpy and CMA, which promise no order of the bytes within it (as
+        libibverbs answers for a provider that does not say)."""
+        self._check_open("Failed to query data in order")
+        return 0
 
     # Joining the peer QP (the wire).
 
@@ -504,16 +521,16 @@ class QP(PyverbsCM):
                 pass
             pending, cur = qp.drain()
             if cur is not None:
-                self._rq.appendleft(cur)
+                cur.status = ring.FLUSHED
+                self.recv_done(cur)
             qp.set_state(ring.S_BROKEN)
         elif self._datagrams is not None:
             pending = self._datagrams.drain()
         for wr in [*pending, *self._waiting]:
             wr.status = ring.FLUSHED
             self.send_done(wr)
-        for wr in self._rq:
-            wr.status = ring.FLUSHED
-            self.recv_done(wr)
+        for receive in self._rq:
+            self.recv_done(receive.flushed())
         self._waiting.clear()
         self._rq.clear()
 
@@ -532,13 +549,11 @@ class QP(PyverbsCM):
                 if self.state == RESET or len(self._rq) >= self.cap.max_recv_wr \
                         or wr.num_sge > self.cap.max_recv_sge or self.srq is not None:
                     raise PyverbsRDMAError("Failed to post recv", errno.EINVAL)
-                work = work_request(self.pd, ring.OP_SEND, wr.sg_list[:wr.num_sge], e.IBV_ACCESS_LOCAL_WRITE,
-                                    (wr.wr_id, e.IBV_WC_RECV, True))
+                receive = Receive(self.pd, wr.sg_list[:wr.num_sge], (wr.wr_id, e.IBV_WC_RECV, True))
                 if self.state == ERR:
-                    work.status = ring.FLUSHED
-                    self.recv_done(work)
+                    self.recv_done(receive.flushed())
                 else:
-                    self._rq.append(work)
+                    self._rq.append(receive)
                 wr = wr.next_wr
             if self.state in _MOVING:
                 self._progress()
@@ -634,7 +649,7 @@ class QP(PyverbsCM):
     # The ring's completion sink and receive source.
 
     def _take_recv(self):
-        return self._rq.popleft() if self._rq else None
+        return self._rq.popleft().take() if self._rq else None
 
     def send_done(self, work):
         wr_id, wc_op, signaled = work.ctx

@@ -88,6 +88,10 @@ class Peer:
             raise PeerFailed(f"peer {self.pid} finished while the test expected a message")
         return msg
 
+    def ready(self, timeout=0):
+        """Whether the peer has sent something (or ended) within `timeout` seconds."""
+        return self._conn.poll(timeout)
+
     def join(self, timeout=TIMEOUT):
         """Wait for the peer to finish its target successfully."""
         if not self._done:

@@ -38,15 +38,6 @@ MODULES = ["test_device", "test_pd", "test_mr", "test_cq", "test_cq_events", "te
 KNOWN_FAILURES = {
     "tests.test_device.DeviceTest.test_get_pkey_index":
         "reads /sys/class/infiniband/shm0/ports/1/pkeys/0: shm0 is not a kernel device",
-    "tests.test_mr.MRTest.test_mr_rereg_addr":
-        "a posted receive keeps the memory it named when posted; rereg of the translation "
-        "should make it fail (verbs/qp.py, hw/ring.py)",
-    "tests.test_mr.MRTest.test_mrex_rereg_addr": "as test_mr_rereg_addr",
-    "tests.test_mr.MRTest.test_mr_rereg_pd":
-        "a receive whose MR left the QP's PD completes the sender with LOC_PROT_ERR, "
-        "not REM_OP_ERR (verbs/qp.py, hw/ring.py)",
-    "tests.test_atomic.AtomicTest.test_atomic_invalid_qp_access":
-        "the responder QP's qp_access_flags are not checked, only its MR's (verbs/qp.py)",
 }
 
 

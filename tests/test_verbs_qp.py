@@ -15,7 +15,7 @@ from shmdat.verbs.pyverbs_error import PyverbsRDMAError
 from shmdat.verbs.qp import QP, QPAttr, QPInitAttr, QPInitAttrEx
 from shmdat.verbs.wr import SGE, RecvWR, SendWR
 
-from tests.verbs_ends import End, bounded
+from tests.verbs_ends import End, bounded, qp_attr
 
 
 def test_send_recv_in_one_process(verbs_pair):
@@ -265,7 +265,7 @@ def _adder(ch, count):
 def test_atomics_from_two_processes_do_not_interleave(spawn):
     count = 300
     target = End()
-    second = QP(target.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=target.cq, rcq=target.cq), QPAttr())
+    second = QP(target.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=target.cq, rcq=target.cq), qp_attr())
     peers = [spawn(_adder, count) for _ in range(2)]
     try:
         word = MR(target.pd, 8, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_ATOMIC)
@@ -339,3 +339,14 @@ def test_an_extended_cq_polled_a_batch_at_a_time():
     finally:
         a.close()
         b.close()
+
+
+def test_init_attr_caps_and_data_in_order(verbs_pair):
+    a, _ = verbs_pair
+    attr = QPInitAttr(qp_type=e.IBV_QPT_RC, scq=a.cq, rcq=a.cq)
+    attr.max_send_wr = 0xFFFFFFFF                    # pyverbs sets caps through the init attributes
+    assert attr.cap.max_send_wr == attr.max_send_wr == 0xFFFFFFFF
+    with pytest.raises(PyverbsRDMAError) as err:
+        QP(a.pd, attr)
+    assert err.value.error_code == errno.EINVAL
+    assert a.qp.query_data_in_order(e.IBV_WR_SEND) == 0

@@ -13,6 +13,7 @@ from shmdat.verbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from shmdat.verbs.wr import SGE, RecvWR, SendWR
 
 ACCESS = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
+QP_ACCESS = ACCESS | e.IBV_ACCESS_REMOTE_ATOMIC     # what the QPs let RDMA and atomics do
 GID_INDEX = 3                       # ::ffff:127.0.0.1, RoCE v2
 POLL_BOUND = 10.0                   # seconds: a completion that takes longer is a bug
 
@@ -20,21 +21,24 @@ POLL_BOUND = 10.0                   # seconds: a completion that takes longer is
 class End:
     """One side's resources, as rdma-core's RCResources has them."""
 
-    def __init__(self, sq_sig_all=1, channel=False, max_recv_wr=16, max_send_wr=16):
+    def __init__(self, sq_sig_all=1, channel=False, max_recv_wr=16, max_send_wr=16,
+                 qp_type=e.IBV_QPT_RC):
         self.ctx = Context(name="shm0")
         self.pd = PD(self.ctx)
         self.channel = CompChannel(self.ctx) if channel else None
         self.cq = CQ(self.ctx, 64, None, self.channel)
         self.mr = MR(self.pd, 1 << 16, ACCESS)
         cap = QPCap(max_send_wr=max_send_wr, max_recv_wr=max_recv_wr)
-        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap,
-                                         sq_sig_all=sq_sig_all), QPAttr())
+        self.qp = QP(self.pd, QPInitAttr(qp_type=qp_type, scq=self.cq, rcq=self.cq, cap=cap,
+                                         sq_sig_all=sq_sig_all), qp_attr())
 
-    def connect(self, dest_qp_num, **qp_attr):
-        """To RTS towards dest_qp_num; qp_attr sets more QPAttr fields (timeout, retry_cnt...)."""
-        attr = QPAttr()
+    def connect(self, dest_qp_num, rnr_retry=7, min_rnr_timer=12, **fields):
+        """To RTS towards dest_qp_num (RNR values as rdma-core's tests set them);
+        `fields` sets more QPAttr fields (timeout, retry_cnt...)."""
+        attr = qp_attr()
         attr.dest_qp_num = dest_qp_num
-        for name, value in qp_attr.items():
+        attr.rnr_retry, attr.min_rnr_timer = rnr_retry, min_rnr_timer
+        for name, value in fields.items():
             setattr(attr, name, value)
         attr.ah_attr = AHAttr(is_global=1, gr=GlobalRoute(self.ctx.query_gid(1, GID_INDEX),
                                                           sgid_index=GID_INDEX))
@@ -72,6 +76,13 @@ class End:
 
     def close(self):
         self.ctx.close()
+
+
+def qp_attr():
+    """A QPAttr letting RDMA reads, writes and atomics in (qp_access_flags)."""
+    attr = QPAttr()
+    attr.qp_access_flags = QP_ACCESS
+    return attr
 
 
 def bounded(call, bound=POLL_BOUND):

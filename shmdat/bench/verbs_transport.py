@@ -47,12 +47,12 @@ class VerbsEndpoint:
         self.dst = MR(pd, max_size, ACCESS)
         cap = QPCap(max_send_wr=WINDOW, max_recv_wr=WINDOW)
         self.qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.send_cq, rcq=self.recv_cq, cap=cap,
-                                    sq_sig_all=1), QPAttr())
+                                    sq_sig_all=1), self._qp_attr())
         gid = ctx.query_gid(1, GID_INDEX)
         # Out of band, as perftest's TCP exchange: QP number, GID, and the buffer RDMA targets.
         ctrl.send((self.qp.qp_num, gid.gid, self.dst.buf, self.dst.rkey))
         qp_num, remote_gid, self.remote_addr, self.remote_rkey = ctrl.recv()
-        attr = QPAttr()
+        attr = self._qp_attr()
         attr.dest_qp_num = qp_num
         attr.ah_attr = AHAttr(is_global=1, gr=GlobalRoute(GID(remote_gid), sgid_index=GID_INDEX))
         self.qp.to_rts(attr)
@@ -60,6 +60,15 @@ class VerbsEndpoint:
         self.recv_wr = RecvWR(num_sge=1, sg=[SGE(self.dst.buf, max_size, self.dst.lkey)])
         for _ in range(WINDOW):
             self.qp.post_recv(self.recv_wr)
+
+    @staticmethod
+    def _qp_attr():
+        """As perftest: remote access for RDMA, and RNR retries for ever (a send may
+        reach the responder before it has reposted its receive)."""
+        attr = QPAttr()
+        attr.qp_access_flags = ACCESS
+        attr.rnr_retry, attr.min_rnr_timer = 7, 12
+        return attr
 
     def _wr(self, op, size):
         wr = self.wrs.get((op, size))

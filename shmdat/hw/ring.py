@@ -29,11 +29,34 @@ wait for the receiver to run); a rendezvous message completes once the
 receiver has copied it, since until then the receiver reads the sender's
 buffer. A message stays in the ring until a receive is posted for it, and a
 full ring holds later sends back: a slow receiver slows its sender.
+
+The driver may ask for other behaviours, per QueuePair:
+
+- `acked` (a reliable connection): a send completes once the receiver has
+  consumed it (its acknowledgement). A receiver with no receive for the
+  message at the head of its ring refuses it with a "not ready" NAK word in
+  the header (and the delay the sender is to wait), and leaves it there; the
+  sender measures time and gives the send up (status NOT_READY) after
+  `rnr_retry` delays, or never when rnr_retry is None. A message longer than
+  its receive, or taken by a receive that failed its local checks, is refused
+  likewise (NAK INVALID or REMOTE_OP) and the receiver breaks the connection;
+  the sender learns which send it was from the NAK.
+- `drops` (unreliable): a message with no receive is consumed and lost, and
+  a send that finds no room in the ring is lost (completing at once).
+- `datagram_key` (datagrams, one connection per sender and receiver): each
+  message begins with a DATAGRAM_HEADER (datagram_header(key)) and is lost
+  unless its key is the receiver's; the receive gets what follows the header.
+
+A side that breaks the connection because of the other's request writes why
+in its fault word first (FAULT_ACCESS, FAULT_INVALID), so the other side can
+tell a remote access violation from a plain break. A side may publish the
+remote access it allows (publish_access); RDMA beyond it is REMOTE_INVALID.
 """
 
 import collections
 import ctypes
 import os
+import time
 
 from . import cma
 from .errors import RingCorrupt
@@ -53,6 +76,16 @@ W_TAIL = (32, 48)                        # tail of that ring (written by the oth
 W_PROBE_ADDR = (56, 64)                  # where each side's CMA probe word lives
 W_PROBE_VALUE = (57, 65)
 W_CAN_READ = (58, 66)                    # 1: this side can read the other side's memory by CMA
+# A side's NAK of the message at a position of the ring it receives: (position + 1) << 8 | reason,
+# the delay (microseconds) it asks the sender to wait after a NOT_READY NAK, its fault word, and
+# the remote access it allows (ACCESS_PUBLISHED | PRIV_* bits; 0: not published, anything goes).
+W_NAK = (72, 80)
+W_NAK_DELAY = (73, 81)
+W_FAULT = (74, 82)
+W_ACCESS = (75, 83)
+NAK_NOT_READY, NAK_INVALID, NAK_REMOTE_OP = 1, 2, 3
+FAULT_ACCESS, FAULT_INVALID = 1, 2
+ACCESS_PUBLISHED = 1 << 8
 
 # Side states.
 S_INIT, S_UP, S_CLOSED, S_BROKEN = 0, 1, 2, 3
@@ -69,6 +102,11 @@ LENGTH_MASK = (1 << 32) - 1
 
 # Completion statuses the hardware reports (the DAT layer maps them to DtoStatus).
 OK, FLUSHED, LENGTH, REMOTE_ACCESS, LOCAL_PROTECTION = 0, 1, 2, 6, 4
+# Only on acked connections, and for published access: the receiver refused the request
+# as invalid, could not carry it out, or had no receive for it until the sender gave up.
+REMOTE_INVALID, REMOTE_OP, NOT_READY = 7, 8, 9
+LOCAL_OPERATION = 10        # a WR its connection does not carry (the driver sets it at post)
+_NAK_STATUS = {NAK_INVALID: REMOTE_INVALID, NAK_REMOTE_OP: REMOTE_OP}
 
 RING_BYTES = int(os.environ.get("SHMDAT_RING_KIB", "256")) * 1024
 CHUNK = 64 * 1024                        # largest payload of one MSG/FRAG record
@@ -88,7 +126,7 @@ class Sge:
 class WorkRequest:
     """A send-queue or receive-queue entry. `ctx` belongs to the driver."""
     __slots__ = ("op", "sges", "length", "remote", "flags", "ctx", "end", "status", "done", "solicited",
-                 "imm", "write_len", "written", "compare_add", "swap")
+                 "imm", "write_len", "written", "compare_add", "swap", "start")
 
     def __init__(self, op, sges, length, remote=None, flags=0, ctx=None):
         self.op, self.sges, self.length, self.remote, self.flags, self.ctx = op, sges, length, remote, flags, ctx
@@ -100,6 +138,15 @@ class WorkRequest:
         self.write_len = None   # receive: the length of the RDMA write its immediate data ends
         self.written = False    # RDMA write with immediate data: the copy is done, the notice not yet
         self.compare_add = self.swap = 0    # atomics: the operands
+        self.start = -1         # send: the ring position of its first record
+
+
+_LOST = object()        # the ctx of a stand-in receive for a message that `drops` loses
+DATAGRAM_HEADER = 8     # a datagram's first bytes: its key (32 bits, little-endian), 4 reserved
+
+
+def datagram_header(key):
+    return key.to_bytes(4, "little") + bytes(4)
 
 
 def connection_bytes(ring_bytes=RING_BYTES):
@@ -243,6 +290,15 @@ class QueuePair:
         self.rx_discard = False              # the current message is too long for its receive
         self.msn = 0                         # messages begun from the peer (recv_query's MSN)
         self._probe = None
+        self.acked = False                   # the driver's choices: see the module docstring
+        self.drops = False
+        self.rnr_retry = None                # acked sender: give a send up after this many delays
+        self.rnr_delay_us = 0                # acked receiver: the delay its NOT_READY NAKs ask for
+        self.datagram_key = None             # datagrams: the key a message must carry to be received
+        self.w_my_nak, self.w_peer_nak = W_NAK[side], W_NAK[1 - side]
+        self._nak_seen = w[self.w_peer_nak]  # the peer's last NAK word looked at
+        self._rnr_wr = None                  # the send a NOT_READY NAK holds, and when to give it up
+        self._rnr_give_up = None
         w[self.w_my_state] = S_UP
 
     # State.
@@ -258,6 +314,18 @@ class QueuePair:
 
     def close(self):
         self.segment.close()
+
+    def fault(self, why):
+        """Tell the peer why we break the connection (FAULT_*), before set_state(S_BROKEN)."""
+        self.words[W_FAULT[self.side]] = why
+
+    def peer_fault(self):
+        """Why the peer broke the connection (FAULT_*), or 0."""
+        return self.words[W_FAULT[1 - self.side]]
+
+    def publish_access(self, priv):
+        """The remote access (PRIV_* bits) the peer's RDMA may use through this connection."""
+        self.words[W_ACCESS[self.side]] = ACCESS_PUBLISHED | priv
 
     # Cross-memory-attach probe: can this side read the peer's private memory?
 
@@ -298,8 +366,8 @@ class QueuePair:
         while sq:
             wr = sq[0]
             if wr.op == OP_SEND:
-                if not self._push_send(wr):
-                    return
+                if not self._push_send(wr) and (not self.drops or wr.done):
+                    return                      # (unless nothing went in and it may be lost)
             elif wr.op == OP_RDMA_WRITE:
                 if wr.imm is None:
                     self._rdma(wr, write=True)
@@ -328,6 +396,38 @@ class QueuePair:
         send_done = self.sink.send_done
         while inflight and inflight[0].end <= tail:
             send_done(inflight.popleft())
+        if inflight and (self._rnr_wr is not None or self.words[self.w_peer_nak] != self._nak_seen):
+            self._not_ready(inflight[0], tail)
+
+    def _not_ready(self, wr, tail):
+        """The peer NAKed a message as not ready: give its send up once rnr_retry of the
+        delays the peer asked for have passed (never if rnr_retry is None), unless the
+        peer has taken it by then."""
+        nak = self._nak_seen = self.words[self.w_peer_nak]
+        if nak != (wr.start + 1) << 8 | NAK_NOT_READY or tail > wr.start:
+            self._rnr_wr = None
+            return
+        now = time.monotonic()
+        if self._rnr_wr is not wr:
+            self._rnr_wr = wr
+            delay = self.words[W_NAK_DELAY[1 - self.side]] / 1e6
+            self._rnr_give_up = None if self.rnr_retry is None else now + self.rnr_retry * delay
+        if self._rnr_give_up is not None and now >= self._rnr_give_up:
+            self._rnr_wr = None
+            self.inflight.popleft()
+            wr.status = NOT_READY
+            self.sink.send_done(wr)
+
+    def refused_send(self):
+        """The send the peer refused as invalid or could not carry out, taken off the
+        in-flight queue with its status set; or None."""
+        nak = self.words[self.w_peer_nak]
+        status = _NAK_STATUS.get(nak & 0xFF)
+        if status is None or not self.inflight or self.inflight[0].start + 1 != nak >> 8:
+            return None
+        wr = self.inflight.popleft()
+        wr.status = status
+        return wr
 
     def _reserve(self, payload):
         """Ring offset (bytes) for a record with `payload` bytes, or -1 if there is no room."""
@@ -372,9 +472,13 @@ class QueuePair:
             if n:
                 gather(wr.sges, wr.done, buf[off + HDR:off + HDR + n], n)
             first = wr.done == 0
+            if first:
+                wr.start = self.tx_head
             wr.done += n
             self._publish(off, K_MSG if first else K_FRAG, flags, n, aux if first else wr.length)
             if wr.done == wr.length:
+                if self.acked:
+                    wr.end = self.tx_head       # complete when the peer has consumed it
                 self.peer.ring()
                 return True
 
@@ -390,7 +494,10 @@ class QueuePair:
         if off < 0:
             return False
         flags = F_IMM | F_WRITE_NOTICE | (F_SOLICITED if wr.solicited else 0)
+        wr.start = self.tx_head
         self._publish(off, K_MSG, flags, 0, wr.length | wr.imm << 32)
+        if self.acked:
+            wr.end = self.tx_head
         self.peer.ring()
         return True
 
@@ -412,27 +519,43 @@ class QueuePair:
             w[o], w[o + 1], w[o + 2], w[o + 3] = s.seg, (s.segoff if s.seg else s.addr), len(s.view), 0
             o += 4
         wr.done = wr.length
+        wr.start = self.tx_head
         self._publish(off, K_RDV, flags, n, aux)
         wr.end = self.tx_head
         self.peer.ring()
         return True
 
+    def _refuse_access(self, wr, status=REMOTE_ACCESS):
+        """An RDMA the peer does not allow: its status, and the fault the peer will read."""
+        wr.status = status
+        self.fault(FAULT_ACCESS if status == REMOTE_ACCESS else FAULT_INVALID)
+
+    def _allowed(self, wr, need):
+        """Whether the peer's published access lets this RDMA through (else refused)."""
+        allowed = self.words[W_ACCESS[1 - self.side]]
+        if allowed and not allowed & need:
+            self._refuse_access(wr, REMOTE_INVALID)
+            return False
+        return True
+
     def _rdma(self, wr, write):
         """One-sided RDMA: check the peer's registration and copy. Sets wr.status."""
         key, addr, rlen = wr.remote
-        reg = self.peer.lookup(key)
         need = PRIV_REMOTE_WRITE if write else PRIV_REMOTE_READ
+        if not self._allowed(wr, need):
+            return
+        reg = self.peer.lookup(key)
         n = wr.length
         if (reg is None or not reg.priv & need or reg.pz != self.peer_pz
                 or addr < reg.base or addr + n > reg.base + reg.length or n > rlen):
-            wr.status = REMOTE_ACCESS
+            self._refuse_access(wr)
             return
         try:
             if reg.kind == 1:
                 view = self.peer.segment_view(reg.seg)
                 start = reg.segoff + (addr - reg.base)
                 if view is None or start + n > len(view):
-                    wr.status = REMOTE_ACCESS
+                    self._refuse_access(wr)
                     return
                 if write:
                     gather(wr.sges, 0, view[start:start + n], n)
@@ -442,7 +565,7 @@ class QueuePair:
                 pairs = address_pairs(wr.sges, 0, n)
                 (cma.write if write else cma.read)(self.peer.pid, pairs, [(addr, n)])
         except cma.CmaError:
-            wr.status = REMOTE_ACCESS
+            self._refuse_access(wr)
             return
         wr.done = n
 
@@ -451,10 +574,12 @@ class QueuePair:
         memory, under the peer's atomic lock; the word's old value (little-endian,
         as the host holds it) goes to the local SGEs. Sets wr.status."""
         key, addr, _ = wr.remote
+        if not self._allowed(wr, PRIV_REMOTE_ATOMIC):
+            return
         reg = self.peer.lookup(key)
         if (reg is None or not reg.priv & PRIV_REMOTE_ATOMIC or reg.pz != self.peer_pz or addr % 8
                 or addr < reg.base or addr + 8 > reg.base + reg.length or wr.length != 8):
-            wr.status = REMOTE_ACCESS
+            self._refuse_access(wr)
             return
         try:
             with self.peer.atomic_lock(addr):
@@ -463,7 +588,7 @@ class QueuePair:
                     view = self.peer.segment_view(reg.seg)
                     start = reg.segoff + (addr - reg.base)
                     if view is None or start + 8 > len(view):
-                        wr.status = REMOTE_ACCESS
+                        self._refuse_access(wr)
                         return
                     old[:] = view[start:start + 8]
                 else:
@@ -480,7 +605,7 @@ class QueuePair:
                     else:
                         cma.write(self.peer.pid, [(_address(data), 8)], [(addr, 8)])
         except cma.CmaError:
-            wr.status = REMOTE_ACCESS
+            self._refuse_access(wr)
             return
         scatter(wr.sges, 0, memoryview(old), 8)
         wr.done = 8
@@ -493,7 +618,8 @@ class QueuePair:
         """Deliver what the peer has put in our receive ring into posted receives.
 
         Returns the number of records consumed. A message with no receive to go
-        into waits in the ring (the peer's send stays incomplete).
+        into waits in the ring (the peer's send stays incomplete; NAKed if acked),
+        or is lost if `drops`.
         """
         w = self.words
         consumed = 0
@@ -520,18 +646,31 @@ class QueuePair:
             elif kind == K_MSG or kind == K_RDV:
                 if self.rx_cur is not None:
                     raise RingCorrupt("a new message began before the last one ended")
-                wr = self.take_recv()
+                skip = 0
+                if self.datagram_key is None:
+                    wr = self.take_recv()
+                else:
+                    key = w[(off + HDR) >> 3] & 0xFFFFFFFF if length >= DATAGRAM_HEADER and kind == K_MSG else None
+                    skip = DATAGRAM_HEADER if key is not None else 0
+                    wr = self.take_recv() if key == self.datagram_key else None
                 if wr is None:
-                    break                       # receiver not ready: the message waits
+                    if not self.drops:
+                        if self.acked:
+                            self._nak(tail, NAK_NOT_READY)
+                        break                   # receiver not ready: the message waits
+                    wr = WorkRequest(OP_SEND, [], 0, ctx=_LOST)
                 flags, aux = (w0 >> 8) & 0xFF, w[(off >> 3) + 1]
                 total = aux & LENGTH_MASK
                 if flags & F_IMM:
                     wr.imm = aux >> 32
                 if flags & F_WRITE_NOTICE:
                     wr.write_len, total = total, 0      # nothing to place: the data was written already
-                self._begin(wr, total, flags & F_SOLICITED)
+                if self.acked and (total > wr.length or wr.status != OK):
+                    self._refuse(wr, tail)
+                    break
+                self._begin(wr, total - skip, flags & F_SOLICITED)
                 if kind == K_MSG:
-                    self._place(off + HDR, length)
+                    self._place(off + HDR + skip, length - skip)
                 else:
                     self._place_rendezvous(off + HDR, length)
             elif kind == K_FRAG:
@@ -549,14 +688,33 @@ class QueuePair:
             self.peer.ring()
         return consumed
 
+    def _nak(self, pos, reason):
+        """Refuse the message at `pos` of our receive ring (written once per message and reason)."""
+        nak = (pos + 1) << 8 | reason
+        w = self.words
+        if w[self.w_my_nak] != nak:
+            w[W_NAK_DELAY[self.side]] = self.rnr_delay_us
+            w[self.w_my_nak] = nak                  # last: the delay is there when the NAK shows
+            self.peer.ring()
+
+    def _refuse(self, wr, pos):
+        """An acked message longer than its receive, or taken by a receive that failed its
+        local checks: the receive completes in error, the message stays unconsumed, and
+        the sender learns which it was (the driver then breaks the connection)."""
+        self._nak(pos, NAK_INVALID if wr.status == OK else NAK_REMOTE_OP)
+        if wr.status == OK:
+            wr.status = LENGTH
+        wr.done = 0
+        self.sink.recv_done(wr)
+
     def _begin(self, wr, total, solicited):
         self.msn += 1
         wr.done = 0
         wr.solicited = bool(solicited)
         self.rx_cur = wr
         self.rx_total = total
-        self.rx_discard = total > wr.length
-        if self.rx_discard:
+        self.rx_discard = total > wr.length or wr.status != OK
+        if total > wr.length and wr.status == OK:
             wr.status = LENGTH
 
     def _place(self, off, n):
@@ -596,7 +754,8 @@ class QueuePair:
     def _finish(self):
         wr = self.rx_cur
         self.rx_cur = None
-        self.sink.recv_done(wr)
+        if wr.ctx is not _LOST:
+            self.sink.recv_done(wr)
 
     # Teardown.
 

@@ -24,6 +24,7 @@ from ..hw.port import Port
 from ..hw.progress import LIVENESS_SLICE, Progress
 from ..hw.qpn import QpnTable
 from . import libibverbs_enums as e
+from .datagrams import parse_notice
 from .gid import GID, gid_raw
 from .base import PyverbsCM, PyverbsObject, Unsupported, UnsupportedAttr, close_children
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
@@ -31,6 +32,7 @@ from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 DEVICE_NAME = "shm0"
 PORT = 1
 PKEY_DEFAULT = 0xFFFF
+ACTIVE_MTU = e.IBV_MTU_1024
 VENDOR_ID = 0x5348      # "SH": not a PCI vendor; rxe uses 0xFFFFFF the same way
 
 
@@ -57,7 +59,8 @@ LIMITS = dict(
     max_ee_init_rd_atom=0, max_ee=0, max_rdd=0, max_mw=0, max_raw_ipv6_qp=0, max_raw_ethy_qp=0,
     max_mcast_grp=0, max_mcast_qp_attach=0, max_total_mcast_qp_attach=0, max_ah=65536,
     max_fmr=0, max_map_per_fmr=0, max_srq=4096, max_srq_wr=16384, max_srq_sge=32,
-    max_pkeys=1, local_ca_ack_delay=15)
+    max_pkeys=1, local_ca_ack_delay=15,
+    max_inline_data=400)        # shm0's addition (ibv_device_attr has none): rxe's inline limit
 DEVICE_CAP_FLAGS = (e.IBV_DEVICE_BAD_PKEY_CNTR | e.IBV_DEVICE_BAD_QKEY_CNTR
                     | e.IBV_DEVICE_SYS_IMAGE_GUID | e.IBV_DEVICE_RC_RNR_NAK_GEN
                     | e.IBV_DEVICE_SRQ_RESIZE | e.IBV_DEVICE_PORT_ACTIVE_EVENT)
@@ -272,6 +275,8 @@ class Context(PyverbsCM):
             return
         if self._port.generation != self._port_generation:
             self._port_changed()
+        if self.hca.cm_pending():
+            self._notices()
         for qp in self.active_qps[:] if len(self.active_qps) > 1 else self.active_qps:
             qp._progress()
         if time.monotonic() >= self._next_liveness:     # a dead peer is seen within a slice
@@ -315,6 +320,17 @@ class Context(PyverbsCM):
         self._check_open(what)
         if self._fatal:
             raise PyverbsRDMAError(f"{what}: the device had a fatal error", errno.EIO)
+
+    def _notices(self):
+        """The device's inbox: a UD sender's new connection, for the QP it names."""
+        for data, _pid in self.hca.cm_receive():
+            notice = parse_notice(data)
+            if notice is None:
+                continue
+            address, src, dst = notice
+            for qp in self.qps:
+                if qp.qp_num == dst and qp._datagrams is not None:
+                    qp._datagrams.attach(address, src)
 
     def progress(self):
         """Move every QP of the context along (under the context's lock)."""
@@ -433,7 +449,7 @@ class Context(PyverbsCM):
         self._check_port(port_num, f"Failed to query port {port_num}")
         # A down port reads as rxe's over a netdev set down: DOWN, physically DISABLED.
         state, phys_state = (e.IBV_PORT_DOWN, 3) if self._port.down else (e.IBV_PORT_ACTIVE, 5)
-        return PortAttr(state=state, max_mtu=e.IBV_MTU_4096, active_mtu=e.IBV_MTU_1024,
+        return PortAttr(state=state, max_mtu=e.IBV_MTU_4096, active_mtu=ACTIVE_MTU,
                         gid_tbl_len=GID_TABLE_LEN, port_cap_flags=0, max_msg_sz=1 << 31,
                         bad_pkey_cntr=0, qkey_viol_cntr=0, pkey_tbl_len=1, lid=0, sm_lid=0,
                         lmc=0, max_vl_num=1, sm_sl=0, subnet_timeout=0, init_type_reply=0,

@@ -45,7 +45,8 @@ def check_access(access, what):
     return int(access)
 
 
-def _hw_priv(access):
+def remote_priv(access):
+    """The hardware PRIV_* bits of the remote access in ibv_access_flags."""
     return sum(priv for flag, priv in _HW_PRIV if access & flag)
 
 
@@ -120,7 +121,7 @@ class MR(PyverbsCM):
     def _entry(self):
         """The registration table entry's fields (kind, priv, pd, base, length, seg, segoff)."""
         kind = hw.KIND_SEGMENT if self._segment is not None else hw.KIND_PROCESS
-        return kind, _hw_priv(self.access), self.pd.pd_id, self.buf, self.length, self._seg_id, 0
+        return kind, remote_priv(self.access), self.pd.pd_id, self.buf, self.length, self._seg_id, 0
 
     def _free_buffer(self):
         if self._segment is not None:
@@ -218,6 +219,39 @@ def work_request(pd, op, sges, need, ctx):
     work = ring.WorkRequest(op, out, total, None, 0, ctx)
     work.status = status
     return work
+
+
+class Receive:
+    """A posted receive. Its SGEs are checked against the MRs when a message takes it,
+    as a NIC resolves the lkeys then: a rereg in between (PD, translation) counts."""
+    __slots__ = ("pd", "sges", "ctx")
+
+    def __init__(self, pd, sges, ctx):
+        self.pd, self.sges, self.ctx = pd, sges, ctx
+
+    def take(self):
+        """The hardware WorkRequest, its status LOCAL_PROTECTION if an SGE fails."""
+        return work_request(self.pd, ring.OP_SEND, self.sges, e.IBV_ACCESS_LOCAL_WRITE, self.ctx)
+
+    def flushed(self):
+        """A WorkRequest that completes this receive with FLUSHED."""
+        work = ring.WorkRequest(ring.OP_SEND, [], 0, None, 0, self.ctx)
+        work.status = ring.FLUSHED
+        return work
+
+
+def inline_request(op, sges, ctx):
+    """A hardware WorkRequest carrying a copy of the SGEs' bytes, read now from
+    their addresses (IBV_SEND_INLINE: the lkeys are not looked at, and the
+    program may reuse its buffers as soon as the post returns)."""
+    data = b"".join(ctypes.string_at(sge.addr, sge.length) for sge in sges)
+    return ring.WorkRequest(op, [private_sge(data)], len(data), None, 0, ctx)
+
+
+def private_sge(data):
+    """A hardware Sge over a private copy of the bytes `data`."""
+    copy = ctypes.create_string_buffer(data, len(data))
+    return ring.Sge(memoryview(copy).cast("B"), ctypes.addressof(copy), 0, 0)
 
 
 def _sge(mr, off, length):

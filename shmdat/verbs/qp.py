@@ -1,6 +1,6 @@
-"""Queue pairs (pyverbs.qp): QPCap, QPInitAttr, QPAttr and QP (RC).
+"""Queue pairs (pyverbs.qp): QPCap, QPInitAttr, QPAttr and QP (RC, UC and UD).
 
-A QP is named machine-wide by its qp_num (hw/qpn.py). When an RC QP reaches
+A QP is named machine-wide by its qp_num (hw/qpn.py). When an RC or UC QP reaches
 RTR with a dest_qp_num, it joins that QP on one connection segment of two
 rings (hw/ring.py, as DAT's connections use): the QP with the lower number
 creates the segment under its owner's name, the other maps it and unlinks the
@@ -12,8 +12,25 @@ Atomics (fetch-and-add, compare-and-swap) are done by the initiator under the
 target's atomic lock (hw/hca.py), atomic with respect to every other atomic
 (IBV_ATOMIC_HCA). A QP created with an SRQ takes its receives from it and
 raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. While the device's
-port is down nothing moves, and sends retry as on the wire (_retry). Not there yet: UD
-and UC QPs, inline sends as such (they are copied like any send), RNR retries.
+port is down nothing moves, and sends retry as on the wire (_retry).
+
+RC is reliable (the ring is `acked`): a send completes once the responder has
+taken it; a responder with no receive NAKs it as not ready and the requester
+retries rnr_retry times (7: for ever), min_rnr_timer of the responder apart,
+then completes it with IBV_WC_RNR_RETRY_EXC_ERR. A send the responder refuses
+(longer than its receive: REM_INV_REQ_ERR; its receive failed its checks:
+REM_OP_ERR), and an RDMA beyond the responder's qp_access_flags
+(REM_INV_REQ_ERR) or its MR (REM_ACCESS_ERR), puts both QPs in ERR: the
+responder gets its receive's error, or the async event IBV_EVENT_QP_REQ_ERR /
+IBV_EVENT_QP_ACCESS_ERR. UC has no acks: sends complete once in the ring, a
+message with no receive is lost, RDMA read and atomics complete with
+IBV_WC_LOC_QP_OP_ERR as on rxe.
+
+A UD QP sends to the QP an AH and remote_qpn name (datagrams.py carries it):
+the receive gets the 40-byte GRH (grh.py) and then the payload, with
+IBV_WC_GRH and the sender's qp_num as src_qp. A message to a GID that is not
+the device's, to no QP, over the port's MTU, with another Q_Key, or that finds
+no receive, is lost without an error (the sender's completion is SUCCESS).
 """
 
 import collections
@@ -26,11 +43,13 @@ from ..hw import hca as hw_hca, ring
 from ..hw.errors import NoRoom, PeerUnreachable, RingCorrupt
 from ..hw.qpn import TableFull
 from . import libibverbs_enums as e
-from .addr import AHAttr
+from .addr import AH, AHAttr
 from .base import PyverbsCM, PyverbsObject, Unsupported, UnsupportedAttr
 from .cq import CQ, WC
-from .device import Context
-from .mr import work_request
+from .datagrams import Datagrams
+from .device import ACTIVE_MTU, GIDS, Context
+from .grh import grh
+from .mr import Receive, inline_request, private_sge, remote_priv, work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .qp_state import check_modify
@@ -39,17 +58,32 @@ from .wr import RecvWR, SendWR
 
 RESET, INIT, RTR, RTS, SQD, ERR = (e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS,
                                     e.IBV_QPS_SQD, e.IBV_QPS_ERR)
+RC, UC, UD = e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD
 _MOVING = (RTR, RTS, SQD)                 # states in which the QP is joined to its peer
-# What pyverbs' to_init / to_rtr / to_rts pass for an RC QP.
-_TO = {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
-       RTR: e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
-       | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER,
-       RTS: e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_SQ_PSN
-       | e.IBV_QP_MAX_QP_RD_ATOMIC}
+# What pyverbs' to_init / to_rtr / to_rts pass, per QP type.
+_CONNECT = e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
+_TO = {RC: {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
+            RTR: _CONNECT | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER,
+            RTS: e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_SQ_PSN
+            | e.IBV_QP_MAX_QP_RD_ATOMIC},
+       UC: {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
+            RTR: _CONNECT, RTS: e.IBV_QP_SQ_PSN},
+       UD: {INIT: e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_QKEY, RTR: 0, RTS: e.IBV_QP_SQ_PSN}}
+_UD_MTU = 128 << ACTIVE_MTU             # bytes: a UD message is at most the port's active MTU
+_OWN_QKEY = 0x80000000                  # a WR's Q_Key with this bit: the QP's own is used
 # Hardware statuses -> ibv_wc_status.
 _STATUS = {ring.OK: e.IBV_WC_SUCCESS, ring.FLUSHED: e.IBV_WC_WR_FLUSH_ERR,
            ring.LENGTH: e.IBV_WC_LOC_LEN_ERR, ring.REMOTE_ACCESS: e.IBV_WC_REM_ACCESS_ERR,
-           ring.LOCAL_PROTECTION: e.IBV_WC_LOC_PROT_ERR}
+           ring.LOCAL_PROTECTION: e.IBV_WC_LOC_PROT_ERR, ring.REMOTE_INVALID: e.IBV_WC_REM_INV_REQ_ERR,
+           ring.REMOTE_OP: e.IBV_WC_REM_OP_ERR, ring.NOT_READY: e.IBV_WC_RNR_RETRY_EXC_ERR,
+           ring.LOCAL_OPERATION: e.IBV_WC_LOC_QP_OP_ERR}
+# Why a peer broke the connection -> the async event its responder gets.
+_FAULT_EVENT = {ring.FAULT_ACCESS: e.IBV_EVENT_QP_ACCESS_ERR, ring.FAULT_INVALID: e.IBV_EVENT_QP_REQ_ERR}
+# min_rnr_timer codes -> microseconds (the IB spec's RNR NAK timer field encoding).
+RNR_TIMER_US = (655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
+                2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920, 122880,
+                163840, 245760, 327680, 491520)
+RNR_RETRY_FOR_EVER = 7
 # opcode -> (hardware op, WC opcode, carries immediate data)
 _SEND_OPS = {e.IBV_WR_SEND: (ring.OP_SEND, e.IBV_WC_SEND, False),
              e.IBV_WR_SEND_WITH_IMM: (ring.OP_SEND, e.IBV_WC_SEND, True),
@@ -59,9 +93,16 @@ _SEND_OPS = {e.IBV_WR_SEND: (ring.OP_SEND, e.IBV_WC_SEND, False),
              e.IBV_WR_ATOMIC_FETCH_AND_ADD: (ring.OP_FETCH_ADD, e.IBV_WC_FETCH_ADD, False),
              e.IBV_WR_ATOMIC_CMP_AND_SWP: (ring.OP_CMP_SWAP, e.IBV_WC_COMP_SWAP, False)}
 _ATOMICS = (ring.OP_FETCH_ADD, ring.OP_CMP_SWAP)
+# What each QP type does not carry (rxe's requester has no opcode for them).
+_NOT_ON = {RC: (), UC: (ring.OP_RDMA_READ, *_ATOMICS),
+           UD: (ring.OP_RDMA_WRITE, ring.OP_RDMA_READ, *_ATOMICS)}
+_WITH_GRH = int(e.IBV_WC_GRH)
 _WITH_IMM = int(e.IBV_WC_WITH_IMM)
 _SIGNALED = int(e.IBV_SEND_SIGNALED)
 _SOLICITED = int(e.IBV_SEND_SOLICITED)
+_INLINE = int(e.IBV_SEND_INLINE)
+_INLINE_OPS = (ring.OP_SEND, ring.OP_RDMA_WRITE)      # the man page: inline is for sends and RDMA writes
+_SGE_BYTES = 16                                       # sizeof(struct ibv_sge)
 _ACK_TIMEOUT_UNIT = 4.096e-6              # seconds: the transport timer is 4.096 us * 2**timeout
 
 
@@ -76,6 +117,11 @@ class QPCap(PyverbsObject):
         self.max_inline_data = max_inline_data
 
 
+def _cap_field(name):
+    """A property reading and setting cap.<name>."""
+    return property(lambda self: getattr(self.cap, name), lambda self, value: setattr(self.cap, name, value))
+
+
 class QPInitAttr(PyverbsObject):
     """ibv_qp_init_attr: `QPInitAttr(qp_type, qp_context, scq, rcq, srq, cap, sq_sig_all)`."""
 
@@ -88,6 +134,11 @@ class QPInitAttr(PyverbsObject):
         self.qp_type, self.qp_context, self.srq, self.sq_sig_all = qp_type, qp_context, srq, sq_sig_all
         self.send_cq, self.recv_cq = scq, rcq
         self.cap = cap if cap is not None else QPCap()
+
+    # pyverbs reads and sets the capabilities through the init attributes too.
+    max_send_wr, max_recv_wr = _cap_field("max_send_wr"), _cap_field("max_recv_wr")
+    max_send_sge, max_recv_sge = _cap_field("max_send_sge"), _cap_field("max_recv_sge")
+    max_inline_data = _cap_field("max_inline_data")
 
 
 class QPInitAttrEx(QPInitAttr):
@@ -149,8 +200,8 @@ class QP(PyverbsCM):
     is taken to INIT, as pyverbs does.
 
     Raises PyverbsUserError (not a PD, no CQs), PyverbsRDMAError: EOPNOTSUPP
-    (a QP type shm0 does not do yet), EINVAL (caps over the device's limits, an
-    SRQ of another PD), ENOMEM (no QP number left), EBADF (closed PD or CQ).
+    (a QP type shm0 does not do yet), EINVAL (caps over the device's limits,
+    max_inline_data over query_device()'s, an SRQ of another PD), ENOMEM (no QP number left), EBADF (closed PD or CQ).
     """
     context_set = pd_set = "qps"
 
@@ -169,8 +220,8 @@ class QP(PyverbsCM):
         if not isinstance(creator, PD) or not isinstance(init_attr, QPInitAttr):
             raise PyverbsUserError(f"{what}: QP(pd, QPInitAttr) or QP(ctx, QPInitAttrEx) is what "
                                    "shm0 takes")
-        if init_attr.qp_type != e.IBV_QPT_RC:
-            raise PyverbsRDMAError(f"{what}: shm0 has RC QPs so far", errno.EOPNOTSUPP)
+        if init_attr.qp_type not in _TO:
+            raise PyverbsRDMAError(f"{what}: shm0 has RC, UC and UD QPs", errno.EOPNOTSUPP)
         srq = init_attr.srq
         if srq is not None and (not isinstance(srq, SRQ) or srq.pd is not creator):
             raise PyverbsRDMAError(f"{what}: the SRQ must be one of the QP's PD", errno.EINVAL)
@@ -180,7 +231,8 @@ class QP(PyverbsCM):
         limits = ctx.query_device()
         cap = init_attr.cap
         for name, top in (("max_send_wr", limits.max_qp_wr), ("max_recv_wr", limits.max_qp_wr),
-                          ("max_send_sge", limits.max_sge), ("max_recv_sge", limits.max_sge)):
+                          ("max_send_sge", limits.max_sge), ("max_recv_sge", limits.max_sge),
+                          ("max_inline_data", limits.max_inline_data)):
             if not 0 <= getattr(cap, name) <= top:
                 raise PyverbsRDMAError(f"{what}: cap.{name} is over the device's {top}", errno.EINVAL)
         for cq in (init_attr.send_cq, init_attr.recv_cq):
@@ -189,8 +241,10 @@ class QP(PyverbsCM):
         self.qp_type, self.sq_sig_all, self.qp_context = init_attr.qp_type, init_attr.sq_sig_all, \
             init_attr.qp_context
         self.send_cq, self.recv_cq, self.srq = init_attr.send_cq, init_attr.recv_cq, srq
+        # As rxe: a send WQE holds max_send_sge SGEs or max_inline_data bytes, whichever
+        # is larger, and inline data may fill it (query reports that).
         self.cap = QPCap(cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge, cap.max_recv_sge,
-                         cap.max_inline_data)
+                         max(cap.max_inline_data, _SGE_BYTES * cap.max_send_sge))
         self._owner = ctx.owner
         try:
             self.qp_num = ctx.qpn_table.claim(self._owner + (creator.pd_id,))
@@ -198,11 +252,13 @@ class QP(PyverbsCM):
             raise PyverbsRDMAError(f"{what}: {err}", errno.ENOMEM) from None
         self.state = RESET
         self.attr = QPAttr(qp_state=RESET)
-        self._rq = collections.deque()          # posted receives (ring WorkRequests)
-        self._waiting = collections.deque()     # sends posted before the peer joined
+        self._rq = collections.deque()          # posted receives (mr.Receive)
+        self._waiting = collections.deque()     # sends posted before the peer joined, or in SQD
         self._qp = None                         # ring.QueuePair once joined
         self._created = None                    # the connection segment we created, until unlinked
         self._established = False               # COMM_EST given (once per connection)
+        self._drain_notify = False              # SQD with en_sqd_async_notify: SQ_DRAINED still to come
+        self._datagrams = Datagrams(self) if self.qp_type == UD else None
         self._retries_end = None                # while the port is down: when the sends give up
         ctx.add_ref(self)
         creator.add_ref(self)
@@ -212,7 +268,7 @@ class QP(PyverbsCM):
             srq.qps.add(self)
             self._take_recv = srq.take      # receives come from the SRQ
         if qp_attr is not None:
-            self.to_init(qp_attr)
+            (self.to_rts if self.qp_type == UD else self.to_init)(qp_attr)     # as pyverbs
 
     # State.
 
@@ -221,23 +277,23 @@ class QP(PyverbsCM):
         return self.state
 
     def to_init(self, qp_attr):
-        """RESET -> INIT with pyverbs' mask for an RC QP."""
+        """RESET -> INIT with pyverbs' mask for the QP's type."""
         qp_attr.qp_state = INIT
-        self._modify(qp_attr, _TO[INIT] | e.IBV_QP_STATE, "Failed to modify QP state to init")
+        self._modify(qp_attr, _TO[self.qp_type][INIT] | e.IBV_QP_STATE, "Failed to modify QP state to init")
 
     def to_rtr(self, qp_attr):
         """(RESET ->) INIT -> RTR."""
         if self.state != INIT:
             self.to_init(qp_attr)
         qp_attr.qp_state = RTR
-        self._modify(qp_attr, _TO[RTR] | e.IBV_QP_STATE, "Failed to modify QP state to RTR")
+        self._modify(qp_attr, _TO[self.qp_type][RTR] | e.IBV_QP_STATE, "Failed to modify QP state to RTR")
 
     def to_rts(self, qp_attr):
         """(RESET -> INIT ->) RTR -> RTS."""
         if self.state != RTR:
             self.to_rtr(qp_attr)
         qp_attr.qp_state = RTS
-        self._modify(qp_attr, _TO[RTS] | e.IBV_QP_STATE, "Failed to modify QP state to RTS")
+        self._modify(qp_attr, _TO[self.qp_type][RTS] | e.IBV_QP_STATE, "Failed to modify QP state to RTS")
 
     def modify(self, qp_attr, comp_mask):
         """ibv_modify_qp. Raises PyverbsRDMAError (EINVAL: not a legal move, see qp_state.py)."""
@@ -256,6 +312,13 @@ class QP(PyverbsCM):
                 if mask & bit:
                     for name in names:
                         setattr(self.attr, name, getattr(qp_attr, name))
+            if self._qp is not None:
+                self._configure(self._qp)
+            elif self._datagrams is not None:
+                self._datagrams.set_key(self.attr.qkey)
+            if new == SQD and self.state == RTS:
+                self._drain_notify = bool(mask & e.IBV_QP_EN_SQD_ASYNC_NOTIFY
+                                          and qp_attr.en_sqd_async_notify)
             self._enter(new)
 
     def _enter(self, new):
@@ -270,6 +333,8 @@ class QP(PyverbsCM):
         if new == ERR and old != ERR:
             self._flush()
             self._last_wqe()
+        elif new == SQD:
+            self._sq_drained()
         elif new == RESET and old != RESET:
             self._established = False
             self._leave()
@@ -289,11 +354,18 @@ class QP(PyverbsCM):
                               attr.cap, self.sq_sig_all)
             return attr, init
 
+    def query_data_in_order(self, op, flags=0):
+        """ibv_query_qp_data_in_order: 0, whatever the flags: shm0 copies a message
+        with memcpy and CMA, which promise no order of the bytes within it (as
+        libibverbs answers for a provider that does not say)."""
+        self._check_open("Failed to query data in order")
+        return 0
+
     # Joining the peer QP (the wire).
 
     def _join(self):
         """Join dest_qp_num's connection segment if it can be had now (progress retries)."""
-        if self._qp is not None:
+        if self._qp is not None or self._datagrams is not None:
             return
         dest = self.attr.dest_qp_num
         table = self.context.qpn_table
@@ -316,9 +388,28 @@ class QP(PyverbsCM):
             return                  # the peer or its segment is not there yet: progress retries
         qp = ring.QueuePair(segment, side, peer, self, self._take_recv)
         qp.peer_pz = peer_owner[3]
+        qp.acked, qp.drops = self.qp_type == RC, self.qp_type == UC
+        self._configure(qp)
         self._qp = qp                               # _progress sends what waited for it
 
+    def _sq_drained(self):
+        """In SQD, with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once no send WR
+        started before SQD is outstanding."""
+        qp = self._qp
+        if self._drain_notify and (qp is None or not (qp.sq or qp.inflight)):
+            self._drain_notify = False
+            self.context._async_event(e.IBV_EVENT_SQ_DRAINED, qp=self)
+
+    def _configure(self, qp):
+        """What the wire needs of the QP's attributes (at join, and after each modify)."""
+        attr = self.attr
+        qp.rnr_retry = None if attr.rnr_retry == RNR_RETRY_FOR_EVER else attr.rnr_retry
+        qp.rnr_delay_us = RNR_TIMER_US[attr.min_rnr_timer & 0x1F]
+        qp.publish_access(remote_priv(attr.qp_access_flags))
+
     def _leave(self):
+        if self._datagrams is not None:
+            self._datagrams.close()
         qp = self._qp
         if qp is not None:
             qp.set_state(ring.S_CLOSED)
@@ -334,14 +425,18 @@ class QP(PyverbsCM):
             self._retry()
             return
         self._retries_end = None
+        if self._datagrams is not None:
+            self._datagrams.progress()
+            return
         qp = self._qp
         if qp is None:
             self._join()
             qp = self._qp
             if qp is None:
                 return
-        while self._waiting:                # posted before the join, or while the port was down
-            qp.post_send(self._waiting.popleft())
+        while self._waiting and self.state != SQD:      # posted before the join, while the port
+            qp.post_send(self._waiting.popleft())       # was down, or in SQD
+
         if qp.words[qp.w_peer_state] > ring.S_UP:     # CLOSED or BROKEN (INIT: not joined yet)
             self._fatal()
             return
@@ -350,6 +445,9 @@ class QP(PyverbsCM):
             qp.poll_send()
         except RingCorrupt:
             self._fatal()
+            return
+        if self._drain_notify:
+            self._sq_drained()
 
     def _retry(self):
         """The port is down: nothing goes out or comes in. Sends outstanding are retried
@@ -378,8 +476,11 @@ class QP(PyverbsCM):
             self._enter(ERR)
 
     def _check_peer(self):
-        """The peer process died: the QP goes to ERR (the Context calls this every LIVENESS_SLICE)."""
-        if self._qp is not None and not self._qp.peer.alive():
+        """The peer process died: the QP goes to ERR (the Context calls this every LIVENESS_SLICE);
+        a UD QP just lets go of the dead processes' connections."""
+        if self._datagrams is not None:
+            self._datagrams.check_peers()
+        elif self._qp is not None and not self._qp.peer.alive():
             self._fatal()
 
     def _last_wqe(self):
@@ -389,18 +490,26 @@ class QP(PyverbsCM):
 
     def _fatal(self):
         """The device found the connection ended or broken: what had arrived, and what
-        the peer had taken, complete first; then ERR, flushes, and IBV_EVENT_QP_FATAL."""
+        the peer had taken, complete first. A send the peer refused completes with its
+        error (which puts the QP in ERR); otherwise ERR, flushes, and an async event:
+        QP_ACCESS_ERR or QP_REQ_ERR when our peer's request broke the rules, QP_FATAL."""
         if self.state == ERR or not self.context.check_device():
             return                  # a dead device's QPs get IBV_EVENT_DEVICE_FATAL instead
         qp = self._qp
+        event = e.IBV_EVENT_QP_FATAL
         if qp is not None:
             try:
                 qp.poll_recv()
                 qp.poll_send()
             except RingCorrupt:
                 pass
+            refused = qp.refused_send()
+            if refused is not None:
+                self.send_done(refused)
+                return
+            event = _FAULT_EVENT.get(qp.peer_fault(), event)
         self._enter(ERR)
-        self.context._async_event(e.IBV_EVENT_QP_FATAL, qp=self)
+        self.context._async_event(event, qp=self)
 
     def _flush(self):
         qp = self._qp
@@ -412,22 +521,26 @@ class QP(PyverbsCM):
                 pass
             pending, cur = qp.drain()
             if cur is not None:
-                self._rq.appendleft(cur)
+                cur.status = ring.FLUSHED
+                self.recv_done(cur)
             qp.set_state(ring.S_BROKEN)
+        elif self._datagrams is not None:
+            pending = self._datagrams.drain()
         for wr in [*pending, *self._waiting]:
             wr.status = ring.FLUSHED
             self.send_done(wr)
-        for wr in self._rq:
-            wr.status = ring.FLUSHED
-            self.recv_done(wr)
+        for receive in self._rq:
+            self.recv_done(receive.flushed())
         self._waiting.clear()
         self._rq.clear()
 
     # Posting.
 
     def post_recv(self, wr, bad_wr=None):
-        """ibv_post_recv: the chain of RecvWRs. Raises PyverbsRDMAError (EINVAL
-        in RESET, over max_recv_wr or max_recv_sge)."""
+        """ibv_post_recv: the chain of RecvWRs. A receive whose SGEs fail their MR
+        checks is found out when a message takes it (LOC_PROT_ERR; the requester
+        of an RC QP gets REM_OP_ERR). Raises PyverbsRDMAError (EINVAL in RESET,
+        over max_recv_wr or max_recv_sge)."""
         if not isinstance(wr, RecvWR):
             raise PyverbsUserError(f"post_recv takes a RecvWR, not {type(wr)}")
         with self.context.lock:
@@ -436,22 +549,25 @@ class QP(PyverbsCM):
                 if self.state == RESET or len(self._rq) >= self.cap.max_recv_wr \
                         or wr.num_sge > self.cap.max_recv_sge or self.srq is not None:
                     raise PyverbsRDMAError("Failed to post recv", errno.EINVAL)
-                work = work_request(self.pd, ring.OP_SEND, wr.sg_list[:wr.num_sge], e.IBV_ACCESS_LOCAL_WRITE,
-                                    (wr.wr_id, e.IBV_WC_RECV, True))
-                if self.state == ERR or work.status != ring.OK:
-                    work.status = work.status or ring.FLUSHED
-                    self.recv_done(work)
+                receive = Receive(self.pd, wr.sg_list[:wr.num_sge], (wr.wr_id, e.IBV_WC_RECV, True))
+                if self.state == ERR:
+                    self.recv_done(receive.flushed())
                 else:
-                    self._rq.append(work)
+                    self._rq.append(receive)
                 wr = wr.next_wr
-            if self._qp is not None:
+            if self.state in _MOVING:
                 self._progress()
 
     def post_send(self, wr, bad_wr=None):
-        """ibv_post_send: the chain of SendWRs (SEND, RDMA_WRITE, RDMA_READ).
+        """ibv_post_send: the chain of SendWRs (SEND, RDMA_WRITE, RDMA_READ, atomics;
+        on UD SEND only, to the destination set_wr_ud gave).
 
-        Raises PyverbsRDMAError: EINVAL before RTS, over max_send_wr or
-        max_send_sge; EOPNOTSUPP for an opcode shm0 does not do yet.
+        With IBV_SEND_INLINE (a SEND or RDMA_WRITE) the data is copied at post,
+        without an lkey check: the buffer may be reused once the call returns.
+
+        Raises PyverbsRDMAError: EINVAL before RTS, over max_send_wr,
+        max_send_sge or (inline) max_inline_data, or (UD) without an AH of the
+        QP's PD; EOPNOTSUPP for an opcode shm0 does not do yet.
         """
         if not isinstance(wr, SendWR):
             raise PyverbsUserError(f"post_send takes a SendWR, not {type(wr)}")
@@ -460,7 +576,7 @@ class QP(PyverbsCM):
             while wr is not None:
                 self._post_one(wr)
                 wr = wr.next_wr
-            if self._qp is not None:
+            if self.state in _MOVING:
                 self._progress()
 
     def _post_one(self, wr):
@@ -468,14 +584,28 @@ class QP(PyverbsCM):
         if op is None:
             raise PyverbsRDMAError(f"Failed to post send: opcode {wr.opcode} is not supported by "
                                    "shm0 yet", errno.EOPNOTSUPP)
-        outstanding = len(self._waiting) + (len(self._qp.sq) + len(self._qp.inflight) if self._qp else 0)
-        if self.state not in (RTS, SQD, ERR) or outstanding >= self.cap.max_send_wr \
+        if self.state not in (RTS, SQD, ERR) or self._outstanding() >= self.cap.max_send_wr \
                 or wr.num_sge > self.cap.max_send_sge:
             raise PyverbsRDMAError("Failed to post send", errno.EINVAL)
+        if self.qp_type == UD and (not isinstance(wr.ah, AH) or wr.ah.pd is not self.pd):
+            raise PyverbsRDMAError("Failed to post send: a UD send needs an AH of the QP's PD "
+                                   "(set_wr_ud)", errno.EINVAL)
         ring_op, wc_op, with_imm = op
         signaled = self.sq_sig_all or wr.send_flags & _SIGNALED
-        need = e.IBV_ACCESS_LOCAL_WRITE if ring_op in (ring.OP_RDMA_READ, *_ATOMICS) else 0
-        work = work_request(self.pd, ring_op, wr.sg_list[:wr.num_sge], need, (wr.wr_id, wc_op, signaled))
+        if ring_op in _NOT_ON[self.qp_type] and self.state != ERR:
+            work = ring.WorkRequest(ring_op, [], 0, None, 0, (wr.wr_id, wc_op, signaled))
+            work.status = ring.LOCAL_OPERATION          # as rxe: its requester has no such opcode
+            self.send_done(work)
+            return
+        sges = wr.sg_list[:wr.num_sge]
+        if wr.send_flags & _INLINE and ring_op in _INLINE_OPS:
+            if sum(sge.length for sge in sges) > self.cap.max_inline_data:
+                raise PyverbsRDMAError("Failed to post send: inline data over max_inline_data",
+                                       errno.EINVAL)
+            work = inline_request(ring_op, sges, (wr.wr_id, wc_op, signaled))
+        else:
+            need = e.IBV_ACCESS_LOCAL_WRITE if ring_op in (ring.OP_RDMA_READ, *_ATOMICS) else 0
+            work = work_request(self.pd, ring_op, sges, need, (wr.wr_id, wc_op, signaled))
         work.solicited = bool(wr.send_flags & _SOLICITED)
         if with_imm:
             work.imm = wr.imm_data & 0xFFFFFFFF
@@ -487,15 +617,39 @@ class QP(PyverbsCM):
         if self.state == ERR or work.status != ring.OK:
             work.status = work.status or ring.FLUSHED
             self.send_done(work)
-        elif self._qp is None or self.context.port_down:
-            self._waiting.append(work)
+        elif self._datagrams is not None:
+            self._post_datagram(wr, work)
+        elif self._qp is None or self.context.port_down or self.state == SQD:
+            self._waiting.append(work)      # until the peer joins, the port is up, or the QP leaves SQD
         else:
             self._qp.post_send(work)
+
+    def _outstanding(self):
+        """Send WRs posted and not completed."""
+        if self._datagrams is not None:
+            return self._datagrams.outstanding()
+        return len(self._waiting) + (len(self._qp.sq) + len(self._qp.inflight) if self._qp else 0)
+
+    def _post_datagram(self, wr, work):
+        """A UD send: the datagram header (Q_Key) and the GRH go before the payload.
+        Lost at once (SUCCESS, no error) over the MTU (IB's C10-93.1.1) or to a GID
+        that is not the device's."""
+        route = wr.ah.attr.gr
+        dgid = route.dgid.raw
+        if work.length > _UD_MTU or all(dgid != raw for raw, _ in GIDS):
+            self.send_done(work)
+            return
+        key = self.attr.qkey if wr.remote_qkey & _OWN_QKEY else wr.remote_qkey
+        header = grh(GIDS[route.sgid_index][0], dgid, work.length, work.imm is not None,
+                     route.hop_limit, route.traffic_class, route.flow_label)
+        work.sges.insert(0, private_sge(ring.datagram_header(key) + header))
+        work.length += ring.DATAGRAM_HEADER + len(header)
+        self._datagrams.send(work, wr.remote_qpn)
 
     # The ring's completion sink and receive source.
 
     def _take_recv(self):
-        return self._rq.popleft() if self._rq else None
+        return self._rq.popleft().take() if self._rq else None
 
     def send_done(self, work):
         wr_id, wc_op, signaled = work.ctx
@@ -506,17 +660,21 @@ class QP(PyverbsCM):
         if status not in (e.IBV_WC_SUCCESS, e.IBV_WC_WR_FLUSH_ERR) and self.state != ERR:
             self._enter(ERR)
 
-    def recv_done(self, work):
+    def recv_done(self, work, src_qp=None):
+        """A receive completes (src_qp: a UD sender's qp_num; the GRH came first)."""
         wr_id, wc_op, _ = work.ctx
         status = _STATUS[work.status]
         wc = WC(wr_id=wr_id, status=status, opcode=wc_op, byte_len=work.done, qp_num=self.qp_num,
-                src_qp=self.attr.dest_qp_num)
+                src_qp=self.attr.dest_qp_num if src_qp is None else src_qp)
         if work.imm is not None:
             wc.imm_data, wc.wc_flags = work.imm, _WITH_IMM
             if work.write_len is not None:
                 wc.opcode, wc.byte_len = e.IBV_WC_RECV_RDMA_WITH_IMM, work.write_len
+        if src_qp is not None:
+            wc.wc_flags |= _WITH_GRH
         self.recv_cq._complete(wc, solicited=work.solicited)
-        if self.state == RTR and not self._established and status == e.IBV_WC_SUCCESS:
+        if self.state == RTR and not self._established and status == e.IBV_WC_SUCCESS \
+                and src_qp is None:
             self._established = True        # the first message at a QP that is not yet RTS
             self.context._async_event(e.IBV_EVENT_COMM_EST, qp=self)
         if status not in (e.IBV_WC_SUCCESS, e.IBV_WC_WR_FLUSH_ERR) and self.state != ERR:

@@ -8,10 +8,9 @@ receives on the SRQ drop below it (ibv_modify_srq(3)).
 import collections
 import errno
 
-from ..hw import ring
 from . import libibverbs_enums as e
 from .base import PyverbsCM, PyverbsObject, UnsupportedAttr, close_children
-from .mr import work_request
+from .mr import Receive
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .wr import RecvWR
@@ -94,8 +93,7 @@ class SRQ(PyverbsCM):
                     raise PyverbsRDMAError("Failed to post recv to SRQ: it holds max_wr receives",
                                            errno.ENOMEM)
                 _check(wr.num_sge <= self.max_sge, "Failed to post recv to SRQ: too many SGEs")
-                self._q.append(work_request(self.pd, ring.OP_SEND, wr.sg_list[:wr.num_sge],
-                                            e.IBV_ACCESS_LOCAL_WRITE, (wr.wr_id, e.IBV_WC_RECV, True)))
+                self._q.append(Receive(self.pd, wr.sg_list[:wr.num_sge], (wr.wr_id, e.IBV_WC_RECV, True)))
                 wr = wr.next_wr
             self.context._poll()            # a message may wait in a ring for this very buffer
 
@@ -103,7 +101,7 @@ class SRQ(PyverbsCM):
         """The next receive for a QP of this SRQ (the QPs' take_recv), or None."""
         if not self._q:
             return None
-        work = self._q.popleft()
+        work = self._q.popleft().take()
         if self.srq_limit and len(self._q) < self.srq_limit:
             self.srq_limit = 0              # one-shot: armed again by modify
             self.context._async_event(e.IBV_EVENT_SRQ_LIMIT_REACHED, srq=self)

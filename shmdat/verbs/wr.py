@@ -170,7 +170,7 @@ class SendWR(_Closeable):
     Raises PyverbsUserError('A WR needs at least one SGE') as pyverbs does when
     num_sge < 1 or sg is None, except for LOCAL_INV, BIND_MW and SEND_WITH_INV;
     so SendWR() alone raises. Takes the first num_sge SGEs of `sg`, as RecvWR.
-    IBV_SEND_INLINE is only a flag: the QP copies the data at post either way.
+    With IBV_SEND_INLINE the QP copies the SGEs' bytes at post (no lkey check).
     """
 
     __slots__ = ('wr_id', 'opcode', 'num_sge', 'imm_data', 'sg_list', 'send_flags',

@@ -176,6 +176,7 @@ class Context(PyverbsCM):
         self._async_r, self._async_w = os.pipe()    # a byte per queued event: async_fd polls readable
         _contexts.add(self)
         self._qpn_table = None
+        self.cm = None                  # the rdma_cm agent on this context (cmid.py), if any
         self._progress = Progress(self.hca, self._poll)
 
     def _release(self):
@@ -217,12 +218,17 @@ class Context(PyverbsCM):
     def _poll_own(self):
         if self._closed:
             return
+        cm = self.cm
+        if cm is not None and self.hca.cm_pending():
+            cm.process()
         for qp in self.active_qps[:] if len(self.active_qps) > 1 else self.active_qps:
             qp._progress()
         if time.monotonic() >= self._next_liveness:     # a dead peer is seen within a slice
             self._next_liveness = time.monotonic() + LIVENESS_SLICE
             for qp in self.active_qps[:]:
                 qp._check_peer()
+            if cm is not None:
+                cm.check_peers()
 
     def progress(self):
         """Move every QP of the context along (under the context's lock)."""

@@ -13,6 +13,7 @@ from shmdat.hw import shm
 from shmdat.verbs import libibverbs_enums as e
 from shmdat.verbs.addr import AH, GID, AHAttr, GlobalRoute
 from shmdat.verbs.base import PyverbsRDMAErrno, inc_rkey
+from shmdat.verbs import device as d
 from shmdat.verbs.device import Context, get_device_list
 from shmdat.verbs.mr import MR
 from shmdat.verbs.pd import PD
@@ -81,7 +82,7 @@ def test_roce_gids_of_loopback(ctx):
     assert ctx.query_gid(1, empty) == GID()                  # unused entries read as zero
     rdma_error(lambda: ctx.query_gid_ex(1, empty), errno.ENODATA)
     rdma_error(lambda: ctx.query_gid(1, 10_000), errno.EINVAL)
-    rdma_error(lambda: ctx.query_gid_table(1), errno.EINVAL)
+    rdma_error(lambda: ctx.query_gid_table(1), -errno.EINVAL)   # pyverbs passes on the negative return
     assert GID("::ffff:127.0.0.1") == GID("127.0.0.1")
     assert GID("fe80::1").gid == "fe80:0000:0000:0000:0000:0000:0000:0001"
 
@@ -241,3 +242,23 @@ def test_a_forked_child_exiting_normally_leaves_the_parents_context_alone(ctx, p
     assert os.path.exists(os.path.join(shm.SHM_DIR, ctx.hca.prefix + ".ia"))
     mr.write(b"still ours", 10)
     assert mr.read(10, 0) == b"still ours"
+
+
+def test_port_speed_and_descriptions(ctx):
+    assert ctx.query_port_speed(1) == 250                       # 25 Gb/s at 1X, in 100 Mb/s
+    rdma_error(lambda: ctx.query_port_speed(2), errno.EINVAL)
+    port = ctx.query_port(1)
+    assert d.phys_state_to_str(port.phys_state) == "Link up (5)"
+    assert d.width_to_str(port.active_width) == "1X (1)"
+    assert d.speed_to_str(port.active_speed, port.active_speed_ex) == "25.0 Gbps (32)"
+    assert d.translate_mtu(port.active_mtu) == "1024 (3)"
+    assert d.translate_link_layer(port.link_layer) == "Ethernet"
+    assert "Invalid" in d.translate_mtu(9) and "Invalid" in d.width_to_str(3)
+
+
+def test_extended_capabilities_are_all_absent(ctx):
+    attr_ex = ctx.query_device_ex()
+    assert attr_ex.tso_caps.max_tso == 0 and attr_ex.rss_caps.supported_qpts == 0
+    assert attr_ex.odp_caps.general_caps == 0 and attr_ex.tm_caps.max_num_tags == 0
+    assert attr_ex.max_dm_size == 0
+    rdma_error(lambda: d.DM(ctx, d.AllocDmAttr(length=64)), errno.EOPNOTSUPP)

@@ -63,3 +63,27 @@ def PyverbsRDMAErrno(msg, error_code=-1):          # noqa: N802 - pyverbs' name
 def inc_rkey(rkey):
     """ibv_inc_rkey: the same key with its low 8 bits (the tag) advanced by one."""
     return (rkey & ~0xFF & 0xFFFFFFFF) | ((rkey + 1) & 0xFF)
+
+
+class Unsupported(PyverbsObject):
+    """A pyverbs object of a feature shm0 does not have (memory windows, XRC,
+    device memory, vendor extensions, ...): creating one raises
+    PyverbsRDMAError with EOPNOTSUPP, as pyverbs does on a device without it,
+    and rdma-core's tests take that for a skip."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        raise PyverbsRDMAError(f"Failed to create {type(self).__name__}: shm0 does not support it",
+                               errno.EOPNOTSUPP)
+
+
+class UnsupportedAttr(PyverbsObject):
+    """The attributes of a feature shm0 does not have: they keep what they are
+    given (`args`, and each keyword as an attribute), so that it is creating
+    the object they describe that fails, with EOPNOTSUPP."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.args = args
+        for name, value in kwargs.items():
+            setattr(self, name, value)

@@ -99,7 +99,7 @@ class CQ(PyverbsCM):
             raise PyverbsUserError(f"Cannot create a CQ from {type(context)}")
         if channel is not None and not isinstance(channel, CompChannel):
             raise PyverbsUserError(f"channel must be a CompChannel, not {type(channel)}")
-        _check_cqe(cqe, "Failed to create a CQ")
+        cqe = _check_cqe(cqe, "Failed to create a CQ")
         if not isinstance(comp_vector, int) or not 0 <= comp_vector < context.num_comp_vectors:
             raise PyverbsRDMAError(f"Failed to create a CQ: comp_vector {comp_vector!r} is not "
                                    f"below num_comp_vectors ({context.num_comp_vectors})", errno.EINVAL)
@@ -148,7 +148,7 @@ class CQ(PyverbsCM):
     def resize(self, cqe):
         """ibv_resize_cq: at least `cqe` entries. EINVAL below the completions held."""
         self._check_open("Failed to resize CQ")
-        _check_cqe(cqe, "Failed to resize CQ")
+        cqe = _check_cqe(cqe, "Failed to resize CQ")
         if cqe < len(self._wcs):
             raise PyverbsRDMAError(f"Failed to resize CQ: it holds {len(self._wcs)} completions",
                                    errno.EINVAL)
@@ -186,9 +186,14 @@ class CQ(PyverbsCM):
 
 
 def _check_cqe(cqe, what):
+    """cqe as the C int pyverbs makes of it (Cython truncates a float, as
+    rdma-core's tests rely on with max_cqe / 2); EINVAL outside 1..max_cqe."""
+    if isinstance(cqe, float):
+        cqe = int(cqe)
     if not isinstance(cqe, int) or not 1 <= cqe <= LIMITS["max_cqe"]:
         raise PyverbsRDMAError(f"{what}: cqe {cqe!r} is not from 1 to max_cqe ({LIMITS['max_cqe']})",
                                errno.EINVAL)
+    return cqe
 
 
 class PollCqAttr(PyverbsObject):

@@ -23,7 +23,7 @@ from ..hw.progress import LIVENESS_SLICE, Progress
 from ..hw.qpn import QpnTable
 from . import libibverbs_enums as e
 from .gid import GID, gid_raw
-from .base import PyverbsCM, PyverbsObject, close_children
+from .base import PyverbsCM, PyverbsObject, Unsupported, UnsupportedAttr, close_children
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 
 DEVICE_NAME = "shm0"
@@ -104,6 +104,34 @@ class DeviceAttr(_Attributes):
 
 class DeviceAttrEx(_Attributes):
     """ibv_device_attr_ex: `orig_attr` is the DeviceAttr."""
+
+
+class ODPCaps(_Attributes):
+    """ibv_odp_caps (on-demand paging: none on shm0)."""
+
+
+class TSOCaps(_Attributes):
+    """ibv_tso_caps (segmentation offload: none on shm0)."""
+
+
+class RSSCaps(_Attributes):
+    """ibv_rss_caps (receive-side scaling: none on shm0)."""
+
+
+class PacketPacingCaps(_Attributes):
+    """ibv_packet_pacing_caps (rate limits: none on shm0)."""
+
+
+class TMCaps(_Attributes):
+    """ibv_tm_caps (tag matching: none on shm0)."""
+
+
+class CQModerationCaps(_Attributes):
+    """ibv_cq_moderation_caps (none on shm0)."""
+
+
+class PCIAtomicCaps(_Attributes):
+    """ibv_pci_atomic_caps (no PCIe atomics on shm0)."""
 
 
 class PortAttr(_Attributes):
@@ -321,7 +349,21 @@ class Context(PyverbsCM):
         """ibv_query_device_ex -> DeviceAttrEx (its orig_attr is query_device()'s)."""
         return DeviceAttrEx(orig_attr=self.query_device(), comp_mask=0, max_dm_size=0,
                             raw_packet_caps=0, device_cap_flags_ex=int(DEVICE_CAP_FLAGS),
-                            pci_atomic_caps=0, phys_port_cnt_ex=1)
+                            phys_port_cnt_ex=1, completion_timestamp_mask=0, hca_core_clock=0,
+                            max_wq_type_rq=0,
+                            odp_caps=ODPCaps(general_caps=0, rc_odp_caps=0, uc_odp_caps=0,
+                                             ud_odp_caps=0, xrc_odp_caps=0),
+                            tso_caps=TSOCaps(max_tso=0, supported_qpts=0),
+                            rss_caps=RSSCaps(supported_qpts=0, max_rwq_indirection_tables=0,
+                                             rx_hash_fields_mask=0, rx_hash_function=0,
+                                             max_rwq_indirection_table_size=0),
+                            packet_pacing_caps=PacketPacingCaps(qp_rate_limit_min=0,
+                                                                qp_rate_limit_max=0,
+                                                                supported_qpts=0),
+                            tm_caps=TMCaps(max_rndv_hdr_size=0, max_num_tags=0, flags=0,
+                                           max_ops=0, max_sge=0),
+                            cq_mod_caps=CQModerationCaps(max_cq_count=0, max_cq_period=0),
+                            pci_atomic_caps=PCIAtomicCaps(fetch_add=0, swap=0, compare_swap=0))
 
     def _check_port(self, port_num, what):
         self._check_open(what)
@@ -338,6 +380,12 @@ class Context(PyverbsCM):
                         active_width=1, active_speed=32, phys_state=5,
                         link_layer=e.IBV_LINK_LAYER_ETHERNET, flags=0, port_cap_flags2=0,
                         active_speed_ex=0)
+
+    def query_port_speed(self, port_num):
+        """ibv_query_port_speed: port 1's bandwidth in 100 Mb/s units, what
+        query_port's width (1X) and speed (25 Gb/s) make: 250. EINVAL for another port."""
+        self._check_port(port_num, f"Failed to query port speed for port {port_num}")
+        return 250
 
     def query_pkey(self, port_num, index):
         """ibv_query_pkey: the default P_Key at index 0."""
@@ -385,7 +433,8 @@ class Context(PyverbsCM):
         """ibv_query_gid_table -> the used GIDEntry-s (EINVAL if they do not fit)."""
         self._check_open("Failed to query gid tables of the device")
         if flags or max_entries < len(GIDS):
-            raise PyverbsRDMAError("Failed to query gid tables of the device", 22)
+            # pyverbs passes on ibv_query_gid_table's return, a negative errno.
+            raise PyverbsRDMAError("Failed to query gid tables of the device", -errno.EINVAL)
         return [self._make_gid_entry(i) for i in range(len(GIDS))]
 
     @staticmethod
@@ -416,3 +465,55 @@ def _close_all():
     memory back all the same (as ia_open's IAs are closed at exit)."""
     for ctx in list(_contexts):
         ctx.close()
+
+
+class AllocDmAttr(UnsupportedAttr):
+    """ibv_alloc_dm_attr: (length, log_align_req, comp_mask)."""
+
+
+class DM(Unsupported):
+    """ibv_alloc_dm: PyverbsRDMAError (EOPNOTSUPP); shm0 has no device memory
+    (its max_dm_size is 0)."""
+
+
+class FdArr(PyverbsObject):
+    """ibv_fd_arr: `count` file descriptors of `arr`."""
+
+    def __init__(self, arr=(), count=0):
+        super().__init__()
+        self.arr, self.count = list(arr[:count]), count
+
+
+def _described(table, value, invalid):
+    return f"{table[value]} ({value})" if value in table else invalid
+
+
+def phys_state_to_str(phys):
+    """A port's phys_state as text, e.g. 'Link up (5)'."""
+    return _described({1: "Sleep", 2: "Polling", 3: "Disabled", 4: "Port configuration training",
+                       5: "Link up", 6: "Link error recovery", 7: "Phy test"},
+                      phys, "Invalid physical state")
+
+
+def width_to_str(width):
+    """A port's active_width as text, e.g. '1X (1)'."""
+    return _described({1: "1X", 2: "4X", 4: "8X", 8: "12X", 16: "2X"}, width, "Invalid width")
+
+
+def speed_to_str(active_speed, active_speed_ex):
+    """A port's speed (active_speed_ex when set) as text, e.g. '25.0 Gbps (32)'."""
+    gbps = {0: 0.0, 1: 2.5, 2: 5.0, 4: 5.0, 8: 10.0, 16: 14.0, 32: 25.0, 64: 50.0, 128: 100.0,
+            256: 200.0}
+    speed = active_speed_ex or active_speed
+    return f"{gbps[speed]} Gbps ({speed})" if speed in gbps else "Invalid speed"
+
+
+def translate_mtu(mtu):
+    """An ibv_mtu as text, e.g. '1024 (3)'."""
+    return _described({1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}, mtu, f"Invalid MTU ({mtu})")
+
+
+def translate_link_layer(ll):
+    """A link layer as text: 'Unspecified', 'InfiniBand' or 'Ethernet'."""
+    names = {0: "Unspecified", 1: "InfiniBand", 2: "Ethernet"}
+    return names.get(ll, f"Invalid link layer ({ll})")

@@ -13,10 +13,16 @@ underscore names at the end are the C macros pyverbs exposes as plain ints.
 from enum import IntEnum, IntFlag
 
 
-def _enum(base, name, **members):
-    cls = base(name, list(members.items()), module=__name__)
-    globals().update(cls.__members__)      # the members at module level, as Cython did
+def cython_enum(namespace, base, name, **members):
+    """The enum class `name` of the module whose globals are `namespace`, its
+    members also put at module level, as Cython did (the providers' enum modules use it too)."""
+    cls = base(name, list(members.items()), module=namespace["__name__"])
+    namespace.update(cls.__members__)
     return cls
+
+
+def _enum(base, name, **members):
+    return cython_enum(globals(), base, name, **members)
 
 
 ibv_transport_type = _enum(IntEnum, 'ibv_transport_type',

@@ -1,4 +1,6 @@
-"""Memory regions (pyverbs.mr): MR.
+"""Memory regions (pyverbs.mr): MR, and the kinds shm0 lacks (memory windows,
+the extended registration, device memory, DMA-BUF, driver buffers, DMA handles),
+which are EOPNOTSUPP.
 
 `MR(pd, length, access)` allocates its buffer in a shared segment of the
 device, so that peers reach it by mapping (no copy through the kernel);
@@ -15,7 +17,7 @@ import errno
 from ..hw import cma, hca as hw, ring
 from ..hw.errors import NoRoom
 from . import libibverbs_enums as e
-from .base import PyverbsCM
+from .base import PyverbsCM, Unsupported, UnsupportedAttr
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 
@@ -211,3 +213,43 @@ def _sge(mr, off, length):
         return ring.Sge(mr._segment.buf[off:off + length], mr.buf + off, mr._seg_id, off)
     view = memoryview((ctypes.c_char * length).from_address(mr.buf + off)).cast("B")
     return ring.Sge(view, mr.buf + off, 0, 0)
+
+
+class MWBindInfo(UnsupportedAttr):
+    """ibv_mw_bind_info: (mr, addr, length, mw_access_flags)."""
+
+
+class MWBind(UnsupportedAttr):
+    """ibv_mw_bind: (MWBindInfo, send_flags, wr_id)."""
+
+
+class MW(Unsupported):
+    """ibv_alloc_mw: PyverbsRDMAError (EOPNOTSUPP)."""
+
+
+class MREx(Unsupported):
+    """ibv_reg_mr_ex: PyverbsRDMAError (EOPNOTSUPP)."""
+
+
+class DMMR(Unsupported):
+    """ibv_reg_dm_mr: PyverbsRDMAError (EOPNOTSUPP); shm0 has no device memory."""
+
+
+class DmaBufMR(Unsupported):
+    """ibv_reg_dmabuf_mr: PyverbsRDMAError (EOPNOTSUPP)."""
+
+
+class Buf(Unsupported):
+    """A buffer from a parent domain's allocator: PyverbsRDMAError (EOPNOTSUPP)."""
+
+
+class BufMR(Unsupported):
+    """An MR over a Buf: PyverbsRDMAError (EOPNOTSUPP)."""
+
+
+class DmaHandleInitAttr(UnsupportedAttr):
+    """ibv_dmah_init_attr."""
+
+
+class DMAHandle(Unsupported):
+    """ibv_alloc_dmah: PyverbsRDMAError (EOPNOTSUPP)."""

@@ -1,8 +1,9 @@
-"""Protection domains (pyverbs.pd): PD."""
+"""Protection domains (pyverbs.pd): PD; parent domains, which shm0 lacks, are
+EOPNOTSUPP."""
 
 import secrets
 
-from .base import PyverbsCM, close_children
+from .base import PyverbsCM, Unsupported, UnsupportedAttr, close_children
 from .device import Context
 from .pyverbs_error import PyverbsUserError
 
@@ -40,3 +41,15 @@ class PD(PyverbsCM):
     @property
     def handle(self):
         return self.pd_id & 0xFFFFFFFF
+
+
+class ParentDomainContext(UnsupportedAttr):
+    """The allocator of a parent domain: (pd, alloc_func, free_func, user_data)."""
+
+
+class ParentDomainInitAttr(UnsupportedAttr):
+    """ibv_parent_domain_init_attr: (pd, pd_context)."""
+
+
+class ParentDomain(Unsupported):
+    """ibv_alloc_parent_domain: PyverbsRDMAError (EOPNOTSUPP)."""

@@ -25,7 +25,7 @@ from ..hw.errors import NoRoom, PeerUnreachable, RingCorrupt
 from ..hw.qpn import TableFull
 from . import libibverbs_enums as e
 from .addr import AHAttr
-from .base import PyverbsCM, PyverbsObject
+from .base import PyverbsCM, PyverbsObject, Unsupported, UnsupportedAttr
 from .cq import CQ, WC
 from .device import Context
 from .mr import work_request
@@ -501,3 +501,11 @@ class QP(PyverbsCM):
             for holder in holders:
                 holder.discard(self)
 
+
+class QPRateLimitAttr(UnsupportedAttr):
+    """ibv_qp_rate_limit_attr."""
+
+
+class QPEx(Unsupported):
+    """ibv_create_qp_ex with the new post-send API (ibv_qp_ex):
+    PyverbsRDMAError (EOPNOTSUPP); shm0 posts with post_send."""

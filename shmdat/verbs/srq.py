@@ -1,4 +1,4 @@
-"""Shared receive queues (pyverbs.srq): SrqAttr, SrqInitAttr, SRQ.
+"""Shared receive queues (pyverbs.srq): SrqAttr, SrqInitAttr, SrqInitAttrEx, SRQ.
 
 Receives posted to an SRQ go to whichever of its QPs a message reaches first,
 in posting order. `srq_limit` arms IBV_EVENT_SRQ_LIMIT_REACHED: once, when the
@@ -10,7 +10,7 @@ import errno
 
 from ..hw import ring
 from . import libibverbs_enums as e
-from .base import PyverbsCM, PyverbsObject, close_children
+from .base import PyverbsCM, PyverbsObject, UnsupportedAttr, close_children
 from .mr import work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
@@ -44,6 +44,22 @@ class SrqInitAttr(PyverbsObject):
     def srq_limit(self):
         return self.attr.srq_limit
 
+
+class SrqInitAttrEx(SrqInitAttr):
+    """ibv_srq_init_attr_ex: SrqInitAttrEx(max_wr, max_sge, srq_limit), then
+    comp_mask, srq_type, pd, xrcd, cq, max_num_tags and max_ops as attributes."""
+
+    def __init__(self, max_wr=100, max_sge=1, srq_limit=0):
+        super().__init__(SrqAttr(max_wr, max_sge, srq_limit))
+        self.comp_mask = 0
+        self.srq_type = e.IBV_SRQT_BASIC
+        self.pd = self.xrcd = self.cq = None
+        self.max_num_tags = self.max_ops = 0
+
+
+class OpsWr(UnsupportedAttr):
+    """ibv_ops_wr, the tag-matching operations of an SRQ of type
+    IBV_SRQT_TM, which shm0 does not have."""
 
 class SRQ(PyverbsCM):
     """ibv_create_srq: `SRQ(pd, SrqInitAttr(SrqAttr(max_wr, max_sge)))`.

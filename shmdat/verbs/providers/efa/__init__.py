@@ -1,0 +1,1 @@
+"""pyverbs.providers.efa: Amazon EFA direct verbs, EOPNOTSUPP on shm0."""

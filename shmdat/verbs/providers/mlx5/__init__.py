@@ -1,0 +1,1 @@
+"""pyverbs.providers.mlx5: NVIDIA mlx5 direct verbs, EOPNOTSUPP on shm0."""

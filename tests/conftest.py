@@ -4,7 +4,7 @@ import os
 import pytest
 
 import shmdat
-from shmdat.hw import qpn, shm
+from shmdat.hw import cm_ports, qpn, shm
 from tests.peers import Peer
 from tests.verbs_ends import End
 
@@ -28,6 +28,7 @@ def spawn():
     _assert_no_leak({p.pid for p in peers} - killed)
     shm.reclaim_dead()
     qpn.reclaim_unused()
+    cm_ports.reclaim_unused()
     _assert_no_leak(killed)
 
 

@@ -1,4 +1,5 @@
-"""rdma_cm over shm0 (pyverbs.cmid): AddrInfo, ConnParam, CMEventChannel, CMEvent, CMID.
+"""rdma_cm over shm0 (pyverbs.cmid): AddrInfo, ConnParam, CMEventChannel, CMEvent, CMID
+(UDParam and JoinMCAttrEx exist; UD and multicast are EOPNOTSUPP).
 
 The device owns the loopback addresses (127.0.0.0/8) and the port space on
 them: bound and listening (address, port) pairs are in a machine-wide table
@@ -218,6 +219,25 @@ class ConnParam(PyverbsObject):
                 self.rnr_retry_count)
 
 
+class UDParam(PyverbsObject):
+    """rdma_ud_param of an event: EOPNOTSUPP, as shm0's rdma_cm has no UD port space yet."""
+
+    def __init__(self, cm_event):
+        super().__init__()
+        raise PyverbsRDMAError("shm0's rdma_cm has no UD (RDMA_PS_UDP) yet", errno.EOPNOTSUPP)
+
+
+class JoinMCAttrEx(PyverbsObject):
+    """rdma_cm_join_mc_attr_ex: (addr, comp_mask, join_flags); shm0 has no multicast,
+    so join_multicast refuses it."""
+
+    def __init__(self, addr, comp_mask=0, join_flags=0):
+        super().__init__()
+        if not isinstance(addr, AddrInfo):
+            raise PyverbsUserError(f"addr must be an AddrInfo, not {type(addr)}")
+        self.addr, self.comp_mask, self.join_flags = addr, comp_mask, join_flags
+
+
 class _Event:
     """An rdma_cm_event as the agent queues it."""
     __slots__ = ("event_type", "status", "id", "listen_id", "private_data")
@@ -284,6 +304,7 @@ class _Agent:
     """This process's rdma_cm: one Context and PD, the CMIDs, and the CM protocol."""
 
     def __init__(self):
+        cm_ports.reclaim_unused()       # what killed processes left, as opening a Context does
         self.ctx = Context(name=DEVICE_NAME)
         self.pd = PD(self.ctx)
         self.address = self.ctx.hca.address
@@ -892,6 +913,14 @@ class CMID(PyverbsCM):
     def get_remote_ece(self):
         """rdma_get_remote_ece: EOPNOTSUPP (no ECE on shm0)."""
         raise PyverbsRDMAError("Failed to get remote ECE", errno.EOPNOTSUPP)
+
+    def join_multicast(self, addr=None, mc_attr=None, context=0):
+        """rdma_join_multicast: EOPNOTSUPP (shm0 has no multicast; max_mcast_grp is 0)."""
+        raise PyverbsRDMAError("Failed to Join multicast: shm0 has no multicast", errno.EOPNOTSUPP)
+
+    def leave_multicast(self, addr):
+        """rdma_leave_multicast: EOPNOTSUPP (shm0 has no multicast)."""
+        raise PyverbsRDMAError("Failed to leave multicast: shm0 has no multicast", errno.EOPNOTSUPP)
 
     def _the_qp(self, what):
         self._check_open(what)

@@ -213,6 +213,8 @@ class Context(PyverbsCM):
         with self._progress.lock:
             self._closing = True
             _contexts.discard(self)
+            if self.cm is not None:
+                self.cm.close_all()     # its CMIDs: connections end, ports are freed
             close_children([self.qps, self.ccs, self.cqs, self.pds])
             if self._qpn_table is not None:
                 self._qpn_table.close()

@@ -665,6 +665,7 @@ class CMID(PyverbsCM):
         device's 128); a synchronous id waits for ESTABLISHED (ETIMEDOUT if the
         peer died)."""
         what = "Failed to Accept Connection"
+        _check_param(param, what)
         with self._agent.ctx.lock:
             self._check(what, (REQUEST,))
             data = self._use_param(param, PRIVATE_DATA_ACCEPT, what)
@@ -709,6 +710,7 @@ class CMID(PyverbsCM):
         no param; private data over 56 bytes; resources or depth over 128); a
         synchronous id waits: ECONNREFUSED when rejected, ETIMEDOUT when unreachable."""
         what = "Failed to Connect"
+        _check_param(param, what)
         with self._agent.ctx.lock:
             self._check(what, (ROUTE_RESOLVED,))
             data = self._use_param(param, PRIVATE_DATA_CONNECT, what)
@@ -728,8 +730,6 @@ class CMID(PyverbsCM):
 
     def _use_param(self, param, limit, what):
         """Check a connect's or accept's ConnParam, keep its values; its private data."""
-        if param is not None and not isinstance(param, ConnParam):
-            raise PyverbsUserError(f"{what}: param must be a ConnParam, not {type(param)}")
         if param is None:
             if self.qp is None:
                 raise PyverbsRDMAError(f"{what}: an id without a QP needs a ConnParam", errno.EINVAL)
@@ -1016,6 +1016,11 @@ class CMID(PyverbsCM):
             if self._sync:
                 self._channel.close()
             self.state = DONE
+
+
+def _check_param(param, what):
+    if param is not None and not isinstance(param, ConnParam):
+        raise PyverbsUserError(f"{what}: param must be a ConnParam, not {type(param)}")
 
 
 def _next_completion(cq):

@@ -370,3 +370,17 @@ def test_wrong_argument_types_are_pyverbs_errors():
     for call in calls:
         with pytest.raises(PyverbsUserError):
             call()
+
+
+def test_closing_an_id_mid_handshake_rejects_the_other_side():
+    channel = CMEventChannel()
+    listener = _listener(channel)
+    for closing in ("active", "passive"):
+        cmid = _routed(channel, listener.src_addr[1])
+        cmid.create_qp(_init_attr())
+        cmid.connect()
+        child = CMID(_event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST), listen_id=listener)
+        (cmid if closing == "active" else child).close()     # rdma_destroy_id sends REJ
+        rejected = _event(channel, ET.RDMA_CM_EVENT_REJECTED)
+        assert rejected.status == 28
+        assert rejected.id is (child if closing == "active" else cmid)

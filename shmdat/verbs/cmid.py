@@ -340,22 +340,38 @@ class _Agent:
             if m.kind == REQ:
                 self._on_req(m)
                 continue
-            cmid = self.ids.get(m.to)
-            if cmid is None or cmid._peer_address != m.address or cmid._peer_id not in (0, m.frm):
-                continue                    # late, or not ours
+            cmid = self._addressed(m)
+            if cmid is None:
+                if m.kind == DREQ:          # for an id that is gone: answered all the same
+                    self._answer(m, DREP)
+                continue
             handler = {REP: cmid._on_rep, RTU: cmid._on_rtu, REJ: cmid._on_rej, DREQ: cmid._on_dreq,
                        DREP: cmid._on_drep}.get(m.kind)
             if handler is not None:
                 handler(m)
 
+    def _addressed(self, m):
+        """The CMID a message is for: by our id, or (an active side that gives up before
+        it knows our id) by its sender's; None if late or not ours."""
+        if m.to:
+            cmid = self.ids.get(m.to)
+            if cmid is not None and cmid._peer_address == m.address and cmid._peer_id in (0, m.frm):
+                return cmid
+            return None
+        return next((c for c in self.ids.values()
+                     if c._peer_address == m.address and c._peer_id == m.frm), None)
+
+    def _answer(self, m, kind, **fields):
+        """Answer a message that no CMID of ours takes."""
+        try:
+            self.ctx.hca.cm_send(m.address, _encode(kind, self.address, to=m.frm, **fields))
+        except PeerUnreachable:
+            pass
+
     def _on_req(self, m):
         listener = self.listeners.get((m.dst, m.port)) or self.listeners.get((cm_ports.ANY, m.port))
         if listener is None or len(m.private_data) > PRIVATE_DATA_CONNECT:
-            try:
-                self.ctx.hca.cm_send(m.address, _encode(REJ, self.address, to=m.frm,
-                                                        reason=REJ_INVALID_SERVICE_ID))
-            except PeerUnreachable:
-                pass
+            self._answer(m, REJ, reason=REJ_INVALID_SERVICE_ID)
             return
         child = CMID()
         child._join(self, listener._sync, listener._channel, listener.event_channel)

@@ -384,3 +384,16 @@ def test_closing_an_id_mid_handshake_rejects_the_other_side():
         rejected = _event(channel, ET.RDMA_CM_EVENT_REJECTED)
         assert rejected.status == 28
         assert rejected.id is (child if closing == "active" else cmid)
+
+
+def test_a_larger_private_data_limit_when_the_environment_asks(spawn, monkeypatch):
+    monkeypatch.setenv("SHMDAT_CM_PRIVATE_DATA", "4096")
+    accept_data = b"a" * 4096
+    peer = spawn(_async_server, accept_data, None)          # spawned with the setting
+    channel, cmid = _connect(peer.recv(), b"c" * 4096)
+    assert peer.recv() == b"c" * 4096
+    assert _event(channel, ET.RDMA_CM_EVENT_ESTABLISHED).private_data == accept_data
+    with pytest.raises(PyverbsRDMAError) as err:
+        _connect(cmid.dst_addr[1], b"c" * 4097)
+    assert err.value.error_code == errno.EINVAL
+    peer.send("stop")

@@ -18,9 +18,9 @@ RoCE, in messages through each process's HCA inbox (hw/hca.py):
 
 The QPs are ordinary verbs QPs (qp.py) moved with init_qp_attr's attributes:
 qp_num and PSN travel in REQ and REP. Private data has IB CM's sizes (56 bytes
-on connect, 196 on accept, 148 on reject; EINVAL over), and an event carries
-its message's whole private data field, zero-filled past what was sent, as on
-RoCE. A process has one rdma_cm agent on one Context and PD (librdmacm opens
+on connect, 196 on accept, 148 on reject; EINVAL over; SHMDAT_CM_PRIVATE_DATA
+raises them), and an event carries its message's whole private data field,
+zero-filled past what was sent, as on RoCE. A process has one rdma_cm agent on one Context and PD (librdmacm opens
 each device once); it runs in that Context's progress: CM messages, and every
 LIVENESS_SLICE a look at the peers (a dead peer's connected CMID gets
 DISCONNECTED, a handshake with one UNREACHABLE). CMIDs left open close at exit
@@ -57,6 +57,10 @@ from .wr import SGE, RecvWR, SendWR
 ET = ce.rdma_cm_event_type
 # IB CM's private data fields, less rdma_cm's 36-byte header in the REQ.
 PRIVATE_DATA_CONNECT, PRIVATE_DATA_ACCEPT, PRIVATE_DATA_REJECT = 56, 196, 148
+# SHMDAT_CM_PRIVATE_DATA=<bytes> raises every message's limit to that many bytes, up to what
+# one CM message (a datagram of at most 64 KiB) carries: for programs that need no RoCE limits.
+LARGE_PRIVATE_DATA_ENV = "SHMDAT_CM_PRIVATE_DATA"
+LARGEST_PRIVATE_DATA = 65000
 REJ_INVALID_SERVICE_ID = 8              # IB CM's reject reasons (the REJECTED event's status)
 REJ_CONSUMER_DEFINED = 28
 MAX_RD_ATOMIC = 128                     # the device's max_qp_rd_atom
@@ -100,6 +104,12 @@ def _decode(data):
     m.address = data[o:o + alen].decode("ascii", "replace")
     m.private_data = bytes(data[o + alen:])
     return m
+
+
+def _limit(size):
+    """A message's private data limit: IB CM's `size`, or the larger one the environment asks."""
+    larger = os.environ.get(LARGE_PRIVATE_DATA_ENV, "")
+    return max(size, min(int(larger), LARGEST_PRIVATE_DATA)) if larger.isdigit() else size
 
 
 # Addresses.
@@ -370,7 +380,7 @@ class _Agent:
 
     def _on_req(self, m):
         listener = self.listeners.get((m.dst, m.port)) or self.listeners.get((cm_ports.ANY, m.port))
-        if listener is None or len(m.private_data) > PRIVATE_DATA_CONNECT:
+        if listener is None or len(m.private_data) > LARGEST_PRIVATE_DATA:
             self._answer(m, REJ, reason=REJ_INVALID_SERVICE_ID)
             return
         child = CMID()
@@ -674,7 +684,8 @@ class CMID(PyverbsCM):
 
     def accept(self, param=None):
         """rdma_accept: the id's own QP goes to RTR and RTS; REP carries its qp_num
-        (or param's for an external QP) and at most 196 bytes of private data.
+        (or param's for an external QP) and at most 196 bytes of private data (or
+        SHMDAT_CM_PRIVATE_DATA's).
         ESTABLISHED follows when the active side answers. Raises PyverbsUserError
         (param not a ConnParam), PyverbsRDMAError: EINVAL (no pending request; no
         QP and no param; private data over 196 bytes; resources or depth over the
@@ -695,7 +706,7 @@ class CMID(PyverbsCM):
 
     def reject(self, private_data=None):
         """rdma_reject: REJ with reason 28 (consumer defined) and at most 148 bytes
-        of private data. Raises PyverbsUserError (private data not bytes),
+        of private data (or SHMDAT_CM_PRIVATE_DATA's). Raises PyverbsUserError (private data not bytes),
         PyverbsRDMAError (EINVAL: no pending request, or private data over 148 bytes)."""
         what = "Failed to Reject Connection"
         data = b"" if private_data is None else private_data
@@ -703,9 +714,9 @@ class CMID(PyverbsCM):
             raise PyverbsUserError(f"{what}: private data is bytes, not {type(data)}")
         with self._agent.ctx.lock:
             self._check(what, (REQUEST,))
-            if len(data) > PRIVATE_DATA_REJECT:
-                raise PyverbsRDMAError(f"{what}: private data over {PRIVATE_DATA_REJECT} bytes",
-                                       errno.EINVAL)
+            if len(data) > _limit(PRIVATE_DATA_REJECT):
+                raise PyverbsRDMAError(f"{what}: private data over {_limit(PRIVATE_DATA_REJECT)} "
+                                       "bytes", errno.EINVAL)
             self._agent.send(self, REJ, reason=REJ_CONSUMER_DEFINED, private_data=bytes(data))
             self._end()
 
@@ -718,7 +729,7 @@ class CMID(PyverbsCM):
 
     def connect(self, param=None):
         """rdma_connect: REQ with the id's QP's qp_num (or param's for an external QP)
-        and at most 56 bytes of private data. Then ESTABLISHED (the QP is moved to
+        and at most 56 bytes of private data (or SHMDAT_CM_PRIVATE_DATA's). Then ESTABLISHED (the QP is moved to
         RTR and RTS), CONNECT_RESPONSE (no QP of the id: call establish()),
         REJECTED (status 28 if the peer rejected, 8 if nobody listens there) or
         UNREACHABLE (the listener's process died). Raises PyverbsUserError (param
@@ -750,8 +761,8 @@ class CMID(PyverbsCM):
             if self.qp is None:
                 raise PyverbsRDMAError(f"{what}: an id without a QP needs a ConnParam", errno.EINVAL)
             return b""
-        if len(param.private_data) > limit:
-            raise PyverbsRDMAError(f"{what}: private data over {limit} bytes", errno.EINVAL)
+        if len(param.private_data) > _limit(limit):
+            raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes", errno.EINVAL)
         values = list(param._values())
         for i, top in ((0, RDMA_MAX_RESP_RES), (1, RDMA_MAX_INIT_DEPTH)):
             if values[i] == top:
@@ -794,7 +805,7 @@ class CMID(PyverbsCM):
 
     def _on_rej(self, m):
         if self.state in (CONNECTING, REQUEST, ACCEPTED):
-            self._rejected(m.reason, m.private_data[:PRIVATE_DATA_REJECT])
+            self._rejected(m.reason, m.private_data)
 
     def _rejected(self, reason, data):
         self._end()

@@ -4,7 +4,13 @@ the port table (EADDRINUSE, ephemeral ports, a killed listener's port),
 disconnects and killed peers."""
 
 import errno
+import os
+import pathlib
+import re
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -397,3 +403,34 @@ def test_a_larger_private_data_limit_when_the_environment_asks(spawn, monkeypatc
         _connect(cmid.dst_addr[1], b"c" * 4097)
     assert err.value.error_code == errno.EINVAL
     peer.send("stop")
+
+
+def _readme_rdma_cm_example():
+    """The two python blocks of the README's rdma_cm subsection: (server, client)."""
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("### rdma_cm: `cmid`"):]
+    return re.findall(r"^```python\n(.*?)^```$", section, re.M | re.S)[:2]
+
+
+def test_the_readme_rdma_cm_example_runs(tmp_path):
+    """Its fixed port 7471 lives in a device instance of this test's own."""
+    env = dict(os.environ, SHMDAT_DEVICE_NS=f"readme{os.getpid()}")
+    launch = [sys.executable, "-m", "shmdat.verbs"]
+    for name, code in zip(("server.py", "client.py"), _readme_rdma_cm_example()):
+        (tmp_path / name).write_text(code)
+    server = subprocess.Popen([*launch, "server.py"], cwd=tmp_path, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:                                         # until the server listens
+            client = subprocess.run([*launch, "client.py"], cwd=tmp_path, env=env, text=True,
+                                    capture_output=True, timeout=30)
+            if client.returncode == 0 or "Errno: 111" not in client.stderr \
+                    or time.monotonic() > deadline:
+                break
+        assert client.returncode == 0, client.stderr
+        out, err = server.communicate(timeout=30)
+        assert (server.returncode, out) == (0, "b'hello'\n"), err
+    finally:
+        server.kill()
+        server.wait(10)

@@ -434,3 +434,21 @@ def test_the_readme_rdma_cm_example_runs(tmp_path):
     finally:
         server.kill()
         server.wait(10)
+
+
+def test_a_qp_that_cannot_follow_the_rep_is_connect_error():
+    channel = CMEventChannel()
+    listener = _listener(channel)
+    cmid = _routed(channel, listener.src_addr[1])
+    cmid.create_qp(_init_attr())
+    cmid.connect()
+    cmid.qp.modify(QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)    # RESET cannot go to RTR
+    child = CMID(_event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST), listen_id=listener)
+    child.create_qp(_init_attr())
+    child.accept()
+    events = {}
+    for _ in range(2):
+        event = bounded(lambda: CMEvent(channel))
+        events[event.id] = (event.event_type, event.status)
+    assert events == {cmid: (ET.RDMA_CM_EVENT_CONNECT_ERROR, -errno.EINVAL),
+                      child: (ET.RDMA_CM_EVENT_REJECTED, 28)}

@@ -20,11 +20,12 @@ The QPs are ordinary verbs QPs (qp.py) moved with init_qp_attr's attributes:
 qp_num and PSN travel in REQ and REP. Private data has IB CM's sizes (56 bytes
 on connect, 196 on accept, 148 on reject; EINVAL over; SHMDAT_CM_PRIVATE_DATA
 raises them), and an event carries its message's whole private data field,
-zero-filled past what was sent, as on RoCE. A process has one rdma_cm agent on one Context and PD (librdmacm opens
-each device once); it runs in that Context's progress: CM messages, and every
-LIVENESS_SLICE a look at the peers (a dead peer's connected CMID gets
-DISCONNECTED, a handshake with one UNREACHABLE). CMIDs left open close at exit
-(sending DREQ, freeing ports). Only RDMA_PS_TCP (RC) is there so far.
+zero-filled past what was sent, as on RoCE. A process has one rdma_cm agent
+on one Context and PD (librdmacm opens each device once); it runs in that
+Context's progress: CM messages, and every LIVENESS_SLICE a look at the peers
+(a dead peer's connected CMID gets DISCONNECTED, a handshake with one
+UNREACHABLE). CMIDs left open close at exit (sending DREQ, freeing ports).
+Only RDMA_PS_TCP (RC) is there so far.
 """
 
 import atexit
@@ -729,9 +730,10 @@ class CMID(PyverbsCM):
 
     def connect(self, param=None):
         """rdma_connect: REQ with the id's QP's qp_num (or param's for an external QP)
-        and at most 56 bytes of private data (or SHMDAT_CM_PRIVATE_DATA's). Then ESTABLISHED (the QP is moved to
-        RTR and RTS), CONNECT_RESPONSE (no QP of the id: call establish()),
-        REJECTED (status 28 if the peer rejected, 8 if nobody listens there) or
+        and at most 56 bytes of private data (or SHMDAT_CM_PRIVATE_DATA's). Then
+        ESTABLISHED (the QP is moved to RTR and RTS; CONNECT_ERROR if it cannot
+        be), CONNECT_RESPONSE (no QP of the id: call establish()), REJECTED
+        (status 28 if the peer rejected, 8 if nobody listens there) or
         UNREACHABLE (the listener's process died). Raises PyverbsUserError (param
         not a ConnParam), PyverbsRDMAError: EINVAL (route not resolved; no QP and
         no param; private data over 56 bytes; resources or depth over 128); a
@@ -764,6 +766,8 @@ class CMID(PyverbsCM):
         if len(param.private_data) > _limit(limit):
             raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes", errno.EINVAL)
         values = list(param._values())
+        if not all(isinstance(v, int) for v in (*values, param.qp_num)):
+            raise PyverbsUserError(f"{what}: the ConnParam's values must be ints")
         for i, top in ((0, RDMA_MAX_RESP_RES), (1, RDMA_MAX_INIT_DEPTH)):
             if values[i] == top:
                 values[i] = MAX_RD_ATOMIC
@@ -786,8 +790,14 @@ class CMID(PyverbsCM):
             self._agent.event(self, ET.RDMA_CM_EVENT_CONNECT_RESPONSE, private_data=m.private_data,
                               size=PRIVATE_DATA_ACCEPT)
             return
-        self._move_qp(e.IBV_QPS_RTR)
-        self._move_qp(e.IBV_QPS_RTS)
+        try:
+            self._move_qp(e.IBV_QPS_RTR)
+            self._move_qp(e.IBV_QPS_RTS)
+        except PyverbsRDMAError as err:     # the QP could not follow (librdmacm rejects too)
+            self._agent.send(self, REJ, reason=REJ_CONSUMER_DEFINED)
+            self._end()
+            self._agent.event(self, ET.RDMA_CM_EVENT_CONNECT_ERROR, status=-err.error_code)
+            return
         self.state = CONNECTED
         self._agent.send(self, RTU)
         self._agent.event(self, ET.RDMA_CM_EVENT_ESTABLISHED, private_data=m.private_data,

@@ -121,6 +121,14 @@ def _sync_server(ch):
     ch.recv()
 
 
+def _async_client(ch, port):
+    """Connect to the test's listener, report it, and wait to be killed."""
+    channel, cmid = _connect(port)
+    _event(channel, ET.RDMA_CM_EVENT_ESTABLISHED)
+    ch.send("established")
+    ch.recv(timeout=60)
+
+
 def _bind_and_hold(ch, address, port):
     cmid = CMID(CMEventChannel())
     cmid.bind_addr(AddrInfo(src=address, src_service=str(port), flags=RAI_PASSIVE))
@@ -452,3 +460,18 @@ def test_a_qp_that_cannot_follow_the_rep_is_connect_error():
         events[event.id] = (event.event_type, event.status)
     assert events == {cmid: (ET.RDMA_CM_EVENT_CONNECT_ERROR, -errno.EINVAL),
                       child: (ET.RDMA_CM_EVENT_REJECTED, 28)}
+
+
+def test_a_killed_active_peer_gives_the_passive_disconnected_and_flushes(spawn):
+    channel = CMEventChannel()
+    listener = _listener(channel)
+    peer = spawn(_async_client, listener.src_addr[1])
+    child = CMID(_event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST), listen_id=listener)
+    child.create_qp(_init_attr())
+    child.post_recv(child.reg_msgs(64))
+    child.accept()
+    _event(channel, ET.RDMA_CM_EVENT_ESTABLISHED)
+    assert peer.recv() == "established"
+    peer.kill(signal.SIGKILL)
+    assert _event(channel, ET.RDMA_CM_EVENT_DISCONNECTED).id is child
+    assert bounded(child.get_recv_comp).status == e.IBV_WC_WR_FLUSH_ERR

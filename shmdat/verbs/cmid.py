@@ -315,7 +315,6 @@ class _Agent:
     """This process's rdma_cm: one Context and PD, the CMIDs, and the CM protocol."""
 
     def __init__(self):
-        cm_ports.reclaim_unused()       # what killed processes left, as opening a Context does
         self.ctx = Context(name=DEVICE_NAME)
         self.pd = PD(self.ctx)
         self.address = self.ctx.hca.address

@@ -16,7 +16,7 @@ import os
 import socket
 import time
 
-from ..hw import shm
+from ..hw import cm_ports, shm
 from ..hw.errors import NoRoom
 from ..hw.hca import Hca
 from ..hw.progress import LIVENESS_SLICE, Progress
@@ -189,6 +189,7 @@ class Context(PyverbsCM):
         if self.name != DEVICE_NAME:
             raise PyverbsRDMAError(f"Failed to find device {self.name}")
         shm.reclaim_dead()              # what killed processes left, as every ia_open does
+        cm_ports.reclaim_unused()
         try:
             self.hca = Hca(listen_slots=64, table_slots=LIMITS["max_mr"] + 1)
         except NoRoom as err:
@@ -223,6 +224,7 @@ class Context(PyverbsCM):
             self.hca.close()
             os.close(self._async_r)
             os.close(self._async_w)
+        cm_ports.reclaim_unused()       # a port table that only killed processes' rows keep
 
     def add_ref(self, obj):
         """Keep `obj` (a PD, CQ, CompChannel or QP) to close it with the context."""

@@ -475,3 +475,4 @@ def test_a_killed_active_peer_gives_the_passive_disconnected_and_flushes(spawn):
     peer.kill(signal.SIGKILL)
     assert _event(channel, ET.RDMA_CM_EVENT_DISCONNECTED).id is child
     assert bounded(child.get_recv_comp).status == e.IBV_WC_WR_FLUSH_ERR
+

@@ -266,14 +266,20 @@ class CMEventChannel(PyverbsCM):
         self._events = collections.deque()
 
     def _get(self, what):
-        """The next event, waiting for it while the device runs."""
-        self._check_open(what)
-        _agent().ctx.block(lambda: bool(self._events) or self._closed)
-        self._check_open(what)
-        return self._events.popleft()
+        """The next event, waiting for it while the device runs (each event goes to
+        one of the threads waiting here)."""
+        ctx = _agent().ctx
+        with ctx.lock:
+            self._check_open(what)
+            ctx.block(lambda: bool(self._events) or self._closed)
+            self._check_open(what)
+            return self._events.popleft()
 
     def _release(self):
+        """rdma_destroy_event_channel: a thread waiting on it raises EBADF."""
         self._events.clear()
+        if _the_agent is not None and not _the_agent.ctx._closed:
+            _the_agent.ctx.wake_waiters()
 
 
 class CMEvent(PyverbsObject):
@@ -545,12 +551,14 @@ class CMID(PyverbsCM):
 
     # Addresses.
 
-    def _check(self, what, states=None):
+    def _check(self, what, states):
+        """Raise PyverbsRDMAError: EBADF if closed, EINVAL if not in one of `states`."""
         self._check_open(what)
-        if states is not None and self.state not in states:
+        if self.state not in states:
             raise PyverbsRDMAError(f"{what}: not in a state for it", errno.EINVAL)
 
-    def _on_device_now(self):
+    def _attach(self):
+        """The id is on the device now (bound or resolved): its Context and PD."""
         agent = self._agent
         self.ctx = self.ctx or agent.ctx
         self.pd = self.pd or agent.pd
@@ -583,7 +591,7 @@ class CMID(PyverbsCM):
         self._bound = (_ip(address), port)
         self.src_addr = (address, port)
         self.state = BOUND
-        self._on_device_now()
+        self._attach()
 
     def resolve_addr(self, rai, timeout_ms=2000):
         """rdma_resolve_addr to rai's destination: RDMA_CM_EVENT_ADDR_RESOLVED, or
@@ -607,7 +615,7 @@ class CMID(PyverbsCM):
                 if self.src_addr is None:
                     self.src_addr = (rai.src_addr or ("127.0.0.1", 0))[0], 0
                 self.state = ADDR_RESOLVED
-                self._on_device_now()
+                self._attach()
                 self._agent.event(self, ET.RDMA_CM_EVENT_ADDR_RESOLVED)
         self._complete(what)
 

@@ -476,3 +476,15 @@ def test_a_killed_active_peer_gives_the_passive_disconnected_and_flushes(spawn):
     assert _event(channel, ET.RDMA_CM_EVENT_DISCONNECTED).id is child
     assert bounded(child.get_recv_comp).status == e.IBV_WC_WR_FLUSH_ERR
 
+
+
+def test_a_wildcard_listener_takes_every_loopback_address():
+    channel = CMEventChannel()
+    listener = _listener(channel, address="0.0.0.0")
+    for address in ("127.0.0.1", "127.3.2.1"):
+        cmid = _routed(channel, listener.src_addr[1], address)
+        cmid.create_qp(_init_attr())
+        cmid.connect()
+        request = _event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST)
+        assert request.listen_id is listener
+        assert request.id.src_addr == (address, listener.src_addr[1])

@@ -121,6 +121,24 @@ def _sync_server(ch):
     ch.recv()
 
 
+def _rdma_target(ch):
+    """Accept one connection; offer an MR to write (reg_write) and one to read
+    (reg_read), then report what the writable one holds."""
+    channel = CMEventChannel()
+    listener = _listener(channel)
+    ch.send(listener.src_addr[1])
+    child = CMID(_event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST), listen_id=listener)
+    child.create_qp(_init_attr())
+    child.accept()
+    _event(channel, ET.RDMA_CM_EVENT_ESTABLISHED)
+    writable, readable = child.reg_write(64), child.reg_read(64)
+    readable.write(b"read me", 7)
+    ch.send([(mr.buf, mr.rkey) for mr in (writable, readable)])
+    ch.recv()
+    ch.send(writable.read(7, 0))
+    ch.recv(timeout=60)
+
+
 def _async_client(ch, port):
     """Connect to the test's listener, report it, and wait to be killed."""
     channel, cmid = _connect(port)
@@ -488,3 +506,20 @@ def test_a_wildcard_listener_takes_every_loopback_address():
         request = _event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST)
         assert request.listen_id is listener
         assert request.id.src_addr == (address, listener.src_addr[1])
+
+
+def test_post_write_and_post_read_need_no_call_from_the_target(spawn):
+    peer = spawn(_rdma_target)
+    channel, cmid = _connect(peer.recv())
+    _event(channel, ET.RDMA_CM_EVENT_ESTABLISHED)
+    (write_addr, write_rkey), (read_addr, read_rkey) = peer.recv()
+    mr = cmid.reg_msgs(64)
+    mr.write(b"written", 7)
+    cmid.post_write(mr, 7, write_addr, write_rkey, flags=e.IBV_SEND_SIGNALED)
+    assert bounded(cmid.get_send_comp).status == e.IBV_WC_SUCCESS
+    cmid.post_read(mr, 7, read_addr, read_rkey, flags=e.IBV_SEND_SIGNALED)
+    assert bounded(cmid.get_send_comp).status == e.IBV_WC_SUCCESS
+    assert mr.read(7, 0) == b"read me"
+    peer.send("report")
+    assert peer.recv() == b"written"
+    peer.send("stop")

@@ -523,3 +523,30 @@ def test_post_write_and_post_read_need_no_call_from_the_target(spawn):
     peer.send("report")
     assert peer.recv() == b"written"
     peer.send("stop")
+
+
+def test_resolve_addrinfo_and_query_addrinfo():
+    channel = CMEventChannel()
+    listener = CMID(channel)
+    listener.resolve_addrinfo("127.0.0.1", "0", flags=RAI_PASSIVE)
+    _event(channel, ET.RDMA_CM_EVENT_ADDRINFO_RESOLVED)
+    listener.bind_addr(listener.query_addrinfo())
+    listener.listen()
+    with pytest.raises(PyverbsRDMAError) as err:            # handed over once
+        listener.query_addrinfo()
+    assert err.value.error_code == errno.ENOENT
+    cmid = CMID(channel)
+    cmid.resolve_addrinfo("127.0.0.1", "no such service")
+    assert _event(channel, ET.RDMA_CM_EVENT_ADDRINFO_ERROR).status == -errno.EINVAL
+    cmid.resolve_addrinfo("127.0.0.1", str(listener.src_addr[1]))
+    with pytest.raises(PyverbsRDMAError) as err:
+        cmid.resolve_addrinfo("127.0.0.1", "1")
+    assert err.value.error_code == errno.EBUSY
+    _event(channel, ET.RDMA_CM_EVENT_ADDRINFO_RESOLVED)
+    cmid.resolve_addr(cmid.query_addrinfo())
+    _event(channel, ET.RDMA_CM_EVENT_ADDR_RESOLVED)
+    cmid.resolve_route()
+    _event(channel, ET.RDMA_CM_EVENT_ROUTE_RESOLVED)
+    cmid.create_qp(_init_attr())
+    cmid.connect()
+    assert _event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST).listen_id is listener

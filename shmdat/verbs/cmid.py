@@ -471,6 +471,8 @@ class CMID(PyverbsCM):
         self._qp_init_attr = None                   # a sync listener's, for its requests' QPs
         self._own = []                              # the QP, CQs, channels and MRs it made
         self._disconnected_got = False
+        self._addrinfo = None                       # resolve_addrinfo's, until queried
+        self._resolving = False
         if creator is None:
             return                                  # the agent's, for a request
         what = "Failed to create CM ID"
@@ -618,6 +620,40 @@ class CMID(PyverbsCM):
                 self._attach()
                 self._agent.event(self, ET.RDMA_CM_EVENT_ADDR_RESOLVED)
         self._complete(what)
+
+    def resolve_addrinfo(self, node=None, service=None, port_space=0, flags=0):
+        """rdma_resolve_addrinfo: rdma_getaddrinfo for `node` (the source with
+        RAI_PASSIVE, else the destination) and `service`, reported by
+        ADDRINFO_RESOLVED (query_addrinfo has the result) or ADDRINFO_ERROR
+        (`status` -errno). Raises PyverbsRDMAError (EBUSY: one is pending)."""
+        what = "Failed to Resolve AddrInfo"
+        with self._agent.ctx.lock:
+            self._check_open(what)
+            if self._resolving:
+                raise PyverbsRDMAError(f"{what}: a resolution is pending", errno.EBUSY)
+            ai = AddrInfo()
+            try:
+                if flags & ce.RAI_PASSIVE:
+                    ai.get_addrinfo(src=node, src_service=service, port_space=port_space, flags=flags)
+                else:
+                    ai.get_addrinfo(dst=node, dst_service=service, port_space=port_space, flags=flags)
+            except PyverbsRDMAError as err:
+                self._agent.event(self, ET.RDMA_CM_EVENT_ADDRINFO_ERROR, status=-err.error_code)
+            else:
+                self._addrinfo, self._resolving = ai, True
+                self._agent.event(self, ET.RDMA_CM_EVENT_ADDRINFO_RESOLVED)
+        self._complete(what)
+
+    def query_addrinfo(self):
+        """rdma_query_addrinfo -> the AddrInfo resolve_addrinfo found (once). Raises
+        PyverbsRDMAError (ENOENT: none resolved)."""
+        what = "Failed to Query AddrInfo"
+        with self._agent.ctx.lock:
+            self._check_open(what)
+            if not self._resolving:
+                raise PyverbsRDMAError(f"{what}: nothing resolved", errno.ENOENT)
+            ai, self._addrinfo, self._resolving = self._addrinfo, None, False
+            return ai
 
     def resolve_route(self, timeout_ms=2000):
         """rdma_resolve_route: RDMA_CM_EVENT_ROUTE_RESOLVED. Raises PyverbsRDMAError

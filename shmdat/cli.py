@@ -1,4 +1,4 @@
-"""The `shmdat` command (also `python -m shmdat`): info, ls, gc, bench and run-verbs."""
+"""The `shmdat` command (also `python -m shmdat`): info, ls, gc, link, bench and run-verbs."""
 
 import argparse
 import json
@@ -6,8 +6,9 @@ import os
 import sys
 
 from . import __version__
-from .hw import cma, qpn, shm
+from .hw import cma, port, qpn, shm
 from .verbs.__main__ import main as run_verbs
+from .verbs.link import link_set, link_show
 
 
 def _fields(value):
@@ -52,30 +53,54 @@ def cmd_info(args):
 
 
 def cmd_ls(args):
-    """Every shmdat object of this user: owner pid, whether it lives, size, kind."""
+    """Every shmdat object of this user: owner pid, whether it lives, size, kind; then
+    the device's machine-wide objects (QP table, port state), by namespace."""
     objects = shm.list_objects()
+    devices = shm.list_device_objects()
     if args.json:
-        print(json.dumps(objects, indent=2))
+        print(json.dumps(objects + [dict(o, kind="device", pid=None, alive=None) for o in devices],
+                         indent=2))
         return 0
-    if not objects:
+    if not objects and not devices:
         print(f"no shmdat objects in {shm.SHM_DIR}")
         return 0
     print(f"{'owner':>8}  {'state':<5}  {'size':>10}  {'kind':<9}  name")
     for o in objects:
         print(f"{o['pid']:>8}  {'alive' if o['alive'] else 'dead':<5}  {_bytes(o['size']):>10}"
               f"  {o['kind']:<9}  {o['name']}")
+    for o in devices:
+        print(f"{'device':>8}  {'-':<5}  {_bytes(o['size']):>10}  {o['what']:<9}  {o['name']}"
+              f"{'  (namespace ' + o['ns'] + ')' if o['ns'] else ''}")
     return 0
 
 
 def cmd_gc(args):
     """Unlink the objects whose owner has died; a live process's objects are never touched."""
     gone = shm.reclaim_dead()
-    if qpn.reclaim_unused():
-        gone.append(qpn.NAME)
+    for o in shm.list_device_objects():
+        # A QP table no live process holds a number in; a port file nobody holds open,
+        # if up (the default device's down port stays down) or in a namespace.
+        if o["what"] == "qpn" and qpn.reclaim_unused(o["ns"]) or \
+                o["what"] == "port" and port.reclaim_unused(o["ns"], even_down=bool(o["ns"])):
+            gone.append(o["name"])
     for name in gone:
         print(f"removed {name}")
     live = sum(1 for o in shm.list_objects() if o["alive"])
     print(f"{len(gone)} object(s) of dead processes removed; {live} of live processes left alone")
+    return 0
+
+
+def cmd_link(args):
+    """`rdma link show` and `rdma link set shm0/1 down|up` for shm0's port."""
+    if args.action == "set":
+        try:
+            link_set(args.link, args.state)
+        except ValueError as e:
+            print(f"shmdat link: {e}", file=sys.stderr)
+            return 1
+    link = link_show()
+    print(f"link {link['link']} state {link['state']} physical_state {link['physical_state']} "
+          f"netdev {link['netdev']}")
     return 0
 
 
@@ -96,6 +121,13 @@ def _parser():
     ls = sub.add_parser("ls", help="list shmdat's shared-memory objects and whether their owners live")
     ls.add_argument("--json", action="store_true", help="print a JSON list")
     sub.add_parser("gc", help="reclaim the objects of dead processes")
+    link = sub.add_parser("link", help="show shm0's port, or take it down or up "
+                          "(SHMDAT_DEVICE_NS picks a device namespace)")
+    actions = link.add_subparsers(dest="action", required=True)
+    actions.add_parser("show", help="the port's state")
+    link_set_parser = actions.add_parser("set", help="link set shm0/1 down|up")
+    link_set_parser.add_argument("link", help="shm0/1")
+    link_set_parser.add_argument("state", choices=("down", "up"))
     sub.add_parser("bench", help="perftest-style latency and bandwidth (shmdat bench --help)",
                    add_help=False)
     sub.add_parser("run-verbs", help="run a pyverbs program unchanged on shmdat.verbs "
@@ -113,7 +145,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     import shmdat
     try:
-        return {"info": cmd_info, "ls": cmd_ls, "gc": cmd_gc}[args.command](args)
+        return {"info": cmd_info, "ls": cmd_ls, "gc": cmd_gc, "link": cmd_link}[args.command](args)
     except shmdat.DatError as e:
         print(f"shmdat {args.command}: {e}", file=sys.stderr)
         return 1

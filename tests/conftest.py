@@ -4,32 +4,76 @@ import os
 import pytest
 
 import shmdat
-from shmdat.hw import cm_ports, qpn, shm
+from shmdat.hw import cm_ports, port, qpn, shm
 from tests.peers import Peer
 from tests.verbs_ends import End
 
 _quals = itertools.count(1)
+_namespaces = itertools.count(1)
+
+
+class _Peers:
+    """The peers a test spawned: every one is reaped after the test."""
+
+    def __init__(self, env=None):
+        self.env, self.peers = env, []
+
+    def start(self, target, *args):
+        p = Peer(target, *args, env=self.env)
+        self.peers.append(p)
+        return p
+
+    def finish(self):
+        killed = {p.pid for p in self.peers if p.reap()}
+        # A peer that ended by itself must have cleaned up after itself; what a killed
+        # peer left is reclaimed, as the next ia_open or `shmdat gc` would.
+        _assert_no_leak({p.pid for p in self.peers} - killed)
+        shm.reclaim_dead()
+        _assert_no_leak(killed)
 
 
 @pytest.fixture
 def spawn():
     """spawn(target, *args) -> Peer; every peer is reaped after the test."""
-    peers = []
-
-    def start(target, *args):
-        p = Peer(target, *args)
-        peers.append(p)
-        return p
-
-    yield start
-    killed = {p.pid for p in peers if p.reap()}
-    # A peer that ended by itself must have cleaned up after itself; what a killed
-    # peer left is reclaimed, as the next ia_open or `shmdat gc` would.
-    _assert_no_leak({p.pid for p in peers} - killed)
-    shm.reclaim_dead()
+    peers = _Peers()
+    yield peers.start
+    peers.finish()
     qpn.reclaim_unused()
     cm_ports.reclaim_unused()
-    _assert_no_leak(killed)
+
+
+class DeviceNamespace:
+    """A device instance of a test's own (SHMDAT_DEVICE_NS): `name`, and `spawn(target,
+    *args)` that starts a peer in it."""
+
+    def __init__(self):
+        self.name = f"t{os.getpid()}-{next(_namespaces)}"
+        self._peers = _Peers({"SHMDAT_DEVICE_NS": self.name})
+        self.spawn = self._peers.start
+
+
+@pytest.fixture
+def device_ns():
+    """A fresh device namespace whose peers are reaped, and whose QP table and port state
+    (down or not) are removed, after the test."""
+    yield from _device_namespace()
+
+
+@pytest.fixture
+def other_device_ns():
+    """A second one, for tests of two device instances."""
+    yield from _device_namespace()
+
+
+def _device_namespace():
+    ns = DeviceNamespace()
+    yield ns
+    ns._peers.finish()
+    qpn.reclaim_unused(ns.name)
+    cm_ports.reclaim_unused(ns.name)
+    port.reclaim_unused(ns.name, even_down=True)
+    left = [o["name"] for o in shm.list_device_objects() if o["ns"] == ns.name]
+    assert not left, f"device objects left behind: {left}"
 
 
 @pytest.fixture

@@ -1,11 +1,12 @@
 """Real peer processes for cross-process tests.
 
 A peer runs `target(ch, *args)` in a freshly spawned interpreter (never a fork:
-an IA must not cross fork()). `ch` is the peer's end of a pipe for coordination:
+an IA must not cross fork()), with `env` added to its environment. `ch` is the peer's end of a pipe for coordination:
 ch.send(obj) / ch.recv() there, peer.send / peer.recv(timeout) here. Every
 receive has a timeout so a bug fails the test instead of hanging it.
 """
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -44,11 +45,27 @@ def _run(conn, target, args):
     conn.send(("__peer_done__", None))
 
 
+@contextlib.contextmanager
+def _environment(env):
+    """os.environ with `env` added, for a spawned child to inherit."""
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+
+
 class Peer:
-    def __init__(self, target, *args):
+    def __init__(self, target, *args, env=None):
         self._conn, child = _ctx.Pipe()
         self.process = _ctx.Process(target=_run, args=(child, target, args), daemon=True)
-        self.process.start()
+        with _environment(env or {}):
+            self.process.start()
         child.close()
         self.pid = self.process.pid
         self._done = False

@@ -438,9 +438,9 @@ def _readme_rdma_cm_example():
     return re.findall(r"^```python\n(.*?)^```$", section, re.M | re.S)[:2]
 
 
-def test_the_readme_rdma_cm_example_runs(tmp_path):
+def test_the_readme_rdma_cm_example_runs(tmp_path, device_ns):
     """Its fixed port 7471 lives in a device instance of this test's own."""
-    env = dict(os.environ, SHMDAT_DEVICE_NS=f"readme{os.getpid()}")
+    env = dict(os.environ, SHMDAT_DEVICE_NS=device_ns.name)
     launch = [sys.executable, "-m", "shmdat.verbs"]
     for name, code in zip(("server.py", "client.py"), _readme_rdma_cm_example()):
         (tmp_path / name).write_text(code)

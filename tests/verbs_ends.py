@@ -20,19 +20,22 @@ POLL_BOUND = 10.0                   # seconds: a completion that takes longer is
 class End:
     """One side's resources, as rdma-core's RCResources has them."""
 
-    def __init__(self, sq_sig_all=1, channel=False, max_recv_wr=16):
+    def __init__(self, sq_sig_all=1, channel=False, max_recv_wr=16, max_send_wr=16):
         self.ctx = Context(name="shm0")
         self.pd = PD(self.ctx)
         self.channel = CompChannel(self.ctx) if channel else None
         self.cq = CQ(self.ctx, 64, None, self.channel)
         self.mr = MR(self.pd, 1 << 16, ACCESS)
-        cap = QPCap(max_send_wr=16, max_recv_wr=max_recv_wr)
+        cap = QPCap(max_send_wr=max_send_wr, max_recv_wr=max_recv_wr)
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap,
                                          sq_sig_all=sq_sig_all), QPAttr())
 
-    def connect(self, dest_qp_num):
+    def connect(self, dest_qp_num, **qp_attr):
+        """To RTS towards dest_qp_num; qp_attr sets more QPAttr fields (timeout, retry_cnt...)."""
         attr = QPAttr()
         attr.dest_qp_num = dest_qp_num
+        for name, value in qp_attr.items():
+            setattr(attr, name, value)
         attr.ah_attr = AHAttr(is_global=1, gr=GlobalRoute(self.ctx.query_gid(1, GID_INDEX),
                                                           sgid_index=GID_INDEX))
         self.qp.to_rts(attr)

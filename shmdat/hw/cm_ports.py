@@ -49,12 +49,13 @@ class PortsExhausted(HwError):
 
 
 @contextlib.contextmanager
-def _rows(create):
-    """The table's rows (a copy, written back on success), under its lock; None when
-    there is no table and `create` is false."""
+def _rows(create, path=None):
+    """The table's rows (a copy, written back), under its lock; None when there is no
+    table and `create` is false. `path`: another device instance's table."""
+    path = PATH if path is None else path
     while True:
         try:
-            fd = os.open(PATH, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
+            fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
         except FileNotFoundError:
             yield None
             return
@@ -72,7 +73,7 @@ def _rows(create):
                 if rows[:, W_STATE].any():
                     os.pwrite(fd, rows.tobytes(), 0)
                 else:
-                    os.unlink(PATH)         # under the lock: nobody is inside meanwhile
+                    os.unlink(path)         # under the lock: nobody is inside meanwhile
             return
         finally:
             os.close(fd)                    # drops the flock
@@ -158,11 +159,13 @@ def find_listener(address, port):
         return None
 
 
-def reclaim_unused():
-    """Drop the rows of dead owners and unlink the table if none is left (what a
-    killed last owner left); opening and closing a verbs Context and the test
-    suite's cleanup call this, `shmdat gc` may. Returns whether it unlinked it."""
-    existed = os.path.exists(PATH)
-    with _rows(create=False):
+def reclaim_unused(ns=None):
+    """Drop the rows of dead owners from the table (of namespace `ns`, or this
+    process's) and unlink it if none is left (what a killed last owner left);
+    opening and closing a verbs Context and the test suite's cleanup call this,
+    `shmdat gc` may. Returns whether it unlinked it."""
+    path = PATH if ns is None else os.path.join(shm.SHM_DIR, shm.device_object_name("cm_ports", ns))
+    existed = os.path.exists(path)
+    with _rows(create=False, path=path):
         pass
-    return existed and not os.path.exists(PATH)
+    return existed and not os.path.exists(path)

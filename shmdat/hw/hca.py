@@ -38,7 +38,7 @@ HEADER_BYTES = 4096
 
 # Header words (8 bytes each); armed and cm_pending sit on cache lines of their own.
 W_MAGIC, W_PID, W_START, W_TABLE_SLOTS, W_LISTEN_SLOTS = 0, 1, 2, 3, 4
-W_ARMED = 8
+W_ARMED = 8             # 0; ARMED_SELF: ring my doorbell; ARMED_FOR + n: ring my HCA n's
 W_CM_PENDING = 16
 W_CLOSED = 24
 
@@ -59,6 +59,7 @@ PRIV_REMOTE_WRITE = 0x20
 PRIV_REMOTE_ATOMIC = 0x40
 ATOMIC_LOCK_SLOTS = 4096                # record locks on a peer's table file, by 8-byte word
 _atomic_threads = threading.Lock()
+ARMED_SELF, ARMED_FOR = 1, 2
 
 
 class Registration:
@@ -107,15 +108,23 @@ class Hca:
         self._tag_step = (1 << (TAG_BITS - 2)) + 2 * secrets.randbits(TAG_BITS - 3) + 1     # odd: full period
         self._seg_ids = itertools.count(1)
         self.peers = {}                         # address -> RemoteHca
+        self.closed = False
 
     # Doorbell. A waiter arms, re-checks for work, then sleeps; a producer rings
     # only an armed doorbell, so a busy receiver costs its peers no system call.
+    # A waiter of another HCA of this process may arm this one for itself: its
+    # peers then ring that HCA's doorbell (the waiter moves both).
 
-    def arm(self):
-        self.words[W_ARMED] = 1
+    def arm(self, for_n=None):
+        self.words[W_ARMED] = ARMED_SELF if for_n is None else ARMED_FOR + for_n
 
     def disarm(self):
         self.words[W_ARMED] = 0
+
+    def disarm_for(self, n):
+        """Disarm, if armed for HCA n of this process."""
+        if self.words[W_ARMED] == ARMED_FOR + n:
+            self.words[W_ARMED] = 0
 
     def sleep(self, seconds):
         """Block on the doorbell for at most `seconds`. True if it rang.
@@ -236,6 +245,7 @@ class Hca:
         return p
 
     def close(self):
+        self.closed = True
         self.words[W_CLOSED] = 1
         self._listening = None
         for p in self.peers.values():
@@ -267,6 +277,20 @@ def address_of(pid, start, n):
 def prefix_of(pid, start, n):
     """The prefix of that HCA's shared objects' names."""
     return f"{shm.PREFIX}{address_of(pid, start, n)}"
+
+
+def ring_all():
+    """Ring the armed doorbell of every live HCA of this user: a device-wide change (the
+    port's state) that sleeping waiters must see now, not at their next slice."""
+    for obj in shm.list_objects():
+        if obj["what"] != "ia" or not obj["alive"]:
+            continue
+        try:
+            peer = RemoteHca(obj["name"][len(shm.PREFIX):-len(".ia")])
+        except PeerUnreachable:
+            continue                    # closed meanwhile
+        peer.ring()
+        peer.close()
 
 
 def cm_socket_name(address):
@@ -318,13 +342,33 @@ class RemoteHca:
         if not self.watch.alive():          # its objects outlived it (killed): not a peer
             self.close()
             raise PeerUnreachable(address)
+        self.start = start
         self._segments = {}             # seg_id -> Segment, for RDMA into the peer's LMRs
+        self._siblings = {}             # n -> the doorbell of the peer process's HCA n
         self._lock_fd = None            # the peer's table file, opened for atomics' record locks
 
     def ring(self):
-        """Ring the peer's doorbell if a waiter there has armed it."""
-        if self.words[W_ARMED]:
+        """Ring the peer's doorbell if a waiter there has armed it (or the doorbell of
+        the peer process's HCA whose waiter armed it)."""
+        armed = self.words[W_ARMED]
+        if armed == ARMED_SELF:
             self.doorbell.release()
+        elif armed:
+            doorbell = self._sibling(int(armed) - ARMED_FOR)
+            if doorbell is not None:
+                doorbell.release()
+
+    def _sibling(self, n):
+        """The doorbell of the peer process's HCA n, or None if it is gone (its waiter
+        left; it sees our work at its next look)."""
+        doorbell = self._siblings.get(n)
+        if doorbell is None:
+            try:
+                doorbell = posix_ipc.Semaphore(f"/{prefix_of(self.pid, self.start, n)}.db")
+            except posix_ipc.ExistentialError:
+                return None
+            self._siblings[n] = doorbell
+        return doorbell
 
     def alive(self):
         return self.watch.alive() and not self.words[W_CLOSED]
@@ -386,6 +430,9 @@ class RemoteHca:
         for seg in getattr(self, "_segments", {}).values():
             seg.close()
         self._segments = {}
+        for doorbell in getattr(self, "_siblings", {}).values():
+            doorbell.close()
+        self._siblings = {}
         self.watch.close()
         self.doorbell.close()
         self._listening = None

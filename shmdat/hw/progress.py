@@ -11,6 +11,10 @@ published just before the arm and not rung), and only then sleeps. Sleeps are
 cut into slices so that a dead peer is noticed within LIVENESS_SLICE even
 though nobody rings, and so that a store-load reordering between a peer's
 publish and its read of the armed word costs at most one slice, never a hang.
+
+A sleeper also arms, for itself, the process's other HCAs that have no sleeper
+of their own (`others`: a process's verbs Contexts, whose progress moves one
+another): a ring for any of them wakes it, and its progress moves them all.
 """
 
 import os
@@ -31,9 +35,10 @@ def fence():
 
 
 class Progress:
-    def __init__(self, hca, poll):
+    def __init__(self, hca, poll, others=None):
         self.hca = hca
         self.poll = poll                # the IA's progress function; runs under lock
+        self.others = others            # () -> the other Progress objects poll() moves
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.sleeper = False
@@ -85,6 +90,7 @@ class Progress:
     def _sleep(self, limit, ready):
         self.sleeper = True
         self.hca.arm()
+        covered = self._cover() if self.others is not None else ()
         fence()
         try:
             self.poll()                 # the re-check after arming
@@ -96,9 +102,36 @@ class Progress:
             finally:
                 self.lock._acquire_restore(saved)
         finally:
+            self._uncover(covered)
             self.hca.disarm()
             self.sleeper = False
             self.cond.notify_all()
+
+    def _cover(self):
+        """Arm for this sleeper the other HCAs that no sleeper of theirs has armed.
+        Their locks are only tried (never two locks waited on); arming one under its
+        lock never overwrites its own sleeper's arm."""
+        covered = []
+        for other in self.others():
+            if other.lock.acquire(blocking=False):
+                try:
+                    if not other.sleeper and not other.hca.closed:
+                        other.hca.arm(self.hca.n)
+                        covered.append(other)
+                finally:
+                    other.lock.release()
+        return covered
+
+    def _uncover(self, covered):
+        """Disarm what _cover armed, where it still rings us; one whose lock is busy is
+        left armed for us (a ring then wakes us for nothing; its sleeper re-arms it)."""
+        for other in covered:
+            if other.lock.acquire(blocking=False):
+                try:
+                    if not other.hca.closed:
+                        other.hca.disarm_for(self.hca.n)
+                finally:
+                    other.lock.release()
 
 
 SignalError = posix_ipc.SignalError

@@ -36,14 +36,15 @@ class TableFull(Exception):
 
 
 class QpnTable:
-    """This process's handle on the machine's QP table."""
+    """This process's handle on the machine's QP table (or namespace `ns`'s)."""
 
-    def __init__(self):
+    def __init__(self, ns=None):
+        self._path = os.path.join(shm.SHM_DIR, shm.device_object_name("qpn", ns))
         self._fd = None
         self._open()
 
     def _open(self):
-        fd = os.open(PATH, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if os.fstat(fd).st_size < SIZE:
@@ -124,7 +125,7 @@ class QpnTable:
         try:
             last = not _live_owners(self._slots)
             if last:
-                os.unlink(PATH)
+                os.unlink(self._path)
             return last
         finally:
             self._unlock()
@@ -142,7 +143,9 @@ def _live_owners(slots):
     return [o for o in {(int(p), int(s)) for p, s in taken} if shm.is_alive(*o)]
 
 
-def reclaim_unused():
-    """Unlink the table if no live process owns a number in it (what a killed
-    last user left); `shmdat gc` and the test suite's cleanup call this."""
-    return os.path.exists(PATH) and QpnTable().close()
+def reclaim_unused(ns=None):
+    """Unlink the table (of namespace `ns`, or this process's) if no live process owns
+    a number in it (what a killed last user left); `shmdat gc` and the test suite's
+    cleanup call this."""
+    path = os.path.join(shm.SHM_DIR, shm.device_object_name("qpn", ns))
+    return os.path.exists(path) and QpnTable(ns).close()

@@ -26,11 +26,41 @@ _NAME = re.compile(r"^(sem\.)?shmdat\.(\d+)\.(\d+)\.(\d+)\.(\d+)\.(.+)$")
 # share it a device instance of their own, `shmdat.<uid>.ns-<ns>.<what>`, so that a test
 # can take its device's port down without touching the device of the tests beside it.
 DEVICE_NS = os.environ.get("SHMDAT_DEVICE_NS", "")
+_NS = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_DEVICE_OBJECT = re.compile(r"^shmdat\.(\d+)\.(?:ns-([A-Za-z0-9_-]+)\.)?([a-z][a-z0-9_]*)$")
 
 
-def device_object_name(what):
-    """The name of one of the device's machine-wide objects, in this process's device instance."""
-    return f"{PREFIX}ns-{DEVICE_NS}.{what}" if DEVICE_NS else f"{PREFIX}{what}"
+def check_ns(ns):
+    """ValueError unless `ns` can name a device namespace ("" is the default device)."""
+    if ns and not _NS.match(ns):
+        raise ValueError(f"device namespace {ns!r}: a namespace is 1 to 64 of A-Z a-z 0-9 _ -")
+
+
+check_ns(DEVICE_NS)
+
+
+def device_object_name(what, ns=None):
+    """The name of one of the device's machine-wide objects, in this process's device
+    instance or (ns given; "" is the default one) in namespace `ns`'s."""
+    ns = DEVICE_NS if ns is None else ns
+    check_ns(ns)
+    return f"{PREFIX}ns-{ns}.{what}" if ns else f"{PREFIX}{what}"
+
+
+def list_device_objects():
+    """This user's device objects, of every namespace: dicts with name, ns ("" for the
+    default device), what, size."""
+    out = []
+    for entry in sorted(_entries()):
+        m = _DEVICE_OBJECT.match(entry)
+        if not m or int(m.group(1)) != UID:
+            continue
+        try:
+            size = os.stat(os.path.join(SHM_DIR, entry)).st_size
+        except OSError:
+            continue
+        out.append(dict(name=entry, ns=m.group(2) or "", what=m.group(3), size=size))
+    return out
 
 
 def process_start_time(pid):
@@ -89,8 +119,9 @@ class ProcessWatch:
         if self._dead:
             return False
         if self._fd is not None:
-            readable, _, _ = select.select((self._fd,), (), (), 0)
-            dead = bool(readable)
+            poller = select.poll()          # not select(): a descriptor may be above 1023
+            poller.register(self._fd, select.POLLIN)
+            dead = bool(poller.poll(0))
         else:
             dead = not is_alive(self.pid, self.start)
         if dead:
@@ -198,11 +229,7 @@ def unlink_sem(name):
 def list_objects(all_users=False):
     """Every shmdat object in /dev/shm: dicts with name, kind, uid, pid, start, alive, size."""
     out = []
-    try:
-        entries = os.listdir(SHM_DIR)
-    except OSError:
-        return out
-    for entry in sorted(entries):
+    for entry in sorted(_entries()):
         m = _NAME.match(entry)
         if not m:
             continue
@@ -217,6 +244,13 @@ def list_objects(all_users=False):
                         pid=int(pid), start=int(start), what=what,
                         alive=is_alive(int(pid), int(start)), size=size))
     return out
+
+
+def _entries():
+    try:
+        return os.listdir(SHM_DIR)
+    except OSError:
+        return []
 
 
 def reclaim_dead():

@@ -1,7 +1,7 @@
 """The device (pyverbs.device): get_device_list, Context and the attributes it reports.
 
 shmdat has one device, `shm0`, shaped like Soft-RoCE: a CA with one ACTIVE
-Ethernet port whose GIDs are RoCE ones. Every Context opened on it, in any
+Ethernet port whose GIDs are RoCE ones (verbs/link.py takes it down and up). Every Context opened on it, in any
 process of the machine, is a window on the same device. A Context owns a
 hardware HCA (hw/hca.py): the registration table peers check their RDMA
 against, and the doorbell its waiters sleep on.
@@ -15,10 +15,12 @@ import ipaddress
 import os
 import socket
 import time
+import weakref
 
 from ..hw import cm_ports, shm
 from ..hw.errors import NoRoom
 from ..hw.hca import Hca
+from ..hw.port import Port
 from ..hw.progress import LIVENESS_SLICE, Progress
 from ..hw.qpn import QpnTable
 from . import libibverbs_enums as e
@@ -43,7 +45,8 @@ def _machine_guid():
 
 
 NODE_GUID = _machine_guid()
-_contexts = set()               # this process's open Contexts: one device moves them all
+_contexts = weakref.WeakSet()   # this process's open Contexts: one device moves them all
+_dropped = []                   # Contexts that became garbage unclosed, to close at the next Context()
 
 # What the device can do: at least Soft-RoCE's where the issue names it, and
 # what the shared-memory hardware can hold.
@@ -181,6 +184,7 @@ class Context(PyverbsCM):
 
     def __init__(self, **kwargs):
         super().__init__()
+        _close_dropped()
         self.name = kwargs.get("name")
         if kwargs.get("cmid") is not None or kwargs.get("cmd_fd") is not None:
             raise PyverbsUserError("shm0 cannot import a context from a CMID or a command fd")
@@ -194,6 +198,15 @@ class Context(PyverbsCM):
             self.hca = Hca(listen_slots=64, table_slots=LIMITS["max_mr"] + 1)
         except NoRoom as err:
             raise PyverbsRDMAError(f"Failed to open device {self.name}: {err}", 12) from None
+        self._port = Port()
+        if not self._port.intact():
+            self._port.close()
+            self.hca.close()
+            raise PyverbsRDMAError(f"Failed to open device {self.name}: its port state "
+                                   f"{self._port.path} is not shm0's (`shmdat gc` removes it)",
+                                   errno.EIO)
+        self._port_generation, self.port_down = self._port.generation, self._port.down
+        self._fatal = False             # IBV_EVENT_DEVICE_FATAL was raised: calls fail with EIO
         self.pds, self.cqs, self.ccs, self.qps = (set(), set(), set(), set())
         self.mrs_by_lkey = {}           # lkey -> MR: what a local SGE names
         self.active_qps = []            # QPs with work the device must move (progress visits them)
@@ -206,7 +219,14 @@ class Context(PyverbsCM):
         _contexts.add(self)
         self._qpn_table = None
         self.cm = None                  # the rdma_cm agent on this context (cmid.py), if any
-        self._progress = Progress(self.hca, self._poll)
+        self._progress = Progress(self.hca, self._poll, self._others)
+        self._ours = True               # False in a forked child: the parent's to close
+
+    def __del__(self):
+        # pyverbs frees a Context nobody holds (rdma-core's tests drop many unclosed).
+        # Closing here could run inside another Context's call, so it waits for the next Context().
+        if getattr(self, "_ours", False) and not self._closed:
+            _dropped.append(self)
 
     def _release(self):
         """ibv_close_device: its QPs, channels, CQs and PDs (and what they hold) first.
@@ -221,6 +241,7 @@ class Context(PyverbsCM):
                 self._qpn_table.close()
             self._progress.wake_local()
             self._progress.drain_waiters()
+            self._port.close()
             self.hca.close()
             os.close(self._async_r)
             os.close(self._async_w)
@@ -228,7 +249,7 @@ class Context(PyverbsCM):
 
     def add_ref(self, obj):
         """Keep `obj` (a PD, CQ, CompChannel or QP) to close it with the context."""
-        self._check_open(f"Failed to create {type(obj).__name__}")
+        self.check_usable(f"Failed to create {type(obj).__name__}")
         getattr(self, obj.context_set).add(obj)
 
     # The device's engine: progress runs in the caller's poll, post and wait.
@@ -247,9 +268,15 @@ class Context(PyverbsCM):
                     finally:
                         other.lock.release()
 
+    def _others(self):
+        """The engines of this process's other Contexts: a waiter here sleeps for them too."""
+        return [other._progress for other in list(_contexts) if other is not self]
+
     def _poll_own(self):
         if self._closed:
             return
+        if self._port.generation != self._port_generation:
+            self._port_changed()
         cm = self.cm
         if cm is not None and self.hca.cm_pending():
             cm.process()
@@ -261,6 +288,42 @@ class Context(PyverbsCM):
                 qp._check_peer()
             if cm is not None:
                 cm.check_peers()
+            self.check_device()
+
+    # The port and the device (machine-wide: hw/port.py).
+
+    def _port_changed(self):
+        """The port went down or came up (`shmdat link set`): IBV_EVENT_PORT_ERR or
+        PORT_ACTIVE, one for each change since the last look."""
+        generation, down = self._port.generation, self._port.down
+        changes = generation - self._port_generation
+        self._port_generation, self.port_down = generation, down
+        for i in range(min(changes, 2), 0, -1):         # the last two changes: where it is now
+            went_down = down if i == 1 else not down
+            self._async_event(e.IBV_EVENT_PORT_ERR if went_down else e.IBV_EVENT_PORT_ACTIVE,
+                              port_num=PORT)
+
+    def check_device(self):
+        """Whether the device is still there; if its machine-wide state was removed or
+        corrupted under this Context (hw/port.py: intact), the Context takes it as a
+        NIC's catastrophic error, once: IBV_EVENT_DEVICE_FATAL, every QP to ERR
+        (flushing), and calls that would reach the kernel fail with EIO from then on."""
+        if self._fatal:
+            return False
+        if self._port.intact():
+            return True
+        self._fatal = True
+        for qp in list(self.qps):
+            qp._device_fatal()
+        self._async_event(e.IBV_EVENT_DEVICE_FATAL)
+        return False
+
+    def check_usable(self, what):
+        """Raise PyverbsRDMAError: EBADF if closed, EIO after IBV_EVENT_DEVICE_FATAL
+        (as libibverbs' commands fail once the kernel has disassociated the device)."""
+        self._check_open(what)
+        if self._fatal:
+            raise PyverbsRDMAError(f"{what}: the device had a fatal error", errno.EIO)
 
     def progress(self):
         """Move every QP of the context along (under the context's lock)."""
@@ -343,7 +406,7 @@ class Context(PyverbsCM):
 
     def query_device(self):
         """ibv_query_device -> DeviceAttr."""
-        self._check_open(f"Failed to query device {self.name}")
+        self.check_usable(f"Failed to query device {self.name}")
         return DeviceAttr(fw_version="1.0.0", node_guid=NODE_GUID, sys_image_guid=NODE_GUID,
                           vendor_id=VENDOR_ID, vendor_part_id=0, hw_ver=1,
                           device_cap_flags=int(DEVICE_CAP_FLAGS), atomic_caps=e.IBV_ATOMIC_HCA,
@@ -370,18 +433,20 @@ class Context(PyverbsCM):
                             pci_atomic_caps=PCIAtomicCaps(fetch_add=0, swap=0, compare_swap=0))
 
     def _check_port(self, port_num, what):
-        self._check_open(what)
+        self.check_usable(what)
         if port_num != PORT:
             raise PyverbsRDMAError(f"{what}: the device has port {PORT} only", 22)     # EINVAL
 
     def query_port(self, port_num):
         """ibv_query_port -> PortAttr of port 1 (the device's only one)."""
         self._check_port(port_num, f"Failed to query port {port_num}")
-        return PortAttr(state=e.IBV_PORT_ACTIVE, max_mtu=e.IBV_MTU_4096, active_mtu=e.IBV_MTU_1024,
+        # A down port reads as rxe's over a netdev set down: DOWN, physically DISABLED.
+        state, phys_state = (e.IBV_PORT_DOWN, 3) if self._port.down else (e.IBV_PORT_ACTIVE, 5)
+        return PortAttr(state=state, max_mtu=e.IBV_MTU_4096, active_mtu=e.IBV_MTU_1024,
                         gid_tbl_len=GID_TABLE_LEN, port_cap_flags=0, max_msg_sz=1 << 31,
                         bad_pkey_cntr=0, qkey_viol_cntr=0, pkey_tbl_len=1, lid=0, sm_lid=0,
                         lmc=0, max_vl_num=1, sm_sl=0, subnet_timeout=0, init_type_reply=0,
-                        active_width=1, active_speed=32, phys_state=5,
+                        active_width=1, active_speed=32, phys_state=phys_state,
                         link_layer=e.IBV_LINK_LAYER_ETHERNET, flags=0, port_cap_flags2=0,
                         active_speed_ex=0)
 
@@ -390,6 +455,12 @@ class Context(PyverbsCM):
         query_port's width (1X) and speed (25 Gb/s) make: 250. EINVAL for another port."""
         self._check_port(port_num, f"Failed to query port speed for port {port_num}")
         return 250
+
+    def query_rt_values_ex(self, comp_mask=e.IBV_VALUES_MASK_RAW_CLOCK):
+        """ibv_query_rt_values_ex: PyverbsRDMAError (EOPNOTSUPP): shm0 has no
+        hardware clock (its hca_core_clock is 0), as Soft-RoCE has none."""
+        self.check_usable("Failed to query real time values")
+        raise PyverbsRDMAError("Failed to query real time values", errno.EOPNOTSUPP)
 
     def query_pkey(self, port_num, index):
         """ibv_query_pkey: the default P_Key at index 0."""
@@ -435,7 +506,7 @@ class Context(PyverbsCM):
 
     def query_gid_table(self, max_entries, flags=0):
         """ibv_query_gid_table -> the used GIDEntry-s (EINVAL if they do not fit)."""
-        self._check_open("Failed to query gid tables of the device")
+        self.check_usable("Failed to query gid tables of the device")
         if flags or max_entries < len(GIDS):
             # pyverbs passes on ibv_query_gid_table's return, a negative errno.
             raise PyverbsRDMAError("Failed to query gid tables of the device", -errno.EINVAL)
@@ -454,10 +525,18 @@ def _element_object(element):
     return element.qp or element.cq or element.srq
 
 
+def _close_dropped():
+    while _dropped:
+        _dropped.pop().close()
+
+
 def _forget_parent_contexts():
     """In a child made by fork(): the parent's Contexts are not ours to move or close
     (shmdat's ia.py refreshes the process identity for both APIs)."""
+    for ctx in list(_contexts) + _dropped:
+        ctx._ours = False
     _contexts.clear()
+    _dropped.clear()
 
 
 os.register_at_fork(after_in_child=_forget_parent_contexts)
@@ -467,6 +546,7 @@ os.register_at_fork(after_in_child=_forget_parent_contexts)
 def _close_all():
     """A process that exits without closing its Contexts gives their QP numbers and
     memory back all the same (as ia_open's IAs are closed at exit)."""
+    _close_dropped()
     for ctx in list(_contexts):
         ctx.close()
 
@@ -504,8 +584,9 @@ def width_to_str(width):
     return _described({1: "1X", 2: "4X", 4: "8X", 8: "12X", 16: "2X"}, width, "Invalid width")
 
 
-def speed_to_str(active_speed, active_speed_ex):
-    """A port's speed (active_speed_ex when set) as text, e.g. '25.0 Gbps (32)'."""
+def speed_to_str(active_speed, active_speed_ex=0):
+    """A port's speed (active_speed_ex when set; older pyverbs, v44, took active_speed
+    alone) as text, e.g. '25.0 Gbps (32)'."""
     gbps = {0: 0.0, 1: 2.5, 2: 5.0, 4: 5.0, 8: 10.0, 16: 14.0, 32: 25.0, 64: 50.0, 128: 100.0,
             256: 200.0}
     speed = active_speed_ex or active_speed

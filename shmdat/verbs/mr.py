@@ -7,8 +7,9 @@ device, so that peers reach it by mapping (no copy through the kernel);
 `MR(pd, length, access, address=addr)` registers memory the program owns,
 which peers reach by cross-memory attach. `mr.buf` is a real address in this
 process either way. Each MR has an entry in the Context's registration table:
-its key is the lkey, and the rkey when remote access is allowed (0 otherwise,
-as Soft-RoCE does); rereg keeps both.
+its key is both the lkey and the rkey, as on Soft-RoCE and NICs, whatever the
+access (a remote access the MR does not allow fails when it is tried); rereg
+keeps the keys, so a peer's rkey still works after the access is widened.
 """
 
 import ctypes
@@ -61,7 +62,7 @@ class MR(PyverbsCM):
 
     def __init__(self, creator, length=0, access=0, address=None, implicit=False, **kwargs):
         super().__init__()
-        what = f"Failed to register a MR. length: {length}, access flags: {access}"
+        what = self._failure(length, access)
         if not isinstance(creator, PD):
             raise PyverbsUserError(f"Cannot create MR from {type(creator)}")
         if implicit or kwargs.get("handle") is not None:
@@ -81,20 +82,20 @@ class MR(PyverbsCM):
             self._free_buffer()
             raise PyverbsRDMAError(f"{what}: max_mr MRs are registered", errno.ENOMEM)
         self.lkey = key
-        self.rkey = key if self.access & _REMOTE else 0
+        self.rkey = key
         creator.add_ref(self)
         creator.ctx.mrs_by_lkey[key] = self
+
+    @staticmethod
+    def _failure(length, access):
+        """How pyverbs' message of a failed registration begins."""
+        return f"Failed to register a MR. length: {length}, access flags: {access}"
 
     def _place(self, address, length, what):
         """Where the MR's bytes are: a new shared segment, or the program's memory."""
         self.length = length
         if address:
-            if self.access & _REMOTE:
-                usable, why = cma.status()
-                if not usable:
-                    raise PyverbsRDMAError(f"{what}: peers cannot reach this process's memory: "
-                                           f"{why}", errno.EOPNOTSUPP)
-                cma.allow_peers()
+            self._allow_remote(self.access, what, program_memory=True)
             self.buf = int(address)
             return
         self.buf = 0
@@ -104,6 +105,17 @@ class MR(PyverbsCM):
             except NoRoom as err:
                 raise PyverbsRDMAError(f"{what}: {err}", errno.ENOMEM) from None
             self.buf = ctypes.addressof(ctypes.c_char.from_buffer(self._segment.mmap))
+
+    @staticmethod
+    def _allow_remote(access, what, program_memory):
+        """Program memory that peers may reach needs cross-memory attach (EOPNOTSUPP
+        where it is forbidden); shared segments need nothing."""
+        if program_memory and access & _REMOTE:
+            usable, why = cma.status()
+            if not usable:
+                raise PyverbsRDMAError(f"{what}: peers cannot reach this process's memory: {why}",
+                                       errno.EOPNOTSUPP)
+            cma.allow_peers()
 
     def _entry(self):
         """The registration table entry's fields (kind, priv, pd, base, length, seg, segoff)."""
@@ -170,12 +182,13 @@ class MR(PyverbsCM):
             self._free_buffer()
             self.access = new_access
             self._place(addr, length, what)
+        else:
+            self._allow_remote(new_access, what, program_memory=self._segment is None)
         self.access = new_access
         if flags & e.IBV_REREG_MR_CHANGE_PD:
             self.pd.mrs.discard(self)
             self.pd = pd
             pd.add_ref(self)
-        self.rkey = self.lkey if self.access & _REMOTE else 0
         self.pd.ctx.hca.reregister(self.lkey, *self._entry())
 
     @property
@@ -227,8 +240,32 @@ class MW(Unsupported):
     """ibv_alloc_mw: PyverbsRDMAError (EOPNOTSUPP)."""
 
 
-class MREx(Unsupported):
-    """ibv_reg_mr_ex: PyverbsRDMAError (EOPNOTSUPP)."""
+class MREx(MR):
+    """ibv_reg_mr_ex: `MREx(pd, length, access, address=None, iova=None, fd=None,
+    fd_offset=0, dmah=None, implicit=False, buf=None)`, registered as ibv_reg_mr
+    would, which is what libibverbs does for a provider without a reg_mr_ex of its own.
+
+    Raises what MR raises, and PyverbsRDMAError: EINVAL for an fd with an
+    address (or implicit) or without an iova; EOPNOTSUPP for a DMA-BUF fd, a
+    DMA handle, a Buf, or an iova other than the address.
+    """
+
+    def __init__(self, pd, length=0, access=0, address=None, iova=None, fd=None, fd_offset=0,
+                 dmah=None, implicit=False, buf=None, **kwargs):
+        what = self._failure(length, access)
+        if fd is not None:
+            if address or implicit or iova is None:
+                raise PyverbsRDMAError(f"{what}: an fd goes with an iova and no address",
+                                       errno.EINVAL)
+            raise PyverbsRDMAError(f"{what}: shm0 cannot register DMA-BUFs", errno.EOPNOTSUPP)
+        if dmah is not None or buf is not None or iova not in (None, address):
+            raise PyverbsRDMAError(f"{what}: DMA handles, Bufs and an iova of its own are not "
+                                   "supported by shm0", errno.EOPNOTSUPP)
+        super().__init__(pd, length, access, address, implicit, **kwargs)
+
+    @staticmethod
+    def _failure(length, access):
+        return "Failed to register MR using extended API"
 
 
 class DMMR(Unsupported):

@@ -11,12 +11,14 @@ the QP's completions from its CQs. State moves follow qp_state.py.
 Atomics (fetch-and-add, compare-and-swap) are done by the initiator under the
 target's atomic lock (hw/hca.py), atomic with respect to every other atomic
 (IBV_ATOMIC_HCA). A QP created with an SRQ takes its receives from it and
-raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. Not there yet: UD
+raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. While the device's
+port is down nothing moves, and sends retry as on the wire (_retry). Not there yet: UD
 and UC QPs, inline sends as such (they are copied like any send), RNR retries.
 """
 
 import collections
 import errno
+import time
 
 import posix_ipc
 
@@ -60,6 +62,7 @@ _ATOMICS = (ring.OP_FETCH_ADD, ring.OP_CMP_SWAP)
 _WITH_IMM = int(e.IBV_WC_WITH_IMM)
 _SIGNALED = int(e.IBV_SEND_SIGNALED)
 _SOLICITED = int(e.IBV_SEND_SOLICITED)
+_ACK_TIMEOUT_UNIT = 4.096e-6              # seconds: the transport timer is 4.096 us * 2**timeout
 
 
 class QPCap(PyverbsObject):
@@ -200,6 +203,7 @@ class QP(PyverbsCM):
         self._qp = None                         # ring.QueuePair once joined
         self._created = None                    # the connection segment we created, until unlinked
         self._established = False               # COMM_EST given (once per connection)
+        self._retries_end = None                # while the port is down: when the sends give up
         ctx.add_ref(self)
         creator.add_ref(self)
         self.send_cq.qps.add(self)
@@ -251,6 +255,7 @@ class QP(PyverbsCM):
         if not isinstance(qp_attr, QPAttr):
             raise PyverbsUserError(f"{what}: qp_attr must be a QPAttr, not {type(qp_attr)}")
         with self.context.lock:
+            self.context.check_usable(what)
             self._check_open(what)
             new = check_modify(self.qp_type, self.state, mask, qp_attr.qp_state)
             if mask & e.IBV_QP_PORT and qp_attr.port_num != 1:
@@ -319,9 +324,7 @@ class QP(PyverbsCM):
             return                  # the peer or its segment is not there yet: progress retries
         qp = ring.QueuePair(segment, side, peer, self, self._take_recv)
         qp.peer_pz = peer_owner[3]
-        self._qp = qp
-        while self._waiting:
-            qp.post_send(self._waiting.popleft())
+        self._qp = qp                               # _progress sends what waited for it
 
     def _leave(self):
         qp = self._qp
@@ -335,12 +338,18 @@ class QP(PyverbsCM):
 
     def _progress(self):
         """Called by the Context's progress for every QP in RTR, RTS or SQD."""
+        if self.context.port_down:
+            self._retry()
+            return
+        self._retries_end = None
         qp = self._qp
         if qp is None:
             self._join()
             qp = self._qp
             if qp is None:
                 return
+        while self._waiting:                # posted before the join, or while the port was down
+            qp.post_send(self._waiting.popleft())
         if qp.words[qp.w_peer_state] > ring.S_UP:     # CLOSED or BROKEN (INIT: not joined yet)
             self._fatal()
             return
@@ -349,6 +358,32 @@ class QP(PyverbsCM):
             qp.poll_send()
         except RingCorrupt:
             self._fatal()
+
+    def _retry(self):
+        """The port is down: nothing goes out or comes in. Sends outstanding are retried
+        as on the wire, retry_cnt + 1 tries of the transport timer (4.096 us * 2**timeout;
+        timeout 0 is infinite), then the oldest completes with IBV_WC_RETRY_EXC_ERR and
+        the QP goes to ERR. Sends go on where they were if the port comes up in time."""
+        qp = self._qp
+        oldest = (qp.inflight or qp.sq) if qp is not None else None
+        oldest = oldest or self._waiting
+        if not oldest or not self.attr.timeout:
+            self._retries_end = None
+            return
+        now = time.monotonic()
+        if self._retries_end is None:
+            tries = self.attr.retry_cnt + 1
+            self._retries_end = now + tries * _ACK_TIMEOUT_UNIT * 2 ** self.attr.timeout
+        elif now >= self._retries_end:
+            wr_id, wc_op, _ = oldest.popleft().ctx
+            self.send_cq._complete(WC(wr_id=wr_id, status=e.IBV_WC_RETRY_EXC_ERR, opcode=wc_op,
+                                      qp_num=self.qp_num))
+            self._enter(ERR)
+
+    def _device_fatal(self):
+        """The device had a fatal error (Context.check_device): to ERR, flushing."""
+        if self.state != ERR:
+            self._enter(ERR)
 
     def _check_peer(self):
         """The peer process died: the QP goes to ERR (the Context calls this every LIVENESS_SLICE)."""
@@ -363,8 +398,8 @@ class QP(PyverbsCM):
     def _fatal(self):
         """The device found the connection ended or broken: what had arrived, and what
         the peer had taken, complete first; then ERR, flushes, and IBV_EVENT_QP_FATAL."""
-        if self.state == ERR:
-            return
+        if self.state == ERR or not self.context.check_device():
+            return                  # a dead device's QPs get IBV_EVENT_DEVICE_FATAL instead
         qp = self._qp
         if qp is not None:
             try:
@@ -460,7 +495,7 @@ class QP(PyverbsCM):
         if self.state == ERR or work.status != ring.OK:
             work.status = work.status or ring.FLUSHED
             self.send_done(work)
-        elif self._qp is None:
+        elif self._qp is None or self.context.port_down:
             self._waiting.append(work)
         else:
             self._qp.post_send(work)

@@ -13,7 +13,9 @@ holder dies), reads the rows, drops those whose owner is dead (a killed
 process frees its ports at the next operation of anyone), does its work, writes
 the rows back and, if no row is left, unlinks the file: the table exists only
 while some live process has a port bound. One a killed last owner left is
-removed by the next operation or by reclaim_unused (`shmdat gc`).
+removed by the next operation, by reclaim_unused (each verbs Context open and
+close calls it; `shmdat gc` may). The flock is per open file, so threads of one
+process exclude each other too.
 
 Addresses are IPv4 addresses as ints; 0 is the wildcard (INADDR_ANY), which
 conflicts with every address on the same port, as in the kernel's port space.

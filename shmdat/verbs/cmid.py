@@ -75,17 +75,20 @@ LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
  CONNECTED, DISCONNECTING, DISCONNECTED, DONE) = range(13)
 _HANDSHAKE_OR_UP = (ACCEPTED, RESPONSE, CONNECTED)
 
-# The messages: kind, reason, address length, port, to (the receiver's id, 0 in a REQ),
-# from (the sender's id), destination and source IPv4, qp_num, psn, responder resources,
-# initiator depth, retry, rnr retry; then the sender's HCA address and the private data.
+# The messages: a magic (the device's inbox carries other messages too), kind, reason,
+# address length, port, to (the receiver's id, 0 in a REQ), from (the sender's id),
+# destination and source IPv4, qp_num, psn, responder resources, initiator depth, retry,
+# rnr retry; then the sender's HCA address and the private data.
 REQ, REP, RTU, REJ, DREQ, DREP = range(1, 7)
-_MSG = struct.Struct("<BBHHxxQQIIIIBBBB")
+_MAGIC = b"shmdatCM"
+_MSG = struct.Struct("<8sBBHHxxQQIIIIBBBB")
 
 
 def _encode(kind, sender, to=0, frm=0, reason=0, port=0, dst=0, src=0, qpn=0, psn=0,
             param=(0, 0, 0, 0), private_data=b""):
     a = sender.encode()
-    return _MSG.pack(kind, reason, len(a), port, to, frm, dst, src, qpn, psn, *param) + a + private_data
+    return _MSG.pack(_MAGIC, kind, reason, len(a), port, to, frm, dst, src, qpn, psn,
+                     *param) + a + private_data
 
 
 class _Message:
@@ -93,12 +96,17 @@ class _Message:
                  "address", "private_data")
 
 
+def is_cm_message(data):
+    """Whether a message of the device's inbox is rdma_cm's."""
+    return data[:len(_MAGIC)] == _MAGIC
+
+
 def _decode(data):
     """A _Message, or None if `data` is not one."""
-    if len(data) < _MSG.size:
+    if len(data) < _MSG.size or not is_cm_message(data):
         return None
     m = _Message()
-    (m.kind, m.reason, alen, m.port, m.to, m.frm, m.dst, m.src, m.qpn, m.psn,
+    (_magic, m.kind, m.reason, alen, m.port, m.to, m.frm, m.dst, m.src, m.qpn, m.psn,
      *param) = _MSG.unpack_from(data)
     m.param = tuple(param)
     o = _MSG.size
@@ -346,25 +354,25 @@ class _Agent:
         except PeerUnreachable:
             return False
 
-    def process(self):
-        """Handle every CM message waiting in the inbox (under the context's lock)."""
-        for data, pid in self.ctx.hca.cm_receive():
-            m = _decode(data)
-            parsed = None if m is None else parse_address(m.address)
-            if parsed is None or parsed[0] != pid:
-                continue                    # not from whom it claims to be
-            if m.kind == REQ:
-                self._on_req(m)
-                continue
-            cmid = self._addressed(m)
-            if cmid is None:
-                if m.kind == DREQ:          # for an id that is gone: answered all the same
-                    self._answer(m, DREP)
-                continue
-            handler = {REP: cmid._on_rep, RTU: cmid._on_rtu, REJ: cmid._on_rej, DREQ: cmid._on_dreq,
-                       DREP: cmid._on_drep}.get(m.kind)
-            if handler is not None:
-                handler(m)
+    def take(self, data, pid):
+        """Handle a CM message from the Context's inbox, sent by process `pid` (under the
+        context's lock)."""
+        m = _decode(data)
+        parsed = None if m is None else parse_address(m.address)
+        if parsed is None or parsed[0] != pid:
+            return                          # not from whom it claims to be
+        if m.kind == REQ:
+            self._on_req(m)
+            return
+        cmid = self._addressed(m)
+        if cmid is None:
+            if m.kind == DREQ:              # for an id that is gone: answered all the same
+                self._answer(m, DREP)
+            return
+        handler = {REP: cmid._on_rep, RTU: cmid._on_rtu, REJ: cmid._on_rej, DREQ: cmid._on_dreq,
+                   DREP: cmid._on_drep}.get(m.kind)
+        if handler is not None:
+            handler(m)
 
     def _addressed(self, m):
         """The CMID a message is for: by our id, or (an active side that gives up before

@@ -277,18 +277,23 @@ class Context(PyverbsCM):
             return
         if self._port.generation != self._port_generation:
             self._port_changed()
-        cm = self.cm
-        if cm is not None and self.hca.cm_pending():
-            cm.process()
+        if self.hca.cm_pending():
+            self._inbox()
         for qp in self.active_qps[:] if len(self.active_qps) > 1 else self.active_qps:
             qp._progress()
         if time.monotonic() >= self._next_liveness:     # a dead peer is seen within a slice
             self._next_liveness = time.monotonic() + LIVENESS_SLICE
             for qp in self.active_qps[:]:
                 qp._check_peer()
-            if cm is not None:
-                cm.check_peers()
+            if self.cm is not None:
+                self.cm.check_peers()
             self.check_device()
+
+    def _inbox(self):
+        """The messages in the HCA's inbox (hw/hca.py): rdma_cm's go to its agent."""
+        for data, pid in self.hca.cm_receive():
+            if self.cm is not None:
+                self.cm.take(data, pid)
 
     # The port and the device (machine-wide: hw/port.py).
 

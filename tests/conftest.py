@@ -4,7 +4,7 @@ import os
 import pytest
 
 import shmdat
-from shmdat.hw import port, qpn, shm
+from shmdat.hw import cm_ports, port, qpn, shm
 from tests.peers import Peer
 from tests.verbs_ends import End
 
@@ -39,6 +39,7 @@ def spawn():
     yield peers.start
     peers.finish()
     qpn.reclaim_unused()
+    cm_ports.reclaim_unused()
 
 
 class DeviceNamespace:
@@ -69,6 +70,7 @@ def _device_namespace():
     yield ns
     ns._peers.finish()
     qpn.reclaim_unused(ns.name)
+    cm_ports.reclaim_unused(ns.name)
     port.reclaim_unused(ns.name, even_down=True)
     left = [o["name"] for o in shm.list_device_objects() if o["ns"] == ns.name]
     assert not left, f"device objects left behind: {left}"

@@ -32,7 +32,7 @@ BOUND = 120                         # seconds for one module; each takes a few
 
 MODULES = ["test_device", "test_pd", "test_mr", "test_cq", "test_cq_events", "test_cqex",
            "test_qp", "test_srq", "test_addr", "test_atomic", "test_qpex", "test_shared_pd",
-           "test_parent_domain", "test_fork", "test_dmah", "test_relaxed_ordering"]
+           "test_parent_domain", "test_fork", "test_dmah", "test_relaxed_ordering", "test_rdmacm"]
 
 # test id -> why it fails on shm0 today. Nothing here may be special-cased in shmdat.
 KNOWN_FAILURES = {

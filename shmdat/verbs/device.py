@@ -17,7 +17,7 @@ import socket
 import time
 import weakref
 
-from ..hw import shm
+from ..hw import cm_ports, shm
 from ..hw.errors import NoRoom
 from ..hw.hca import Hca
 from ..hw.port import Port
@@ -196,6 +196,7 @@ class Context(PyverbsCM):
         if self.name != DEVICE_NAME:
             raise PyverbsRDMAError(f"Failed to find device {self.name}")
         shm.reclaim_dead()              # what killed processes left, as every ia_open does
+        cm_ports.reclaim_unused()
         try:
             self.hca = Hca(listen_slots=64, table_slots=LIMITS["max_mr"] + 1)
         except NoRoom as err:
@@ -219,6 +220,7 @@ class Context(PyverbsCM):
         self._unacked = collections.Counter()       # element object -> events got, not acked
         self._async_r, self._async_w = os.pipe()    # a byte per queued event: async_fd polls readable
         self._qpn_table = None
+        self.cm = None                  # the rdma_cm agent on this context (cmid.py), if any
         self._progress = Progress(self.hca, self._poll, self._others)
         self._ours = True               # False in a forked child: the parent's to close
         _contexts.add(self)             # last: another thread's poll may move it from now on
@@ -235,6 +237,8 @@ class Context(PyverbsCM):
         with self._progress.lock:
             self._closing = True
             _contexts.discard(self)
+            if self.cm is not None:
+                self.cm.close_all()     # its CMIDs: connections end, ports are freed
             close_children([self.qps, self.ccs, self.cqs, self.pds])
             if self._qpn_table is not None:
                 self._qpn_table.close()
@@ -244,6 +248,7 @@ class Context(PyverbsCM):
             self.hca.close()
             os.close(self._async_r)
             os.close(self._async_w)
+        cm_ports.reclaim_unused()       # a port table that only killed processes' rows keep
 
     def add_ref(self, obj):
         """Keep `obj` (a PD, CQ, CompChannel or QP) to close it with the context."""
@@ -276,14 +281,26 @@ class Context(PyverbsCM):
         if self._port.generation != self._port_generation:
             self._port_changed()
         if self.hca.cm_pending():
-            self._notices()
+            self._inbox()
         for qp in self.active_qps[:] if len(self.active_qps) > 1 else self.active_qps:
             qp._progress()
         if time.monotonic() >= self._next_liveness:     # a dead peer is seen within a slice
             self._next_liveness = time.monotonic() + LIVENESS_SLICE
             for qp in self.active_qps[:]:
                 qp._check_peer()
+            if self.cm is not None:
+                self.cm.check_peers()
             self.check_device()
+
+    def _inbox(self):
+        """The messages in the HCA's inbox (hw/hca.py): a UD sender's new connection goes
+        to the QP it names, rdma_cm's messages to the context's agent."""
+        for data, pid in self.hca.cm_receive():
+            notice = parse_notice(data)
+            if notice is not None:
+                self._attach_datagrams(*notice)
+            elif self.cm is not None:
+                self.cm.take(data, pid)
 
     # The port and the device (machine-wide: hw/port.py).
 
@@ -321,16 +338,10 @@ class Context(PyverbsCM):
         if self._fatal:
             raise PyverbsRDMAError(f"{what}: the device had a fatal error", errno.EIO)
 
-    def _notices(self):
-        """The device's inbox: a UD sender's new connection, for the QP it names."""
-        for data, _pid in self.hca.cm_receive():
-            notice = parse_notice(data)
-            if notice is None:
-                continue
-            address, src, dst = notice
-            for qp in self.qps:
-                if qp.qp_num == dst and qp._datagrams is not None:
-                    qp._datagrams.attach(address, src)
+    def _attach_datagrams(self, address, src, dst):
+        for qp in self.qps:
+            if qp.qp_num == dst and qp._datagrams is not None:
+                qp._datagrams.attach(address, src)
 
     def progress(self):
         """Move every QP of the context along (under the context's lock)."""

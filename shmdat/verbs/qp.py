@@ -299,6 +299,14 @@ class QP(PyverbsCM):
         """ibv_modify_qp. Raises PyverbsRDMAError (EINVAL: not a legal move, see qp_state.py)."""
         self._modify(qp_attr, comp_mask, "Failed to modify QP")
 
+    def query_ece(self):
+        """ibv_query_ece: PyverbsRDMAError (EOPNOTSUPP), shm0 has no ECE."""
+        raise PyverbsRDMAError("Failed to query ECE", errno.EOPNOTSUPP)
+
+    def set_ece(self, ece):
+        """ibv_set_ece: PyverbsRDMAError (EOPNOTSUPP), shm0 has no ECE."""
+        raise PyverbsRDMAError("Failed to set ECE", errno.EOPNOTSUPP)
+
     def _modify(self, qp_attr, mask, what):
         if not isinstance(qp_attr, QPAttr):
             raise PyverbsUserError(f"{what}: qp_attr must be a QPAttr, not {type(qp_attr)}")

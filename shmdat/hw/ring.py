@@ -41,8 +41,9 @@ The driver may ask for other behaviours, per QueuePair:
   its receive, or taken by a receive that failed its local checks, is refused
   likewise (NAK INVALID or REMOTE_OP) and the receiver breaks the connection;
   the sender learns which send it was from the NAK.
-- `drops` (unreliable): a message with no receive is consumed and lost, and
-  a send that finds no room in the ring is lost (completing at once).
+- `drops` (unreliable): a message with no receive is consumed and lost, a
+  send that finds no room in the ring is lost (completing at once), and an
+  RDMA the peer does not allow is lost without an error.
 - `datagram_key` (datagrams, one connection per sender and receiver): each
   message begins with a DATAGRAM_HEADER (datagram_header(key)) and is lost
   unless its key is the receiver's; the receive gets what follows the header.
@@ -526,7 +527,10 @@ class QueuePair:
         return True
 
     def _refuse_access(self, wr, status=REMOTE_ACCESS):
-        """An RDMA the peer does not allow: its status, and the fault the peer will read."""
+        """An RDMA the peer does not allow: its status, and the fault the peer will read;
+        on an unreliable connection it is just lost (nobody acks, nobody tells)."""
+        if self.drops:
+            return
         wr.status = status
         self.fault(FAULT_ACCESS if status == REMOTE_ACCESS else FAULT_INVALID)
 

@@ -24,8 +24,7 @@ REM_OP_ERR), and an RDMA beyond the responder's qp_access_flags
 responder gets its receive's error, or the async event IBV_EVENT_QP_REQ_ERR /
 IBV_EVENT_QP_ACCESS_ERR. UC has no acks: sends complete once in the ring, a
 message with no receive (or RDMA the responder refuses) is lost, RDMA read
-and atomics complete with
-IBV_WC_LOC_QP_OP_ERR as on rxe.
+and atomics complete with IBV_WC_LOC_QP_OP_ERR as on rxe.
 
 A UD QP sends to the QP an AH and remote_qpn name (datagrams.py carries it):
 the receive gets the 40-byte GRH (grh.py) and then the payload, with

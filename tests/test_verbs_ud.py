@@ -52,13 +52,7 @@ class UdEnd:
         self.qp.post_send(wr)
 
     def completion(self):
-        return bounded(self._poll)
-
-    def _poll(self):
-        while True:
-            n, wcs = self.cq.poll()
-            if n:
-                return wcs[0]
+        return bounded(lambda: _first(self.cq))
 
     def close(self):
         self.ctx.close()

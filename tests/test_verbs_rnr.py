@@ -4,10 +4,11 @@ min_rnr_timer apart, then completes it with IBV_WC_RNR_RETRY_EXC_ERR."""
 
 import pytest
 
+from shmdat.hw import ring
 from shmdat.verbs import libibverbs_enums as e
 from shmdat.verbs.qp import RNR_TIMER_US
 
-from tests.verbs_ends import End, POLL_BOUND
+from tests.verbs_ends import End, POLL_BOUND, bounded
 
 
 def _pair(rnr_retry, min_rnr_timer=1):
@@ -89,3 +90,50 @@ def test_rnr_across_processes(spawn):
         peer.join(POLL_BOUND)
     finally:
         me.close()
+
+
+def _gives_up(ch):
+    """A spawned requester with rnr_retry 0: one send, whose status it reports."""
+    end = End()
+    ch.send(end.qp.qp_num)
+    end.connect(ch.recv(), rnr_retry=0)
+    end.send(1, b"given up")
+    ch.send(end.completion().status)
+    ch.recv(timeout=60)
+    end.close()
+
+
+def test_the_requester_and_the_responder_agree_on_a_send_given_up(spawn):
+    """The responder NAKs, then gets a receive while the requester gives up: either
+    the send succeeded and the message arrived, or it failed and never arrives."""
+    peer = spawn(_gives_up)
+    me = End()
+    try:
+        me.connect(peer.recv())
+        peer.send(me.qp.qp_num)
+        wire = bounded(lambda: _joined(me))
+        nak = ring.W_NAK[wire.side]
+        bounded(lambda: _poll_until(me, lambda: wire.words[nak] & 0xFF == ring.NAK_NOT_READY))
+        peer.ready(1.0)                          # room for the requester to decide alone (it must not)
+        me.recv(2)
+        wc = me.completion()
+        status = peer.recv()
+        delivered = wc.status == e.IBV_WC_SUCCESS and me.mr.read(8, 0) == b"given up"
+        assert (status == e.IBV_WC_SUCCESS) == delivered, (status, wc.status)
+        assert status in (e.IBV_WC_SUCCESS, e.IBV_WC_RNR_RETRY_EXC_ERR)
+        peer.send("end")
+        peer.join()
+    finally:
+        me.close()
+
+
+def _joined(end):
+    """The QP's hardware connection, once the device has joined it to its peer."""
+    while end.qp._qp is None:
+        end.cq.poll()
+    return end.qp._qp
+
+
+def _poll_until(end, condition):
+    while not condition():
+        end.cq.poll()

@@ -48,6 +48,18 @@ def test_a_uc_message_with_no_receive_is_lost(uc_pair):
     assert a.qp.qp_state == b.qp.qp_state == e.IBV_QPS_RTS
 
 
+def test_a_uc_rdma_write_with_a_bad_rkey_is_lost_without_an_error(uc_pair):
+    a, b = uc_pair
+    a.mr.write(b"never", 5, 0)
+    a.rdma(e.IBV_WR_RDMA_WRITE, 1, 0, 5, b.mr.rkey ^ 0x10000, b.mr.buf + 64)
+    assert a.completion().status == e.IBV_WC_SUCCESS
+    assert b.mr.read(5, 64) == bytes(5)
+    b.recv(2)
+    a.send(3, b"still up", offset=100)                   # the connection goes on
+    assert b.completion().wr_id == 2
+    assert a.qp.qp_state == b.qp.qp_state == e.IBV_QPS_RTS
+
+
 @pytest.mark.parametrize("opcode", [e.IBV_WR_RDMA_READ, e.IBV_WR_ATOMIC_FETCH_AND_ADD])
 def test_rdma_read_and_atomics_on_uc_are_local_qp_operation_errors(uc_pair, opcode):
     a, b = uc_pair

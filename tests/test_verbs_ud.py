@@ -14,6 +14,7 @@ from shmdat.verbs.mr import MR
 from shmdat.verbs.pd import PD
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError
 from shmdat.verbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from shmdat.verbs.srq import SRQ, SrqAttr, SrqInitAttr
 from shmdat.verbs.wr import SGE, RecvWR, SendWR
 
 from tests.verbs_ends import GID_INDEX, POLL_BOUND, bounded
@@ -51,13 +52,7 @@ class UdEnd:
         self.qp.post_send(wr)
 
     def completion(self):
-        return bounded(self._poll)
-
-    def _poll(self):
-        while True:
-            n, wcs = self.cq.poll()
-            if n:
-                return wcs[0]
+        return bounded(lambda: _first(self.cq))
 
     def close(self):
         self.ctx.close()
@@ -185,3 +180,31 @@ def test_ud_across_processes(spawn):
         peer.join()
     finally:
         me.close()
+
+
+def test_a_ud_qp_in_rtr_with_an_srq_receives():
+    a = UdEnd()
+    ctx = Context(name="shm0")
+    try:
+        pd, cq = PD(ctx), CQ(ctx, 8)
+        mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+        srq = SRQ(pd, SrqInitAttr(SrqAttr(max_wr=4)))
+        qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, srq=srq))
+        attr = QPAttr()
+        attr.qkey = QKEY
+        qp.to_rtr(attr)                                      # INIT with the Q_Key, RTR with the state
+        assert qp.qp_state == e.IBV_QPS_RTR
+        srq.post_recv(RecvWR(wr_id=5, num_sge=1, sg=[SGE(mr.buf, 1024 + GRH, mr.lkey)]))
+        a.send(1, b"to an srq", qp.qp_num)
+        wc = bounded(lambda: _first(cq))
+        assert (wc.wr_id, wc.src_qp, mr.read(9, GRH)) == (5, a.qp.qp_num, b"to an srq")
+    finally:
+        a.close()
+        ctx.close()
+
+
+def _first(cq):
+    while True:
+        n, wcs = cq.poll()
+        if n:
+            return wcs[0]

@@ -36,13 +36,17 @@ The driver may ask for other behaviours, per QueuePair:
   consumed it (its acknowledgement). A receiver with no receive for the
   message at the head of its ring refuses it with a "not ready" NAK word in
   the header (and the delay the sender is to wait), and leaves it there; the
-  sender measures time and gives the send up (status NOT_READY) after
-  `rnr_retry` delays, or never when rnr_retry is None. A message longer than
+  sender measures time and, after `rnr_retry` delays (never when rnr_retry
+  is None), asks the receiver to drop it (its abandon word). The receiver
+  alone decides: it either took the message first (the send completes) or
+  drops it and says so (NAK DROPPED: the send completes with NOT_READY), so
+  the two sides never disagree about a message. A message longer than
   its receive, or taken by a receive that failed its local checks, is refused
   likewise (NAK INVALID or REMOTE_OP) and the receiver breaks the connection;
   the sender learns which send it was from the NAK.
-- `drops` (unreliable): a message with no receive is consumed and lost, and
-  a send that finds no room in the ring is lost (completing at once).
+- `drops` (unreliable): a message with no receive is consumed and lost, a
+  send that finds no room in the ring is lost (completing at once), and an
+  RDMA the peer does not allow is lost without an error.
 - `datagram_key` (datagrams, one connection per sender and receiver): each
   message begins with a DATAGRAM_HEADER (datagram_header(key)) and is lost
   unless its key is the receiver's; the receive gets what follows the header.
@@ -83,7 +87,8 @@ W_NAK = (72, 80)
 W_NAK_DELAY = (73, 81)
 W_FAULT = (74, 82)
 W_ACCESS = (75, 83)
-NAK_NOT_READY, NAK_INVALID, NAK_REMOTE_OP = 1, 2, 3
+W_ABANDON = (76, 84)            # (position + 1) of a message in the ring a side produces that it gave up
+NAK_NOT_READY, NAK_INVALID, NAK_REMOTE_OP, NAK_DROPPED = 1, 2, 3, 4
 FAULT_ACCESS, FAULT_INVALID = 1, 2
 ACCESS_PUBLISHED = 1 << 8
 
@@ -299,6 +304,7 @@ class QueuePair:
         self._nak_seen = w[self.w_peer_nak]  # the peer's last NAK word looked at
         self._rnr_wr = None                  # the send a NOT_READY NAK holds, and when to give it up
         self._rnr_give_up = None
+        self._not_ready_at = -1              # receiver: the ring position it last NAKed as not ready
         w[self.w_my_state] = S_UP
 
     # State.
@@ -403,20 +409,25 @@ class QueuePair:
         """The peer NAKed a message as not ready: give its send up once rnr_retry of the
         delays the peer asked for have passed (never if rnr_retry is None), unless the
         peer has taken it by then."""
-        nak = self._nak_seen = self.words[self.w_peer_nak]
-        if nak != (wr.start + 1) << 8 | NAK_NOT_READY or tail > wr.start:
+        w = self.words
+        nak = self._nak_seen = w[self.w_peer_nak]
+        if nak >> 8 != wr.start + 1 or nak & 0xFF not in (NAK_NOT_READY, NAK_DROPPED) or tail > wr.start:
             self._rnr_wr = None
             return
-        now = time.monotonic()
-        if self._rnr_wr is not wr:
-            self._rnr_wr = wr
-            delay = self.words[W_NAK_DELAY[1 - self.side]] / 1e6
-            self._rnr_give_up = None if self.rnr_retry is None else now + self.rnr_retry * delay
-        if self._rnr_give_up is not None and now >= self._rnr_give_up:
+        if nak & 0xFF == NAK_DROPPED:               # the peer dropped it as we asked
             self._rnr_wr = None
             self.inflight.popleft()
             wr.status = NOT_READY
             self.sink.send_done(wr)
+            return
+        now = time.monotonic()
+        if self._rnr_wr is not wr:
+            self._rnr_wr = wr
+            delay = w[W_NAK_DELAY[1 - self.side]] / 1e6
+            self._rnr_give_up = None if self.rnr_retry is None else now + self.rnr_retry * delay
+        if self._rnr_give_up is not None and now >= self._rnr_give_up and w[W_ABANDON[self.side]] != wr.start + 1:
+            w[W_ABANDON[self.side]] = wr.start + 1     # the peer takes it or drops it: it says which
+            self.peer.ring()
 
     def refused_send(self):
         """The send the peer refused as invalid or could not carry out, taken off the
@@ -526,7 +537,10 @@ class QueuePair:
         return True
 
     def _refuse_access(self, wr, status=REMOTE_ACCESS):
-        """An RDMA the peer does not allow: its status, and the fault the peer will read."""
+        """An RDMA the peer does not allow: its status, and the fault the peer will read;
+        on an unreliable connection it is just lost (nobody acks, nobody tells)."""
+        if self.drops:
+            return
         wr.status = status
         self.fault(FAULT_ACCESS if status == REMOTE_ACCESS else FAULT_INVALID)
 
@@ -647,6 +661,9 @@ class QueuePair:
                 if self.rx_cur is not None:
                     raise RingCorrupt("a new message began before the last one ended")
                 skip = 0
+                if tail == self._not_ready_at and w[W_ABANDON[1 - self.side]] == tail + 1:
+                    self._nak(tail, NAK_DROPPED)        # the sender gave it up: never deliver it
+                    break
                 if self.datagram_key is None:
                     wr = self.take_recv()
                 else:
@@ -692,6 +709,8 @@ class QueuePair:
         """Refuse the message at `pos` of our receive ring (written once per message and reason)."""
         nak = (pos + 1) << 8 | reason
         w = self.words
+        if reason == NAK_NOT_READY:
+            self._not_ready_at = pos
         if w[self.w_my_nak] != nak:
             w[W_NAK_DELAY[self.side]] = self.rnr_delay_us
             w[self.w_my_nak] = nak                  # last: the delay is there when the NAK shows

@@ -93,7 +93,7 @@ class Datagrams:
         self.outbound[dest] = (wire, segment)
         try:
             qp.context.hca.cm_send(peer.address, _NOTICE.pack(_MAGIC, *qp._owner, qp.qp_num, dest))
-        except PeerUnreachable:
+        except (PeerUnreachable, OSError):         # gone, or its inbox is full: the message is lost
             self._drop_outbound(dest)
             return None
         return wire

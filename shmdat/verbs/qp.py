@@ -23,8 +23,8 @@ REM_OP_ERR), and an RDMA beyond the responder's qp_access_flags
 (REM_INV_REQ_ERR) or its MR (REM_ACCESS_ERR), puts both QPs in ERR: the
 responder gets its receive's error, or the async event IBV_EVENT_QP_REQ_ERR /
 IBV_EVENT_QP_ACCESS_ERR. UC has no acks: sends complete once in the ring, a
-message with no receive is lost, RDMA read and atomics complete with
-IBV_WC_LOC_QP_OP_ERR as on rxe.
+message with no receive (or RDMA the responder refuses) is lost, RDMA read
+and atomics complete with IBV_WC_LOC_QP_OP_ERR as on rxe.
 
 A UD QP sends to the QP an AH and remote_qpn name (datagrams.py carries it):
 the receive gets the 40-byte GRH (grh.py) and then the payload, with
@@ -196,12 +196,13 @@ _FIELDS = {e.IBV_QP_ACCESS_FLAGS: ("qp_access_flags",), e.IBV_QP_PKEY_INDEX: ("p
 
 
 class QP(PyverbsCM):
-    """ibv_create_qp: `QP(pd, init_attr, qp_attr=None)`; with qp_attr an RC QP
-    is taken to INIT, as pyverbs does.
+    """ibv_create_qp: `QP(pd, init_attr, qp_attr=None)`; with qp_attr an RC or UC
+    QP is taken to INIT and a UD QP to RTS, as pyverbs does.
 
     Raises PyverbsUserError (not a PD, no CQs), PyverbsRDMAError: EOPNOTSUPP
-    (a QP type shm0 does not do yet), EINVAL (caps over the device's limits,
-    max_inline_data over query_device()'s, an SRQ of another PD), ENOMEM (no QP number left), EBADF (closed PD or CQ).
+    (a QP type other than RC, UC and UD), EINVAL (caps over the device's
+    limits, max_inline_data over query_device()'s, an SRQ of another PD),
+    ENOMEM (no QP number left), EBADF (closed PD or CQ).
     """
     context_set = pd_set = "qps"
 

@@ -8,6 +8,7 @@ import os
 import select
 import signal
 import threading
+import time
 
 import pytest
 
@@ -147,3 +148,29 @@ def test_each_event_goes_to_one_thread():
     finally:
         for end in (a, b, c):
             end.close()
+
+
+def test_closing_the_context_releases_a_thread_blocked_in_get_async_event():
+    end = End()
+    outcome = []
+
+    def wait():
+        try:
+            end.ctx.get_async_event()
+        except PyverbsRDMAError as err:
+            outcome.append(err.error_code)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    bounded(lambda: _wait_until(lambda: end.ctx._progress.blocked == 1))
+    end.close()
+    # close() returned only once the thread had left the device it unmapped.
+    assert end.ctx._progress.blocked == 0
+    waiter.join(BOUND)
+    assert not waiter.is_alive() and outcome == [errno.EBADF]
+
+
+def _wait_until(condition):
+    """Poll `condition` (run under bounded(): a bug fails the test, not hangs it)."""
+    while not condition():
+        time.sleep(0.001)

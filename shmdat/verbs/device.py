@@ -379,8 +379,10 @@ class Context(PyverbsCM):
                 self._poll()
                 if not self._async_events:
                     raise PyverbsRDMAError("Failed to get async event", errno.EAGAIN)
-            self._progress.block(lambda: bool(self._async_events) or self._closed, None)
-            self._check_open("Failed to get async event")
+            # _closing, not _closed: close() waits for this thread to leave before it sets _closed
+            self._progress.block(lambda: bool(self._async_events) or self._closing, None)
+            if self._closing:
+                raise PyverbsRDMAError("Failed to get async event: the Context is closed", errno.EBADF)
             event = self._async_events.popleft()
             os.read(self._async_r, 1)
             self._unacked[_element_object(event.element)] += 1

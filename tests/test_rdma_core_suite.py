@@ -48,8 +48,11 @@ def _tests_dir():
     return CACHE if os.path.isfile(os.path.join(CACHE, "run_tests.py")) else None
 
 
-def _run(tests_dir, module, tmp_path):
-    env = dict(os.environ, PATH=STAND_INS + os.pathsep + os.environ.get("PATH", ""))
+def _run(tests_dir, module, tmp_path, ns):
+    # A device instance of its own: test_rdmacm listens on the fixed port 7471, which another
+    # run of the suite on the machine may hold.
+    env = dict(os.environ, PATH=STAND_INS + os.pathsep + os.environ.get("PATH", ""),
+               SHMDAT_DEVICE_NS=ns)
     return subprocess.run(
         [sys.executable, "-m", "shmdat.verbs", os.path.join(tests_dir, "run_tests.py"),
          "--dev", "shm0", "-v", module],
@@ -57,7 +60,7 @@ def _run(tests_dir, module, tmp_path):
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_rdma_core_module(module, tmp_path):
+def test_rdma_core_module(module, tmp_path, device_ns):
     tests_dir = _tests_dir()
     if tests_dir is None:
         pytest.skip("rdma-core's tests are not here: set SHMDAT_RDMA_CORE_TESTS to a tests "
@@ -67,7 +70,7 @@ def test_rdma_core_module(module, tmp_path):
                     "loaded at start, some importing pyverbs.cmid")
     if not os.path.isfile(os.path.join(tests_dir, module + ".py")):
         pytest.skip(f"this rdma-core has no {module}")
-    result = _run(tests_dir, module, tmp_path)
+    result = _run(tests_dir, module, tmp_path, device_ns.name)
     report = result.stderr
     assert re.search(r"^Ran [1-9]\d* tests? in ", report, re.M), report[-3000:]
     broken = re.findall(r"^(?:FAIL|ERROR): \w+ \(([\w.]+)\)", report, re.M)

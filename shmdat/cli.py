@@ -6,7 +6,7 @@ import os
 import sys
 
 from . import __version__
-from .hw import cma, port, qpn, shm
+from .hw import cm_ports, cma, port, qpn, shm
 from .verbs.__main__ import main as run_verbs
 from .verbs.link import link_set, link_show
 
@@ -79,9 +79,11 @@ def cmd_gc(args):
     gone = shm.reclaim_dead()
     for o in shm.list_device_objects():
         # A QP table no live process holds a number in; a port file nobody holds open,
-        # if up (the default device's down port stays down) or in a namespace.
+        # if up (the default device's down port stays down) or in a namespace; an rdma_cm
+        # port table whose rows all belonged to dead processes.
         if o["what"] == "qpn" and qpn.reclaim_unused(o["ns"]) or \
-                o["what"] == "port" and port.reclaim_unused(o["ns"], even_down=bool(o["ns"])):
+                o["what"] == "port" and port.reclaim_unused(o["ns"], even_down=bool(o["ns"])) or \
+                o["what"] == "cm_ports" and cm_ports.reclaim_unused(o["ns"]):
             gone.append(o["name"])
     for name in gone:
         print(f"removed {name}")

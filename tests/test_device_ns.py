@@ -10,6 +10,9 @@ import sys
 
 from shmdat.hw import qpn, shm
 
+from shmdat.verbs.cmid import CMID, AddrInfo
+from shmdat.verbs.librdmacm_enums import RAI_PASSIVE, rdma_port_space
+
 from tests.verbs_ends import End
 
 PEEK = 200                          # polls that would carry a send across if it could go
@@ -54,6 +57,9 @@ def test_each_namespace_has_its_own_qp_numbers_and_qps_never_join_across(device_
 
 def _holds_a_qp(ch):
     end = End()
+    listener = CMID(creator=AddrInfo(src="127.0.0.1", src_service="0",
+                                     port_space=rdma_port_space.RDMA_PS_TCP, flags=RAI_PASSIVE))
+    listener.listen()                              # a row in the namespace's rdma_cm port table
     ch.send(end.qp.qp_num)
     ch.recv(timeout=60)                            # until killed
     end.close()
@@ -69,7 +75,7 @@ def _shmdat(*args):
 def test_ls_and_gc_see_the_device_objects_of_every_namespace(device_ns):
     holder = device_ns.spawn(_holds_a_qp)
     holder.recv()
-    names = {shm.device_object_name(what, device_ns.name) for what in ("qpn", "port")}
+    names = {shm.device_object_name(what, device_ns.name) for what in ("qpn", "port", "cm_ports")}
     listed = {o["name"]: o for o in json.loads(_shmdat("ls", "--json")) if o["kind"] == "device"}
     assert names <= set(listed)
     assert {listed[name]["ns"] for name in names} == {device_ns.name}

@@ -337,6 +337,8 @@ class IA(Handle):
 
 def _forget_parent_ias():
     """In a child made by fork(): the parent's IAs are not ours to use or close."""
+    for ia in _open_ias:
+        ia._hca.forget_inherited()
     _open_ias.clear()
     shm.refresh_identity()
 

@@ -273,3 +273,25 @@ def test_a_context_nobody_holds_is_closed_by_the_next_one():
     gc.collect()
     with Context(name="shm0"):
         assert len(os.listdir("/proc/self/fd")) <= fds + 8
+
+
+_DROPPED_IN_A_FORKED_CHILD = """
+import gc, os, shmdat
+from shmdat.verbs.device import Context
+ctx, ia = Context(name="shm0"), shmdat.ia_open()
+pid = os.fork()
+if pid == 0:                    # the child drops what it inherited
+    del ctx, ia
+    gc.collect()
+    os._exit(0)
+os.waitpid(pid, 0)
+ctx.close()
+ia.close()
+"""
+
+
+def test_a_forked_child_dropping_the_parents_context_and_ia_gives_no_warning():
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", _DROPPED_IN_A_FORKED_CHILD],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "ResourceWarning" not in done.stderr

@@ -253,6 +253,12 @@ class Hca:
         self.peers.clear()
         self._unlink()
 
+    def forget_inherited(self):
+        """In a child made by fork(): close the child's copy of the HCA's socket (the
+        parent keeps its own; nothing is unlinked), so dropping the parent's HCA in the
+        child neither warns nor holds the descriptor."""
+        self.cm_socket.close()
+
     def _unlink(self):
         try:
             self.cm_socket.close()

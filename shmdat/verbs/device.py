@@ -555,6 +555,7 @@ def _forget_parent_contexts():
     (shmdat's ia.py refreshes the process identity for both APIs)."""
     for ctx in list(_contexts) + _dropped:
         ctx._ours = False
+        ctx.hca.forget_inherited()
     _contexts.clear()
     _dropped.clear()
 

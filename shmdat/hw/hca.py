@@ -93,6 +93,7 @@ class Hca:
             self.cm_socket.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
             self.cm_socket.bind(cm_socket_name(self.address))
             self.cm_socket.setblocking(False)
+            _inboxes.add(self.cm_socket)
         except BaseException:
             self._unlink()
             raise
@@ -257,10 +258,12 @@ class Hca:
         """In a child made by fork(): close the child's copy of the HCA's socket (the
         parent keeps its own; nothing is unlinked), so dropping the parent's HCA in the
         child neither warns nor holds the descriptor."""
+        _inboxes.discard(self.cm_socket)
         self.cm_socket.close()
 
     def _unlink(self):
         try:
+            _inboxes.discard(self.cm_socket)
             self.cm_socket.close()
         except AttributeError:
             pass
@@ -273,6 +276,10 @@ class Hca:
 
 
 _ia_numbers = itertools.count()
+# The inboxes of this process's open HCAs. Held here so that an HCA dropped in a reference
+# cycle (a verbs Context nobody holds, which the next Context() closes) keeps its inbox
+# until it is closed, instead of the collector closing it early with a ResourceWarning.
+_inboxes = set()
 
 
 def address_of(pid, start, n):

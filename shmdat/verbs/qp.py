@@ -254,6 +254,8 @@ class QP(PyverbsCM):
         self.state = RESET
         self.attr = QPAttr(qp_state=RESET)
         self._rq = collections.deque()          # posted receives (mr.Receive)
+        self._recvs_posted = 0                  # receives put in _rq since RESET (the credits)
+        self._credits = False                   # publish them to the peer (_join decides)
         self._waiting = collections.deque()     # sends posted before the peer joined, or in SQD
         self._qp = None                         # ring.QueuePair once joined
         self._created = None                    # the connection segment we created, until unlinked
@@ -348,6 +350,7 @@ class QP(PyverbsCM):
             self._established = False
             self._leave()
             self._rq.clear()
+            self._recvs_posted = 0
             self._waiting.clear()
             self.send_cq._purge(self.qp_num)
             self.recv_cq._purge(self.qp_num)
@@ -398,8 +401,17 @@ class QP(PyverbsCM):
         qp = ring.QueuePair(segment, side, peer, self, self._take_recv)
         qp.peer_pz = peer_owner[3]
         qp.acked, qp.drops = self.qp_type == RC, self.qp_type == UC
+        # A requester of another process may wait on a responder that calls nothing in: it
+        # needs to know which sends have a receive waiting (not known of an SRQ's receives).
+        self._credits = qp.acked and self.srq is None and peer_owner[:2] != self._owner[:2]
         self._configure(qp)
         self._qp = qp                               # _progress sends what waited for it
+        self._publish_credits()
+
+    def _publish_credits(self):
+        """Tell the requester how many receives we have posted (see the module docstring)."""
+        if self._credits and self._qp is not None:
+            self._qp.publish_credits(self._recvs_posted)
 
     def _sq_drained(self):
         """In SQD, with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once no send WR
@@ -563,7 +575,9 @@ class QP(PyverbsCM):
                     self.recv_done(receive.flushed())
                 else:
                     self._rq.append(receive)
+                    self._recvs_posted += 1
                 wr = wr.next_wr
+            self._publish_credits()
             if self.state in _MOVING:
                 self._progress()
 

@@ -33,7 +33,16 @@ full ring holds later sends back: a slow receiver slows its sender.
 The driver may ask for other behaviours, per QueuePair:
 
 - `acked` (a reliable connection): a send completes once the receiver has
-  consumed it (its acknowledgement). A receiver with no receive for the
+  consumed it (its acknowledgement), or, when copied into the ring, once it
+  is wholly there if the receiver's credits cover it. A receiver may publish
+  its credits (publish_credits): the receives it has made available to this
+  connection's messages, a running total; the sender numbers the messages it
+  begins, and message n has a receive waiting for it once the credits reach
+  n, so it needs no ack (a receiver that does not run cannot give one). The
+  sender compares at the send and again in poll_send. A rendezvous message
+  still waits to be consumed (the receiver reads the sender's buffer), and so
+  does a message the sender has asked the receiver to drop (below): the
+  receiver alone decides its fate. A receiver with no receive for the
   message at the head of its ring refuses it with a "not ready" NAK word in
   the header (and the delay the sender is to wait), and leaves it there; the
   sender measures time and, after `rnr_retry` delays (never when rnr_retry
@@ -43,7 +52,8 @@ The driver may ask for other behaviours, per QueuePair:
   the two sides never disagree about a message. A message longer than
   its receive, or taken by a receive that failed its local checks, is refused
   likewise (NAK INVALID or REMOTE_OP) and the receiver breaks the connection;
-  the sender learns which send it was from the NAK.
+  the sender learns which send it was from the NAK, unless the send had
+  completed on the credits: then it sees only the broken connection.
 - `drops` (unreliable): a message with no receive is consumed and lost, a
   send that finds no room in the ring is lost (completing at once), and an
   RDMA the peer does not allow is lost without an error.

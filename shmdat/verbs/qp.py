@@ -15,16 +15,25 @@ raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. While the device's
 port is down nothing moves, and sends retry as on the wire (_retry).
 
 RC is reliable (the ring is `acked`): a send completes once the responder has
-taken it; a responder with no receive NAKs it as not ready and the requester
+taken it, or, across processes, as soon as it is in the ring if a receive is
+known to wait for it: the responder (not on an SRQ) publishes how many
+receives it has posted since RESET (the ring's credits), as a NIC's RQ is
+there for its hardware to ack from while the process calls nothing in. With
+both ends in one process every poll moves both, so the requester keeps the
+responder's real ack and the errors it carries (no credits are published to
+it). A responder with no receive NAKs a send as not ready and the requester
 retries rnr_retry times (7: for ever), min_rnr_timer of the responder apart,
 then completes it with IBV_WC_RNR_RETRY_EXC_ERR. A send the responder refuses
 (longer than its receive: REM_INV_REQ_ERR; its receive failed its checks:
 REM_OP_ERR), and an RDMA beyond the responder's qp_access_flags
 (REM_INV_REQ_ERR) or its MR (REM_ACCESS_ERR), puts both QPs in ERR: the
 responder gets its receive's error, or the async event IBV_EVENT_QP_REQ_ERR /
-IBV_EVENT_QP_ACCESS_ERR. UC has no acks: sends complete once in the ring, a
-message with no receive (or RDMA the responder refuses) is lost, RDMA read
-and atomics complete with IBV_WC_LOC_QP_OP_ERR as on rxe.
+IBV_EVENT_QP_ACCESS_ERR. A send that had completed on the credits has no
+error left to get: its requester sees the broken connection (QP_FATAL).
+
+UC has no acks: sends complete once in the ring, a message with no receive
+(or RDMA the responder refuses) is lost, RDMA read and atomics complete with
+IBV_WC_LOC_QP_OP_ERR as on rxe.
 
 A UD QP sends to the QP an AH and remote_qpn name (datagrams.py carries it):
 the receive gets the 40-byte GRH (grh.py) and then the payload, with

@@ -542,7 +542,7 @@ class QueuePair:
         """A message copied into the ring is wholly there: an acked one the peer's
         credits do not cover completes once the peer has consumed it (its ack)."""
         if self.acked:
-            wr.msg = self.tx_msgs
+            wr.msg = self.tx_msgs               # messages go in one at a time: this is its number
             if wr.msg > self.words[self.w_peer_credits]:
                 wr.end = self.tx_head
         self.peer.ring()

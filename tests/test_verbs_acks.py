@@ -23,13 +23,14 @@ def _connected(ch, qp, connect):
     assert qp._qp is not None
 
 
-def _responder(ch, receive, fault):
-    """A spawned responder: posts a receive (or none) of `receive` bytes, reports, then
-    waits on the pipe without calling verbs; told to go on, it polls its completion."""
+def _responder(ch, receives, fault):
+    """A spawned responder: posts receives of the `receives` lengths (wr_id 7, 8...),
+    reports, then waits on the pipe without calling verbs; told to go on, it polls
+    its first completion."""
     end = End()
     _connected(ch, end.qp, end.connect)
-    if receive:
-        end.recv(7, length=receive)
+    for wr_id, length in enumerate(receives, 7):
+        end.recv(wr_id, offset=length * (wr_id - 7), length=length)
     if fault == "rereg":
         end.mr.rereg(e.IBV_REREG_MR_CHANGE_PD, pd=PD(end.ctx))
     ch.send("waiting")
@@ -57,7 +58,7 @@ def _no_completion(end):
 
 
 def test_a_send_to_a_posted_receive_completes_while_the_responder_calls_nothing(spawn):
-    peer, me = _meet(spawn, 4096, None)
+    peer, me = _meet(spawn, (4096,), None)
     try:
         me.send(1, b"no need to wait")
         wc = me.completion()                    # bounded: today's ack would never come
@@ -71,7 +72,7 @@ def test_a_send_to_a_posted_receive_completes_while_the_responder_calls_nothing(
 
 
 def test_a_send_no_receive_is_known_to_wait_for_waits_until_the_responder_takes_it(spawn):
-    peer, me = _meet(spawn, 0, None)
+    peer, me = _meet(spawn, (), None)
     try:
         me.send(1, b"wait for me")
         _no_completion(me)
@@ -87,20 +88,22 @@ def test_a_send_no_receive_is_known_to_wait_for_waits_until_the_responder_takes_
         me.close()
 
 
-@pytest.mark.parametrize("receive, fault, status", [(8, None, e.IBV_WC_LOC_LEN_ERR),
-                                                    (4096, "rereg", e.IBV_WC_LOC_PROT_ERR)])
-def test_an_error_found_after_the_send_completed_breaks_the_connection(spawn, receive, fault, status):
+@pytest.mark.parametrize("receives, fault, status", [((8, 64), None, e.IBV_WC_LOC_LEN_ERR),
+                                                     ((64, 64), "rereg", e.IBV_WC_LOC_PROT_ERR)])
+def test_an_error_found_after_the_send_completed_breaks_the_connection(spawn, receives, fault, status):
     """The send completed as its receive was known to wait; the responder finds the
     receive too short or failing its MR check when it takes the message: its receive
-    fails, and the requester learns of it as a broken connection."""
-    peer, me = _meet(spawn, receive, fault)
+    fails, and the requester learns of it as a broken connection. The responder's
+    other receive no longer waits: a send after the break flushes."""
+    peer, me = _meet(spawn, receives, fault)
     try:
         me.send(1, b"longer than eight bytes")
-        assert (me.completion().wr_id, me.qp.qp_state) == (1, e.IBV_QPS_RTS)
-        me.send(2, b"next")                      # no receive known to wait: it waits
+        wc = me.completion()
+        assert (wc.wr_id, wc.status, me.qp.qp_state) == (1, e.IBV_WC_SUCCESS, e.IBV_QPS_RTS)
         peer.send("go")
         wr_id, got, _, state = peer.recv(POLL_BOUND)
         assert (wr_id, got, state) == (7, status, e.IBV_QPS_ERR)
+        me.send(2, b"next")
         wc = me.completion()
         assert (wc.wr_id, wc.status) == (2, e.IBV_WC_WR_FLUSH_ERR)
         event = bounded(me.ctx.get_async_event)

@@ -42,7 +42,10 @@ The driver may ask for other behaviours, per QueuePair:
   sender compares at the send and again in poll_send. A rendezvous message
   still waits to be consumed (the receiver reads the sender's buffer), and so
   does a message the sender has asked the receiver to drop (below): the
-  receiver alone decides its fate. A receiver with no receive for the
+  receiver alone decides its fate. A side that closes or breaks the
+  connection takes its credits back to the peer's messages it has begun
+  taking (set_state).
+  A receiver with no receive for the
   message at the head of its ring refuses it with a "not ready" NAK word in
   the header (and the delay the sender is to wait), and leaves it there; the
   sender measures time and, after `rnr_retry` delays (never when rnr_retry
@@ -330,9 +333,14 @@ class QueuePair:
         return self.words[self.w_peer_state]
 
     def set_state(self, state):
-        """Tell the peer we closed (S_CLOSED) or found the connection broken (S_BROKEN)."""
-        if self.words[self.w_my_state] == S_UP:
-            self.words[self.w_my_state] = state
+        """Tell the peer we closed (S_CLOSED) or found the connection broken (S_BROKEN).
+        The credits we published go back to the messages we began: no later send of
+        the peer's is taken, so none is to complete on them."""
+        w = self.words
+        if w[self.w_my_state] == S_UP:
+            credits = W_CREDITS[self.side]
+            w[credits] = min(w[credits], self.msn)
+            w[self.w_my_state] = state
         self.peer.ring()
 
     def close(self):

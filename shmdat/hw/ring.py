@@ -33,7 +33,19 @@ full ring holds later sends back: a slow receiver slows its sender.
 The driver may ask for other behaviours, per QueuePair:
 
 - `acked` (a reliable connection): a send completes once the receiver has
-  consumed it (its acknowledgement). A receiver with no receive for the
+  consumed it (its acknowledgement), or, when copied into the ring, once it
+  is wholly there if the receiver's credits cover it. A receiver may publish
+  its credits (publish_credits): the receives it has made available to this
+  connection's messages, a running total; the sender numbers the messages it
+  begins, and message n has a receive waiting for it once the credits reach
+  n, so it needs no ack (a receiver that does not run cannot give one). The
+  sender compares at the send and again in poll_send. A rendezvous message
+  still waits to be consumed (the receiver reads the sender's buffer), and so
+  does a message the sender has asked the receiver to drop (below): the
+  receiver alone decides its fate. A side that closes or breaks the
+  connection takes its credits back to the peer's messages it has begun
+  taking (set_state).
+  A receiver with no receive for the
   message at the head of its ring refuses it with a "not ready" NAK word in
   the header (and the delay the sender is to wait), and leaves it there; the
   sender measures time and, after `rnr_retry` delays (never when rnr_retry
@@ -43,7 +55,8 @@ The driver may ask for other behaviours, per QueuePair:
   the two sides never disagree about a message. A message longer than
   its receive, or taken by a receive that failed its local checks, is refused
   likewise (NAK INVALID or REMOTE_OP) and the receiver breaks the connection;
-  the sender learns which send it was from the NAK.
+  the sender learns which send it was from the NAK, unless the send had
+  completed on the credits: then it sees only the broken connection.
 - `drops` (unreliable): a message with no receive is consumed and lost, a
   send that finds no room in the ring is lost (completing at once), and an
   RDMA the peer does not allow is lost without an error.
@@ -91,6 +104,9 @@ W_ABANDON = (76, 84)            # (position + 1) of a message in the ring a side
 NAK_NOT_READY, NAK_INVALID, NAK_REMOTE_OP, NAK_DROPPED = 1, 2, 3, 4
 FAULT_ACCESS, FAULT_INVALID = 1, 2
 ACCESS_PUBLISHED = 1 << 8
+# The receives a side has made available to the other side's messages, a running total (its
+# credits, on a line of its own: written at each receive posted, read at each send).
+W_CREDITS = (88, 96)
 
 # Side states.
 S_INIT, S_UP, S_CLOSED, S_BROKEN = 0, 1, 2, 3
@@ -104,6 +120,7 @@ F_WRITE_NOTICE = 4      # an empty MSG telling that an RDMA write with immediate
 # Work-request operations.
 OP_SEND, OP_RDMA_WRITE, OP_RDMA_READ, OP_FETCH_ADD, OP_CMP_SWAP = 0, 1, 2, 3, 4
 LENGTH_MASK = (1 << 32) - 1
+UNCOVERED = 1 << 64                      # a WorkRequest.msg no credit count reaches
 
 # Completion statuses the hardware reports (the DAT layer maps them to DtoStatus).
 OK, FLUSHED, LENGTH, REMOTE_ACCESS, LOCAL_PROTECTION = 0, 1, 2, 6, 4
@@ -131,7 +148,7 @@ class Sge:
 class WorkRequest:
     """A send-queue or receive-queue entry. `ctx` belongs to the driver."""
     __slots__ = ("op", "sges", "length", "remote", "flags", "ctx", "end", "status", "done", "solicited",
-                 "imm", "write_len", "written", "compare_add", "swap", "start")
+                 "imm", "write_len", "written", "compare_add", "swap", "start", "msg")
 
     def __init__(self, op, sges, length, remote=None, flags=0, ctx=None):
         self.op, self.sges, self.length, self.remote, self.flags, self.ctx = op, sges, length, remote, flags, ctx
@@ -144,6 +161,7 @@ class WorkRequest:
         self.written = False    # RDMA write with immediate data: the copy is done, the notice not yet
         self.compare_add = self.swap = 0    # atomics: the operands
         self.start = -1         # send: the ring position of its first record
+        self.msg = UNCOVERED    # acked send copied into the ring: its message number (1, 2...)
 
 
 _LOST = object()        # the ctx of a stand-in receive for a message that `drops` loses
@@ -294,6 +312,7 @@ class QueuePair:
         self.rx_total = 0
         self.rx_discard = False              # the current message is too long for its receive
         self.msn = 0                         # messages begun from the peer (recv_query's MSN)
+        self.tx_msgs = 0                     # messages we began (each takes a receive at the peer)
         self._probe = None
         self.acked = False                   # the driver's choices: see the module docstring
         self.drops = False
@@ -301,6 +320,7 @@ class QueuePair:
         self.rnr_delay_us = 0                # acked receiver: the delay its NOT_READY NAKs ask for
         self.datagram_key = None             # datagrams: the key a message must carry to be received
         self.w_my_nak, self.w_peer_nak = W_NAK[side], W_NAK[1 - side]
+        self.w_peer_credits = W_CREDITS[1 - side]
         self._nak_seen = w[self.w_peer_nak]  # the peer's last NAK word looked at
         self._rnr_wr = None                  # the send a NOT_READY NAK holds, and when to give it up
         self._rnr_give_up = None
@@ -313,9 +333,14 @@ class QueuePair:
         return self.words[self.w_peer_state]
 
     def set_state(self, state):
-        """Tell the peer we closed (S_CLOSED) or found the connection broken (S_BROKEN)."""
-        if self.words[self.w_my_state] == S_UP:
-            self.words[self.w_my_state] = state
+        """Tell the peer we closed (S_CLOSED) or found the connection broken (S_BROKEN).
+        The credits we published go back to the messages we began: no later send of
+        the peer's is taken, so none is to complete on them."""
+        w = self.words
+        if w[self.w_my_state] == S_UP:
+            credits = W_CREDITS[self.side]
+            w[credits] = min(w[credits], self.msn)
+            w[self.w_my_state] = state
         self.peer.ring()
 
     def close(self):
@@ -328,6 +353,12 @@ class QueuePair:
     def peer_fault(self):
         """Why the peer broke the connection (FAULT_*), or 0."""
         return self.words[W_FAULT[1 - self.side]]
+
+    def publish_credits(self, total):
+        """The receives (a running total since the connection began) this side has made
+        available to the peer's messages: an acked sender completes a message they
+        cover as soon as it is wholly in the ring."""
+        self.words[W_CREDITS[self.side]] = total
 
     def publish_access(self, priv):
         """The remote access (PRIV_* bits) the peer's RDMA may use through this connection."""
@@ -388,7 +419,8 @@ class QueuePair:
 
     def poll_send(self):
         """Move queued sends on as the peer frees ring space, and complete, in order,
-        the WRs that are done (RDMA, eager sends) or consumed (rendezvous sends)."""
+        the WRs that are done (RDMA, eager sends), consumed (rendezvous and acked
+        sends), or covered by the peer's credits (acked sends copied into the ring)."""
         inflight = self.inflight
         if not inflight and not self.sq:
             return
@@ -400,7 +432,7 @@ class QueuePair:
         if self.sq:
             self.advance_sq()
         send_done = self.sink.send_done
-        while inflight and inflight[0].end <= tail:
+        while inflight and (inflight[0].end <= tail or inflight[0].msg <= self.words[self.w_peer_credits]):
             send_done(inflight.popleft())
         if inflight and (self._rnr_wr is not None or self.words[self.w_peer_nak] != self._nak_seen):
             self._not_ready(inflight[0], tail)
@@ -426,7 +458,8 @@ class QueuePair:
             delay = w[W_NAK_DELAY[1 - self.side]] / 1e6
             self._rnr_give_up = None if self.rnr_retry is None else now + self.rnr_retry * delay
         if self._rnr_give_up is not None and now >= self._rnr_give_up and w[W_ABANDON[self.side]] != wr.start + 1:
-            w[W_ABANDON[self.side]] = wr.start + 1     # the peer takes it or drops it: it says which
+            wr.msg = UNCOVERED                          # from now on credits do not complete it:
+            w[W_ABANDON[self.side]] = wr.start + 1     # the peer takes it or drops it and says which
             self.peer.ring()
 
     def refused_send(self):
@@ -484,13 +517,11 @@ class QueuePair:
                 gather(wr.sges, wr.done, buf[off + HDR:off + HDR + n], n)
             first = wr.done == 0
             if first:
-                wr.start = self.tx_head
+                self._begin_message(wr)
             wr.done += n
             self._publish(off, K_MSG if first else K_FRAG, flags, n, aux if first else wr.length)
             if wr.done == wr.length:
-                if self.acked:
-                    wr.end = self.tx_head       # complete when the peer has consumed it
-                self.peer.ring()
+                self._in_ring(wr)
                 return True
 
     def _write_with_imm(self, wr):
@@ -505,12 +536,24 @@ class QueuePair:
         if off < 0:
             return False
         flags = F_IMM | F_WRITE_NOTICE | (F_SOLICITED if wr.solicited else 0)
-        wr.start = self.tx_head
+        self._begin_message(wr)
         self._publish(off, K_MSG, flags, 0, wr.length | wr.imm << 32)
-        if self.acked:
-            wr.end = self.tx_head
-        self.peer.ring()
+        self._in_ring(wr)
         return True
+
+    def _begin_message(self, wr):
+        """A message's first record goes in at the ring's head now."""
+        wr.start = self.tx_head
+        self.tx_msgs += 1
+
+    def _in_ring(self, wr):
+        """A message copied into the ring is wholly there: an acked one the peer's
+        credits do not cover completes once the peer has consumed it (its ack)."""
+        if self.acked:
+            wr.msg = self.tx_msgs               # messages go in one at a time: this is its number
+            if wr.msg > self.words[self.w_peer_credits]:
+                wr.end = self.tx_head
+        self.peer.ring()
 
     def all_consumed(self):
         """Whether the peer has consumed everything we put in the ring."""
@@ -530,7 +573,7 @@ class QueuePair:
             w[o], w[o + 1], w[o + 2], w[o + 3] = s.seg, (s.segoff if s.seg else s.addr), len(s.view), 0
             o += 4
         wr.done = wr.length
-        wr.start = self.tx_head
+        self._begin_message(wr)
         self._publish(off, K_RDV, flags, n, aux)
         wr.end = self.tx_head
         self.peer.ring()

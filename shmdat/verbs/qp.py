@@ -15,16 +15,25 @@ raises IBV_EVENT_QP_LAST_WQE_REACHED when it reaches ERR. While the device's
 port is down nothing moves, and sends retry as on the wire (_retry).
 
 RC is reliable (the ring is `acked`): a send completes once the responder has
-taken it; a responder with no receive NAKs it as not ready and the requester
+taken it, or, across processes, as soon as it is in the ring if a receive is
+known to wait for it: the responder (not on an SRQ) publishes how many
+receives it has posted since RESET (the ring's credits), as a NIC's RQ is
+there for its hardware to ack from while the process calls nothing in. With
+both ends in one process every poll moves both, so the requester keeps the
+responder's real ack and the errors it carries (no credits are published to
+it). A responder with no receive NAKs a send as not ready and the requester
 retries rnr_retry times (7: for ever), min_rnr_timer of the responder apart,
 then completes it with IBV_WC_RNR_RETRY_EXC_ERR. A send the responder refuses
 (longer than its receive: REM_INV_REQ_ERR; its receive failed its checks:
 REM_OP_ERR), and an RDMA beyond the responder's qp_access_flags
 (REM_INV_REQ_ERR) or its MR (REM_ACCESS_ERR), puts both QPs in ERR: the
 responder gets its receive's error, or the async event IBV_EVENT_QP_REQ_ERR /
-IBV_EVENT_QP_ACCESS_ERR. UC has no acks: sends complete once in the ring, a
-message with no receive (or RDMA the responder refuses) is lost, RDMA read
-and atomics complete with IBV_WC_LOC_QP_OP_ERR as on rxe.
+IBV_EVENT_QP_ACCESS_ERR. A send that had completed on the credits has no
+error left to get: its requester sees the broken connection (QP_FATAL).
+
+UC has no acks: sends complete once in the ring, a message with no receive
+(or RDMA the responder refuses) is lost, RDMA read and atomics complete with
+IBV_WC_LOC_QP_OP_ERR as on rxe.
 
 A UD QP sends to the QP an AH and remote_qpn name (datagrams.py carries it):
 the receive gets the 40-byte GRH (grh.py) and then the payload, with
@@ -254,6 +263,8 @@ class QP(PyverbsCM):
         self.state = RESET
         self.attr = QPAttr(qp_state=RESET)
         self._rq = collections.deque()          # posted receives (mr.Receive)
+        self._recvs_posted = 0                  # receives put in _rq since RESET (the credits)
+        self._credits = False                   # publish them to the peer (_join decides)
         self._waiting = collections.deque()     # sends posted before the peer joined, or in SQD
         self._qp = None                         # ring.QueuePair once joined
         self._created = None                    # the connection segment we created, until unlinked
@@ -348,6 +359,7 @@ class QP(PyverbsCM):
             self._established = False
             self._leave()
             self._rq.clear()
+            self._recvs_posted = 0
             self._waiting.clear()
             self.send_cq._purge(self.qp_num)
             self.recv_cq._purge(self.qp_num)
@@ -398,8 +410,17 @@ class QP(PyverbsCM):
         qp = ring.QueuePair(segment, side, peer, self, self._take_recv)
         qp.peer_pz = peer_owner[3]
         qp.acked, qp.drops = self.qp_type == RC, self.qp_type == UC
+        # A requester of another process may wait on a responder that calls nothing in: it
+        # needs to know which sends have a receive waiting (not known of an SRQ's receives).
+        self._credits = qp.acked and self.srq is None and peer_owner[:2] != self._owner[:2]
         self._configure(qp)
         self._qp = qp                               # _progress sends what waited for it
+        self._publish_credits()
+
+    def _publish_credits(self):
+        """Tell the requester how many receives we have posted (see the module docstring)."""
+        if self._credits and self._qp is not None:
+            self._qp.publish_credits(self._recvs_posted)
 
     def _sq_drained(self):
         """In SQD, with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once no send WR
@@ -563,7 +584,9 @@ class QP(PyverbsCM):
                     self.recv_done(receive.flushed())
                 else:
                     self._rq.append(receive)
+                    self._recvs_posted += 1
                 wr = wr.next_wr
+            self._publish_credits()
             if self.state in _MOVING:
                 self._progress()
 

@@ -454,7 +454,6 @@ class QP(PyverbsCM):
         if self.context.port_down:
             self._retry()
             return
-        self._retries_end = None
         if self._datagrams is not None:
             self._datagrams.progress()
             return
@@ -463,7 +462,10 @@ class QP(PyverbsCM):
             self._join()
             qp = self._qp
             if qp is None:
+                if self.qp_type == RC:
+                    self._retry()       # no responder there (yet): retried as on the wire
                 return
+        self._retries_end = None
         while self._waiting and self.state != SQD:      # posted before the join, while the port
             qp.post_send(self._waiting.popleft())       # was down, or in SQD
 
@@ -480,10 +482,12 @@ class QP(PyverbsCM):
             self._sq_drained()
 
     def _retry(self):
-        """The port is down: nothing goes out or comes in. Sends outstanding are retried
-        as on the wire, retry_cnt + 1 tries of the transport timer (4.096 us * 2**timeout;
+        """Nothing answers: the port is down (nothing goes out or comes in), or an RC QP's
+        destination is not on the device (no QP of that number, its process dead, or not
+        yet in RTR: a NIC's packets to it are dropped). Sends outstanding are retried as
+        on the wire, retry_cnt + 1 tries of the transport timer (4.096 us * 2**timeout;
         timeout 0 is infinite), then the oldest completes with IBV_WC_RETRY_EXC_ERR and
-        the QP goes to ERR. Sends go on where they were if the port comes up in time."""
+        the QP goes to ERR. Sends go on where they were if an answer comes in time."""
         qp = self._qp
         oldest = (qp.inflight or qp.sq) if qp is not None else None
         oldest = oldest or self._waiting

@@ -18,7 +18,7 @@ from shmdat.verbs import cmid as cmid_module
 from shmdat.verbs import libibverbs_enums as e
 from shmdat.verbs.cmid import CMID, AddrInfo, CMEvent, CMEventChannel, ConnParam
 from shmdat.verbs.cq import CQ
-from shmdat.verbs.librdmacm_enums import RAI_PASSIVE, RDMA_PS_UDP, rdma_cm_event_type as ET
+from shmdat.verbs.librdmacm_enums import RAI_PASSIVE, RDMA_PS_IB, RDMA_PS_UDP, rdma_cm_event_type as ET
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from shmdat.verbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from shmdat.verbs.wr import SGE, RecvWR, SendWR
@@ -383,7 +383,7 @@ def test_addresses_outside_loopback_and_other_port_spaces_are_refused():
     error = _event(channel, ET.RDMA_CM_EVENT_ADDR_ERROR)
     assert error.status == -errno.ENODEV
     with pytest.raises(PyverbsRDMAError) as err:
-        CMID(channel, port_space=RDMA_PS_UDP)
+        CMID(channel, port_space=RDMA_PS_IB)
     assert err.value.error_code == errno.EPROTONOSUPPORT
     with pytest.raises(PyverbsRDMAError) as err:        # never connected
         cmid.disconnect()

@@ -865,7 +865,8 @@ class CMID(PyverbsCM):
                 self._rejected(REJ_INVALID_SERVICE_ID, b"")     # as the peer's CM would answer
             else:
                 self._agent.ids[self._conn_id] = self
-                self._agent.send(self, SIDR_REQ if self._ud else REQ, port=port, dst=_ip(address), src=_ip(self.src_addr[0]),
+                kind = SIDR_REQ if self._ud else REQ
+                self._agent.send(self, kind, port=port, dst=_ip(address), src=_ip(self.src_addr[0]),
                                  qpn=self._qpn_for(param), psn=self._psn, param=self._param,
                                  private_data=data)
         self._complete(what)

@@ -37,11 +37,7 @@ MODULES = ["test_device", "test_pd", "test_mr", "test_cq", "test_cq_events", "te
            "test_parent_domain", "test_fork", "test_dmah", "test_relaxed_ordering", "test_rdmacm"]
 
 # test id -> why it fails on shm0 today. Nothing here may be special-cased in shmdat.
-KNOWN_FAILURES = {
-    "tests.test_rdmacm.CMTestCase.test_rdmacm_async_udp_traffic":
-        "shm0's rdma_cm has no RDMA_PS_UDP yet: EPROTONOSUPPORT, which rdma-core HEAD's "
-        "tests take as a skip and v44's as an error",
-}
+KNOWN_FAILURES = {}
 WITHOUT_SYSFS = {
     "tests.test_device.DeviceTest.test_get_pkey_index":
         "reads /sys/class/infiniband/shm0/ports/1/pkeys/0, which tests/rdma_core/run "

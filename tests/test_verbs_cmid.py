@@ -1,7 +1,8 @@
 """rdma_cm over shm0 (shmdat.verbs.cmid), with real processes: the synchronous and
 asynchronous flows, private data and its limits, rejects and their reasons,
 the port table (EADDRINUSE, ephemeral ports, a killed listener's port),
-disconnects and killed peers."""
+disconnects and killed peers; UD ids (RDMA_PS_UDP): SIDR, UDParam, datagrams back
+through an AH made from a completion, SIDR's statuses and limits."""
 
 import errno
 import os
@@ -16,9 +17,11 @@ import pytest
 
 from shmdat.verbs import cmid as cmid_module
 from shmdat.verbs import libibverbs_enums as e
-from shmdat.verbs.cmid import CMID, AddrInfo, CMEvent, CMEventChannel, ConnParam
-from shmdat.verbs.cq import CQ
-from shmdat.verbs.librdmacm_enums import RAI_PASSIVE, RDMA_PS_UDP, rdma_cm_event_type as ET
+from shmdat.verbs.addr import AH, AHAttr, GlobalRoute
+from shmdat.verbs.cmid import CMID, AddrInfo, CMEvent, CMEventChannel, ConnParam, UDParam
+from shmdat.verbs.cq import CQ, WC
+from shmdat.verbs.gid import GID
+from shmdat.verbs.librdmacm_enums import RAI_PASSIVE, RDMA_PS_IB, RDMA_PS_UDP, rdma_cm_event_type as ET
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from shmdat.verbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from shmdat.verbs.wr import SGE, RecvWR, SendWR
@@ -383,7 +386,7 @@ def test_addresses_outside_loopback_and_other_port_spaces_are_refused():
     error = _event(channel, ET.RDMA_CM_EVENT_ADDR_ERROR)
     assert error.status == -errno.ENODEV
     with pytest.raises(PyverbsRDMAError) as err:
-        CMID(channel, port_space=RDMA_PS_UDP)
+        CMID(channel, port_space=RDMA_PS_IB)
     assert err.value.error_code == errno.EPROTONOSUPPORT
     with pytest.raises(PyverbsRDMAError) as err:        # never connected
         cmid.disconnect()
@@ -550,3 +553,195 @@ def test_resolve_addrinfo_and_query_addrinfo():
     cmid.create_qp(_init_attr())
     cmid.connect()
     assert _event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST).listen_id is listener
+
+
+# UD over rdma_cm (RDMA_PS_UDP): SIDR.
+
+UD = e.IBV_QPT_UD
+GRH = 40
+SIDR_REQ_LIMIT, SIDR_REP_LIMIT = 180, 136
+RDMA_UDP_QKEY = 0x01234567
+
+
+def _ud_init_attr():
+    return QPInitAttr(qp_type=UD, cap=QPCap(max_send_wr=4, max_recv_wr=4))
+
+
+def _ud_listener(channel):
+    cmid = CMID(channel, port_space=RDMA_PS_UDP)
+    cmid.bind_addr(AddrInfo(src="127.0.0.1", src_service="0", flags=RAI_PASSIVE,
+                            port_space=RDMA_PS_UDP))
+    cmid.listen()
+    return cmid
+
+
+def _ud_connect(port, data=b""):
+    channel = CMEventChannel()
+    cmid = CMID(channel, port_space=RDMA_PS_UDP)
+    cmid.resolve_addr(AddrInfo(src="127.0.0.1", dst="127.0.0.1", dst_service=str(port),
+                               port_space=RDMA_PS_UDP))
+    _event(channel, ET.RDMA_CM_EVENT_ADDR_RESOLVED)
+    cmid.resolve_route()
+    _event(channel, ET.RDMA_CM_EVENT_ROUTE_RESOLVED)
+    cmid.create_qp(_ud_init_attr())
+    cmid.connect(_param(data))
+    return channel, cmid
+
+
+def _echo_back(child, mr):
+    """Wait for a datagram, then send it back, upper-cased, to its sender through an AH
+    made from the receive's completion and GRH."""
+    wc = bounded(child.get_recv_comp)
+    assert wc.wc_flags & e.IBV_WC_GRH
+    length = wc.byte_len - GRH
+    ah = AH(child.pd, wc=wc, port_num=1, grh=mr.buf)
+    mr.write(bytes(mr.read(length, GRH)).upper(), length)
+    child.post_ud_send(mr, ah, rqpn=wc.src_qp, length=length)
+    assert bounded(child.get_send_comp).status == e.IBV_WC_SUCCESS
+
+
+def _ud_async_server(ch, accept_data, reject_data):
+    """Listen for UD ids, report the port; take one request: reject it, or accept it
+    (reporting the QP's number and Q_Key) and echo one datagram."""
+    channel = CMEventChannel()
+    listener = _ud_listener(channel)
+    ch.send(listener.src_addr[1])
+    request = _event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST)
+    child = CMID(request, listen_id=listener)
+    if reject_data is not None:
+        child.reject(reject_data)
+        ch.send(request.private_data)
+        ch.recv(timeout=60)
+        return
+    child.create_qp(_ud_init_attr())
+    attr, _ = child.query_qp(e.IBV_QP_STATE | e.IBV_QP_QKEY)
+    mr = child.reg_msgs(4096)
+    child.post_recv(mr)
+    child.accept(_param(accept_data))
+    ch.send((request.private_data, child.qpn, attr.qp_state, attr.qkey))
+    _echo_back(child, mr)
+    ch.recv(timeout=60)
+
+
+def _ud_sync_server(ch):
+    listener = CMID(AddrInfo(src="127.0.0.1", src_service="0", flags=RAI_PASSIVE,
+                             port_space=RDMA_PS_UDP), qp_init_attr=_ud_init_attr())
+    listener.listen()
+    ch.send(listener.src_addr[1])
+    child = bounded(listener.get_request)
+    mr = child.reg_msgs(4096)
+    child.post_recv(mr)
+    child.accept()                          # UD: returns at once, nothing to wait for
+    ch.send(child.qpn)
+    _echo_back(child, mr)
+    ch.recv(timeout=60)
+
+
+def test_ud_async_flow_gives_udparam_and_datagrams_both_ways(spawn):
+    accept_data = bytes(range(SIDR_REP_LIMIT))
+    peer = spawn(_ud_async_server, accept_data, None)
+    channel, cmid = _ud_connect(peer.recv(), b"q" * SIDR_REQ_LIMIT)
+    request_data, server_qpn, server_state, server_qkey = peer.recv()
+    assert request_data == b"q" * SIDR_REQ_LIMIT
+    assert (server_state, server_qkey) == (e.IBV_QPS_RTS, RDMA_UDP_QKEY)
+    established = _event(channel, ET.RDMA_CM_EVENT_ESTABLISHED)
+    assert established.private_data == accept_data
+    ud = UDParam(established)
+    assert (ud.qp_num, ud.qkey) == (server_qpn, RDMA_UDP_QKEY)
+    assert ud.ah_attr.is_global and ud.ah_attr.dgid == GID("127.0.0.1").gid
+    attr, _ = cmid.query_qp(e.IBV_QP_STATE | e.IBV_QP_QKEY)
+    assert (attr.qp_state, attr.qkey) == (e.IBV_QPS_RTS, RDMA_UDP_QKEY)
+    mr = cmid.reg_msgs(4096)
+    cmid.post_recv(mr)
+    mr.write(b"datagram", 8)
+    cmid.post_ud_send(mr, AH(cmid.pd, attr=ud.ah_attr), rqpn=ud.qp_num, length=8)
+    assert bounded(cmid.get_send_comp).status == e.IBV_WC_SUCCESS
+    wc = bounded(cmid.get_recv_comp)
+    assert (wc.status, wc.src_qp, wc.byte_len) == (e.IBV_WC_SUCCESS, server_qpn, GRH + 8)
+    assert mr.read(8, GRH) == b"DATAGRAM"
+    with pytest.raises(PyverbsRDMAError) as err:        # UD has no connection to end
+        cmid.disconnect()
+    assert err.value.error_code == errno.EINVAL
+    peer.send("stop")
+
+
+def test_ud_sync_flow(spawn):
+    peer = spawn(_ud_sync_server)
+    port = peer.recv()
+    cmid = CMID(AddrInfo(src="127.0.0.1", dst="127.0.0.1", dst_service=str(port),
+                         port_space=RDMA_PS_UDP), qp_init_attr=_ud_init_attr())
+    bounded(cmid.connect)                               # returns with ESTABLISHED
+    server_qpn = peer.recv()
+    mr = cmid.reg_msgs(4096)
+    cmid.post_recv(mr)
+    mr.write(b"hello", 5)
+    ah = AH(cmid.pd, attr=_ah_attr_to("127.0.0.1"))
+    cmid.post_ud_send(mr, ah, rqpn=server_qpn, length=5)
+    assert bounded(cmid.get_send_comp).status == e.IBV_WC_SUCCESS
+    wc = bounded(cmid.get_recv_comp)
+    assert (wc.src_qp, mr.read(5, GRH)) == (server_qpn, b"HELLO")
+    peer.send("stop")
+
+
+def _ah_attr_to(address):
+    return AHAttr(is_global=1, port_num=1, gr=GlobalRoute(GID(address), sgid_index=3))
+
+
+def test_ud_reject_is_unreachable_with_status_2_and_private_data(spawn):
+    peer = spawn(_ud_async_server, b"", b"no room")
+    channel, cmid = _ud_connect(peer.recv(), b"hi")
+    assert peer.recv() == b"hi".ljust(SIDR_REQ_LIMIT, b"\0")
+    unreachable = _event(channel, ET.RDMA_CM_EVENT_UNREACHABLE)
+    assert unreachable.status == 2                      # SIDR REP's status: rejected
+    assert unreachable.private_data == b"no room".ljust(SIDR_REP_LIMIT, b"\0")
+    peer.send("stop")
+
+
+def test_ud_connect_nobody_listens_or_a_tcp_id_listens_is_unreachable_with_status_1():
+    channel, cmid = _ud_connect(_free_port())
+    assert _event(channel, ET.RDMA_CM_EVENT_UNREACHABLE).status == 1     # SIDR: unsupported
+    tcp_listener = _listener(CMEventChannel())
+    channel, cmid = _ud_connect(tcp_listener.src_addr[1])
+    assert _event(channel, ET.RDMA_CM_EVENT_UNREACHABLE).status == 1
+
+
+def test_ud_sync_connect_nobody_listens_raises_the_sidr_status_as_errno():
+    cmid = CMID(AddrInfo(src="127.0.0.1", dst="127.0.0.1", dst_service=str(_free_port()),
+                         port_space=RDMA_PS_UDP), qp_init_attr=_ud_init_attr())
+    with pytest.raises(PyverbsRDMAError) as err:        # librdmacm: the status as errno
+        bounded(cmid.connect)
+    assert err.value.error_code == 1
+
+
+def test_ud_private_data_one_byte_over_each_limit_is_einval():
+    channel = CMEventChannel()
+    listener = _ud_listener(channel)
+    with pytest.raises(PyverbsRDMAError) as err:
+        _ud_connect(listener.src_addr[1], bytes(SIDR_REQ_LIMIT + 1))
+    assert err.value.error_code == errno.EINVAL
+    _ud_connect(listener.src_addr[1], bytes(SIDR_REQ_LIMIT))
+    request = _event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST)
+    assert request.private_data == bytes(SIDR_REQ_LIMIT)
+    child = CMID(request, listen_id=listener)
+    child.create_qp(_ud_init_attr())
+    for call in (lambda data: child.accept(_param(data)), child.reject):
+        with pytest.raises(PyverbsRDMAError) as err:
+            call(bytes(SIDR_REP_LIMIT + 1))
+        assert err.value.error_code == errno.EINVAL
+    child.reject(bytes(SIDR_REP_LIMIT))
+
+
+def test_ud_id_refuses_an_rc_qp_and_an_ah_from_a_wc_needs_a_grh():
+    channel = CMEventChannel()
+    cmid = CMID(channel, port_space=RDMA_PS_UDP)
+    cmid.resolve_addr(AddrInfo(dst="127.0.0.1", dst_service="1", port_space=RDMA_PS_UDP))
+    _event(channel, ET.RDMA_CM_EVENT_ADDR_RESOLVED)
+    with pytest.raises(PyverbsRDMAError) as err:
+        cmid.create_qp(_init_attr())
+    assert err.value.error_code == errno.EINVAL
+    mr = cmid.reg_msgs(64)
+    with pytest.raises(PyverbsRDMAError) as err:
+        AH(cmid.pd, wc=WC(), port_num=1, grh=mr.buf)
+    assert err.value.error_code == errno.EINVAL
+    with pytest.raises(PyverbsUserError):
+        AH(cmid.pd, wc="wc", port_num=1, grh=mr.buf)

@@ -1,8 +1,11 @@
 """Addresses (pyverbs.addr): GID, GlobalRoute, AHAttr and AH."""
 
+import ctypes
 import errno
 
+from . import libibverbs_enums as e
 from .base import PyverbsCM, PyverbsObject
+from .cq import WC
 from .device import GIDS
 from .gid import GID
 from .pd import PD
@@ -45,10 +48,12 @@ class AHAttr(PyverbsObject):
 class AH(PyverbsCM):
     """ibv_create_ah: `AH(pd, attr=AHAttr(...))`. On RoCE the attributes must be
     global (a GRH with a GID index of the port's table) on port 1.
+    ibv_create_ah_from_wc: `AH(pd, wc=wc, port_num=1, grh=address)`, an AH back
+    to the sender of a UD message, from the GRH its receive got at `address`.
 
-    Raises PyverbsUserError (not a PD or AHAttr), PyverbsRDMAError: EINVAL (not
-    global, another port, a GID index past the table), EOPNOTSUPP (from a WC:
-    not in shm0 yet), EBADF (closed PD).
+    Raises PyverbsUserError (not a PD, AHAttr or WC), PyverbsRDMAError: EINVAL
+    (not global, another port, a GID index past the table; from a WC: no GRH,
+    or one to a GID the port does not have), EBADF (closed PD).
     """
     pd_set = "ahs"
 
@@ -57,9 +62,7 @@ class AH(PyverbsCM):
         what = "Failed to create AH"
         if not isinstance(pd, PD):
             raise PyverbsUserError(f"{what}: AH(pd, attr=AHAttr) is what shm0 takes")
-        if "attr" not in kwargs:
-            raise PyverbsRDMAError(f"{what}: an AH from a WC is not in shm0 yet", errno.EOPNOTSUPP)
-        attr = kwargs["attr"]
+        attr = kwargs["attr"] if "attr" in kwargs else _attr_from_wc(what, **kwargs)
         if not isinstance(attr, AHAttr):
             raise PyverbsUserError(f"{what}: attr must be an AHAttr, not {type(attr)}")
         if attr.port_num != 1 or attr.gr is None or not 0 <= attr.gr.sgid_index < len(GIDS):
@@ -70,3 +73,28 @@ class AH(PyverbsCM):
 
     def _release(self):
         self.pd.ahs.discard(self)
+
+
+def _attr_from_wc(what, wc=None, port_num=1, grh=0):
+    """ibv_init_ah_from_wc on RoCE: the route back to a UD message's sender, read from
+    its GRH (grh.py's layout): the sender's GID becomes the destination, and the port's
+    GID the message was sent to, of the GRH's RoCE version, the source."""
+    if not isinstance(wc, WC):
+        raise PyverbsUserError(f"{what}: wc must be a WC, not {type(wc)}")
+    if not wc.wc_flags & e.IBV_WC_GRH or not isinstance(grh, int) or not grh:
+        raise PyverbsRDMAError(f"{what}: the completion has no GRH", errno.EINVAL)
+    header = ctypes.string_at(grh, 40)
+    if header[:20] == bytes(20) and header[20] >> 4 == 4:      # RoCE v2 over IPv4
+        mapped = bytes(10) + b"\xff\xff"
+        sgid, dgid = mapped + header[32:36], mapped + header[36:40]
+        hop_limit, traffic_class, v2 = header[28], header[21], True
+    else:
+        sgid, dgid, hop_limit = header[8:24], header[24:40], header[7]
+        traffic_class, v2 = (int.from_bytes(header[:4], "big") >> 20) & 0xFF, False
+    gid_type = e.IBV_GID_TYPE_SYSFS_ROCE_V2 if v2 else e.IBV_GID_TYPE_SYSFS_IB_ROCE_V1
+    index = next((i for i, (raw, kind) in enumerate(GIDS) if raw == dgid and kind == gid_type), None)
+    if index is None:
+        raise PyverbsRDMAError(f"{what}: the GRH's destination is not a GID of the port", errno.EINVAL)
+    return AHAttr(is_global=1, port_num=port_num,
+                  gr=GlobalRoute(GID.from_raw(sgid), sgid_index=index, hop_limit=hop_limit,
+                                 traffic_class=traffic_class))

@@ -1,5 +1,5 @@
-"""rdma_cm over shm0 (pyverbs.cmid): AddrInfo, ConnParam, CMEventChannel, CMEvent, CMID
-(UDParam and JoinMCAttrEx exist; UD and multicast are EOPNOTSUPP).
+"""rdma_cm over shm0 (pyverbs.cmid): AddrInfo, ConnParam, UDParam, CMEventChannel, CMEvent,
+CMID (JoinMCAttrEx exists; multicast is EOPNOTSUPP).
 
 The device owns the loopback addresses (127.0.0.0/8) and the port space on
 them: bound and listening (address, port) pairs are in a machine-wide table
@@ -25,7 +25,19 @@ on one Context and PD (librdmacm opens each device once); it runs in that
 Context's progress: CM messages, and every LIVENESS_SLICE a look at the peers
 (a dead peer's connected CMID gets DISCONNECTED, a handshake with one
 UNREACHABLE). CMIDs left open close at exit (sending DREQ, freeing ports).
-Only RDMA_PS_TCP (RC) is there so far.
+
+RDMA_PS_UDP ids (UD) run IB CM's SIDR instead, as rdma_cm does for them:
+
+    connect      SIDR_REQ(private data) ->            CONNECT_REQUEST (a new CMID)
+    ESTABLISHED (ud: ah_attr, qp_num, qkey) <- SIDR_REP(qp_num, qkey, private data)  accept
+    reject:      UNREACHABLE (status 2) <- SIDR_REP(status 2, private data)          reject
+    nobody listens (or a TCP id listens): UNREACHABLE with status 1 (unsupported)
+
+The passive side gets no ESTABLISHED, and neither side DISCONNECTED: UD has no
+connection. A UD id's QP goes to RTS by itself with Q_Key RDMA_UDP_QKEY, as
+librdmacm's ucma_init_ud_qp takes it. Private data: 180 bytes on connect
+(SIDR REQ's 216 less the 36-byte header), 136 on accept and reject (SIDR REP's).
+The port table is one for both port spaces (the kernel keeps one per space).
 """
 
 import atexit
@@ -44,7 +56,7 @@ from ..hw.errors import PeerUnreachable
 from ..hw.hca import address_of, parse_address
 from . import libibverbs_enums as e
 from . import librdmacm_enums as ce
-from .addr import AHAttr, GlobalRoute
+from .addr import AH, AHAttr, GlobalRoute
 from .base import PyverbsCM, PyverbsObject
 from .cq import CQ, CompChannel
 from .device import DEVICE_NAME, PORT, Context
@@ -62,6 +74,9 @@ PRIVATE_DATA_CONNECT, PRIVATE_DATA_ACCEPT, PRIVATE_DATA_REJECT = 56, 196, 148
 # one CM message (a datagram of at most 64 KiB) carries: for programs that need no RoCE limits.
 LARGE_PRIVATE_DATA_ENV = "SHMDAT_CM_PRIVATE_DATA"
 LARGEST_PRIVATE_DATA = 65000
+PRIVATE_DATA_SIDR_REQ, PRIVATE_DATA_SIDR_REP = 180, 136   # SIDR's, less the header in the REQ
+SIDR_SUCCESS, SIDR_UNSUPPORTED, SIDR_REJECT = 0, 1, 2    # SIDR REP's status (UNREACHABLE's)
+RDMA_UDP_QKEY = 0x01234567              # rdma_cma.h's: the Q_Key of every UD id
 REJ_INVALID_SERVICE_ID = 8              # IB CM's reject reasons (the REJECTED event's status)
 REJ_CONSUMER_DEFINED = 28
 MAX_RD_ATOMIC = 128                     # the device's max_qp_rd_atom
@@ -79,7 +94,7 @@ _HANDSHAKE_OR_UP = (ACCEPTED, RESPONSE, CONNECTED)
 # address length, port, to (the receiver's id, 0 in a REQ), from (the sender's id),
 # destination and source IPv4, qp_num, psn, responder resources, initiator depth, retry,
 # rnr retry; then the sender's HCA address and the private data.
-REQ, REP, RTU, REJ, DREQ, DREP = range(1, 7)
+REQ, REP, RTU, REJ, DREQ, DREP, SIDR_REQ, SIDR_REP = range(1, 9)    # SIDR_REP's psn is its qkey
 _MAGIC = b"shmdatCM"
 _MSG = struct.Struct("<8sBBHHxxQQIIIIBBBB")
 
@@ -239,11 +254,15 @@ class ConnParam(PyverbsObject):
 
 
 class UDParam(PyverbsObject):
-    """rdma_ud_param of an event: EOPNOTSUPP, as shm0's rdma_cm has no UD port space yet."""
+    """rdma_ud_param of an event: `ah_attr`, `qp_num` and `qkey` of the passive side,
+    in a UD id's ESTABLISHED (zero in other events). Raises PyverbsUserError (not a
+    CMEvent)."""
 
     def __init__(self, cm_event):
         super().__init__()
-        raise PyverbsRDMAError("shm0's rdma_cm has no UD (RDMA_PS_UDP) yet", errno.EOPNOTSUPP)
+        if not isinstance(cm_event, CMEvent):
+            raise PyverbsUserError(f"UDParam takes a CMEvent, not {type(cm_event)}")
+        self.ah_attr, self.qp_num, self.qkey = cm_event._ud or (AHAttr(), 0, 0)
 
 
 class JoinMCAttrEx(PyverbsObject):
@@ -259,10 +278,12 @@ class JoinMCAttrEx(PyverbsObject):
 
 class _Event:
     """An rdma_cm_event as the agent queues it."""
-    __slots__ = ("event_type", "status", "id", "listen_id", "private_data")
+    __slots__ = ("event_type", "status", "id", "listen_id", "private_data", "ud")
 
-    def __init__(self, event_type, cmid, status=0, listen_id=None, private_data=b"", size=0):
+    def __init__(self, event_type, cmid, status=0, listen_id=None, private_data=b"", size=0,
+                 ud=None):
         self.event_type, self.id, self.status, self.listen_id = event_type, cmid, status, listen_id
+        self.ud = ud                    # a UD ESTABLISHED's (ah_attr, qp_num, qkey)
         self.private_data = bytes(private_data).ljust(size, b"\0")
 
 
@@ -308,6 +329,7 @@ class CMEvent(PyverbsObject):
         event = channel._get("Failed to create CMEvent")
         self.event_type, self.status, self.id = event.event_type, event.status, event.id
         self.listen_id, self.private_data = event.listen_id, event.private_data
+        self._ud = event.ud
         self._acked = False
 
     def event_str(self):
@@ -361,7 +383,7 @@ class _Agent:
         parsed = None if m is None else parse_address(m.address)
         if parsed is None or parsed[0] != pid:
             return                          # not from whom it claims to be
-        if m.kind == REQ:
+        if m.kind in (REQ, SIDR_REQ):
             self._on_req(m)
             return
         cmid = self._addressed(m)
@@ -370,7 +392,7 @@ class _Agent:
                 self._answer(m, DREP)
             return
         handler = {REP: cmid._on_rep, RTU: cmid._on_rtu, REJ: cmid._on_rej, DREQ: cmid._on_dreq,
-                   DREP: cmid._on_drep}.get(m.kind)
+                   DREP: cmid._on_drep, SIDR_REP: cmid._on_sidr_rep}.get(m.kind)
         if handler is not None:
             handler(m)
 
@@ -394,14 +416,20 @@ class _Agent:
 
     def _on_req(self, m):
         listener = self.listeners.get((m.dst, m.port)) or self.listeners.get((cm_ports.ANY, m.port))
-        if listener is None or len(m.private_data) > LARGEST_PRIVATE_DATA:
-            self._answer(m, REJ, reason=REJ_INVALID_SERVICE_ID)
+        sidr = m.kind == SIDR_REQ
+        if listener is None or len(m.private_data) > LARGEST_PRIVATE_DATA \
+                or (listener.port_space == ce.RDMA_PS_UDP) != sidr:
+            if sidr:
+                self._answer(m, SIDR_REP, reason=SIDR_UNSUPPORTED)
+            else:
+                self._answer(m, REJ, reason=REJ_INVALID_SERVICE_ID)
             return
         child = CMID()
         child._join(self, listener._sync, listener._channel, listener.event_channel)
         child._take_request(m, listener)
         self.event(listener, ET.RDMA_CM_EVENT_CONNECT_REQUEST, about=child, listen_id=listener,
-                   private_data=m.private_data, size=PRIVATE_DATA_CONNECT)
+                   private_data=m.private_data,
+                   size=PRIVATE_DATA_SIDR_REQ if sidr else PRIVATE_DATA_CONNECT)
 
     def check_peers(self):
         """Every LIVENESS_SLICE: handshakes and connections whose peer process died end."""
@@ -454,8 +482,8 @@ class CMID(PyverbsCM):
 
     Raises PyverbsUserError (another creator, a missing listen_id, arguments of
     the wrong type), PyverbsRDMAError: EPROTONOSUPPORT (a port space other than
-    RDMA_PS_TCP: UD over rdma_cm is not there yet), and the errors of
-    bind_addr, resolve_addr, resolve_route and create_qp for a synchronous id.
+    RDMA_PS_TCP and RDMA_PS_UDP), and the errors of bind_addr, resolve_addr,
+    resolve_route and create_qp for a synchronous id.
     """
 
     def __init__(self, creator=None, qp_init_attr=None, pd=None, port_space=ce.RDMA_PS_TCP,
@@ -464,6 +492,7 @@ class CMID(PyverbsCM):
         self.event_channel = None
         self.ctx = self.pd = self.qp = None
         self.state = IDLE
+        self.port_space = port_space                # RDMA_PS_TCP (RC) or RDMA_PS_UDP (UD)
         self.src_addr = self.dst_addr = None        # (address, port)
         self._agent = None
         self._sync = False
@@ -490,12 +519,12 @@ class CMID(PyverbsCM):
             self._take_over(creator.id, what)
             return
         if isinstance(creator, AddrInfo):
-            port_space = creator.port_space
+            self.port_space = creator.port_space
         elif not isinstance(creator, CMEventChannel):
             raise PyverbsUserError(f"Cannot create CM ID from {type(creator)}")
-        if port_space != ce.RDMA_PS_TCP:
-            raise PyverbsRDMAError(f"{what}: shm0's rdma_cm has RDMA_PS_TCP (RC) only so far",
-                                   errno.EPROTONOSUPPORT)
+        if self.port_space not in (ce.RDMA_PS_TCP, ce.RDMA_PS_UDP):
+            raise PyverbsRDMAError(f"{what}: shm0's rdma_cm has RDMA_PS_TCP (RC) and RDMA_PS_UDP "
+                                   "(UD)", errno.EPROTONOSUPPORT)
         if isinstance(creator, CMEventChannel):
             creator._check_open(what)
             self._join(_agent(), False, creator, creator)
@@ -717,6 +746,7 @@ class CMID(PyverbsCM):
 
     def _take_request(self, m, listener):
         self.state = REQUEST
+        self.port_space = listener.port_space
         self.src_addr = (str(ipaddress.IPv4Address(m.dst)), m.port)
         self.dst_addr = (str(ipaddress.IPv4Address(m.src)), 0)
         self.ctx, self.pd = listener.ctx, listener.pd
@@ -745,6 +775,9 @@ class CMID(PyverbsCM):
         peer died)."""
         what = "Failed to Accept Connection"
         _check_param(param, what)
+        if self._ud:
+            self._accept_ud(param, what)
+            return
         with self._agent.ctx.lock:
             self._check(what, (REQUEST,))
             data = self._use_param(param, PRIVATE_DATA_ACCEPT, what)
@@ -756,20 +789,40 @@ class CMID(PyverbsCM):
                              private_data=data)
         self._complete(what)
 
+    @property
+    def _ud(self):
+        return self.port_space == ce.RDMA_PS_UDP
+
+    def _accept_ud(self, param, what):
+        """A UD id's accept: SIDR_REP with the QP's qp_num (or param's) and RDMA_UDP_QKEY;
+        the id is done with its peer (no ESTABLISHED here; nothing to wait for)."""
+        with self._agent.ctx.lock:
+            self._check(what, (REQUEST,))
+            if param is None and self.qp is None:
+                raise PyverbsRDMAError(f"{what}: an id without a QP needs a ConnParam", errno.EINVAL)
+            data = _ud_private_data(param, PRIVATE_DATA_SIDR_REP, what)
+            self._agent.send(self, SIDR_REP, reason=SIDR_SUCCESS, qpn=self._qpn_for(param),
+                             psn=RDMA_UDP_QKEY, private_data=data)
+            self._end()
+
     def reject(self, private_data=None):
         """rdma_reject: REJ with reason 28 (consumer defined) and at most 148 bytes
-        of private data (or SHMDAT_CM_PRIVATE_DATA's). Raises PyverbsUserError (private data not bytes),
-        PyverbsRDMAError (EINVAL: no pending request, or private data over 148 bytes)."""
+        of private data (or SHMDAT_CM_PRIVATE_DATA's); on a UD id SIDR_REP with
+        status 2 (reject) and at most 136 bytes. Raises PyverbsUserError (private
+        data not bytes), PyverbsRDMAError (EINVAL: no pending request, or private
+        data over the limit)."""
         what = "Failed to Reject Connection"
         data = b"" if private_data is None else private_data
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise PyverbsUserError(f"{what}: private data is bytes, not {type(data)}")
+        limit, kind, reason = ((PRIVATE_DATA_SIDR_REP, SIDR_REP, SIDR_REJECT) if self._ud
+                               else (PRIVATE_DATA_REJECT, REJ, REJ_CONSUMER_DEFINED))
         with self._agent.ctx.lock:
             self._check(what, (REQUEST,))
-            if len(data) > _limit(PRIVATE_DATA_REJECT):
-                raise PyverbsRDMAError(f"{what}: private data over {_limit(PRIVATE_DATA_REJECT)} "
-                                       "bytes", errno.EINVAL)
-            self._agent.send(self, REJ, reason=REJ_CONSUMER_DEFINED, private_data=bytes(data))
+            if len(data) > _limit(limit):
+                raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes",
+                                       errno.EINVAL)
+            self._agent.send(self, kind, reason=reason, private_data=bytes(data))
             self._end()
 
     def _on_rtu(self, m):
@@ -788,22 +841,32 @@ class CMID(PyverbsCM):
         UNREACHABLE (the listener's process died). Raises PyverbsUserError (param
         not a ConnParam), PyverbsRDMAError: EINVAL (route not resolved; no QP and
         no param; private data over 56 bytes; resources or depth over 128); a
-        synchronous id waits: ECONNREFUSED when rejected, ETIMEDOUT when unreachable."""
+        synchronous id waits: ECONNREFUSED when rejected, ETIMEDOUT when unreachable.
+        A UD id sends SIDR_REQ (private data at most 180 bytes) and gets ESTABLISHED
+        (UDParam has the passive side's ah_attr, qp_num and qkey) or UNREACHABLE
+        (status 2 if the peer rejected, 1 if nobody listens; a synchronous id
+        raises that status as its errno, as librdmacm does)."""
         what = "Failed to Connect"
         _check_param(param, what)
         with self._agent.ctx.lock:
             self._check(what, (ROUTE_RESOLVED,))
-            data = self._use_param(param, PRIVATE_DATA_CONNECT, what)
+            if self._ud:
+                data = _ud_private_data(param, PRIVATE_DATA_SIDR_REQ, what)
+            else:
+                data = self._use_param(param, PRIVATE_DATA_CONNECT, what)
             address, port = self.dst_addr
             owner = cm_ports.find_listener(_ip(address), port)
             self._peer_address = None if owner is None else address_of(*owner)
             self._peer = None if owner is None else self._peer_hca(self._peer_address)
             self.state = CONNECTING
-            if self._peer is None:
+            if self._peer is None and self._ud:
+                self._sidr_failed(SIDR_UNSUPPORTED, b"")
+            elif self._peer is None:
                 self._rejected(REJ_INVALID_SERVICE_ID, b"")     # as the peer's CM would answer
             else:
                 self._agent.ids[self._conn_id] = self
-                self._agent.send(self, REQ, port=port, dst=_ip(address), src=_ip(self.src_addr[0]),
+                kind = SIDR_REQ if self._ud else REQ
+                self._agent.send(self, kind, port=port, dst=_ip(address), src=_ip(self.src_addr[0]),
                                  qpn=self._qpn_for(param), psn=self._psn, param=self._param,
                                  private_data=data)
         self._complete(what)
@@ -827,6 +890,25 @@ class CMID(PyverbsCM):
                                        f"most {MAX_RD_ATOMIC}", errno.EINVAL)
         self._param = tuple(values)
         return param.private_data
+
+    def _on_sidr_rep(self, m):
+        if self.state != CONNECTING or not self._ud:
+            return
+        if m.reason != SIDR_SUCCESS:
+            self._sidr_failed(m.reason, m.private_data)
+            return
+        self._end()                         # UD: nothing more between the two
+        ah_attr = AHAttr(is_global=1, port_num=PORT,
+                         gr=GlobalRoute(GID(self.dst_addr[0]), sgid_index=GID_INDEX))
+        self._agent.event(self, ET.RDMA_CM_EVENT_ESTABLISHED, private_data=m.private_data,
+                          size=PRIVATE_DATA_SIDR_REP, ud=(ah_attr, m.qpn, m.psn))
+
+    def _sidr_failed(self, status, data):
+        """A UD connect the peer rejected or nobody took: UNREACHABLE with SIDR REP's status
+        (as the kernel's rdma_cm reports a SIDR REP that is not a success)."""
+        self._end()
+        self._agent.event(self, ET.RDMA_CM_EVENT_UNREACHABLE, status=status, private_data=data,
+                          size=PRIVATE_DATA_SIDR_REP)
 
     def _qpn_for(self, param):
         return self.qp.qp_num if self.qp is not None else param.qpn
@@ -922,11 +1004,12 @@ class CMID(PyverbsCM):
     # QPs.
 
     def create_qp(self, qp_init):
-        """rdma_create_qp: an RC QP on the id's PD, in INIT; without CQs in qp_init,
+        """rdma_create_qp: an RC QP on the id's PD, in INIT (a UD id's UD QP: in RTS,
+        with Q_Key RDMA_UDP_QKEY); without CQs in qp_init,
         the id makes a send CQ and a recv CQ (with completion channels, for
         get_send_comp / get_recv_comp). Raises PyverbsUserError (not a
         QPInitAttr), PyverbsRDMAError: EINVAL (no device yet: bind or resolve
-        first; a QP already), and QP's errors."""
+        first; a QP already; a UD id's QP not UD), and QP's errors."""
         what = "Failed to Create QP"
         if not isinstance(qp_init, QPInitAttr):
             raise PyverbsUserError(f"{what}: create_qp takes a QPInitAttr, not {type(qp_init)}")
@@ -935,6 +1018,8 @@ class CMID(PyverbsCM):
             if self.pd is None or self.qp is not None:
                 raise PyverbsRDMAError(f"{what}: the id has {'a QP' if self.qp else 'no device'} "
                                        "already", errno.EINVAL)
+            if self._ud and qp_init.qp_type != e.IBV_QPT_UD:
+                raise PyverbsRDMAError(f"{what}: an RDMA_PS_UDP id's QP is UD", errno.EINVAL)
             cap = qp_init.cap
             scq = qp_init.send_cq or self._cq(cap.max_send_wr)
             rcq = qp_init.recv_cq or self._cq(cap.max_recv_wr)
@@ -943,6 +1028,9 @@ class CMID(PyverbsCM):
             self.qp = QP(self.pd, attr)
             self._own.append(self.qp)
             self._move_qp(e.IBV_QPS_INIT)
+            if self._ud:                    # as librdmacm's ucma_init_ud_qp
+                self._move_qp(e.IBV_QPS_RTR)
+                self._move_qp(e.IBV_QPS_RTS)
 
     def _cq(self, depth):
         channel = CompChannel(self.ctx)
@@ -961,6 +1049,12 @@ class CMID(PyverbsCM):
         what = "Failed to get QP attributes"
         self._check_open(what)
         attr = QPAttr(qp_state=qp_state)
+        if qp_state == e.IBV_QPS_INIT and self.pd is not None and self._ud:
+            attr.qkey = RDMA_UDP_QKEY
+            return attr, int(e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_QKEY)
+        if self._ud and qp_state in (e.IBV_QPS_RTR, e.IBV_QPS_RTS):    # UD: nothing of the peer's
+            attr.sq_psn = 0
+            return attr, int(e.IBV_QP_STATE | (e.IBV_QP_SQ_PSN if qp_state == e.IBV_QPS_RTS else 0))
         if qp_state == e.IBV_QPS_INIT and self.pd is not None:
             attr.qp_access_flags = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
                                     | e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC)
@@ -1054,6 +1148,17 @@ class CMID(PyverbsCM):
         sge = self._sge(mr, length, what)
         self._the_qp(what).post_send(SendWR(num_sge=1, sg=[sge], send_flags=flags))
 
+    def post_ud_send(self, mr, ah, rqpn=0, flags=e.IBV_SEND_SIGNALED, length=None):
+        """rdma_post_ud_send of mr's first `length` bytes (all of it by default) on a UD
+        id's QP to QP `rqpn` at `ah`, with Q_Key RDMA_UDP_QKEY. Raises
+        PyverbsUserError (not an MR or AH), and post_send's errors."""
+        what = "Failed to Post Send"
+        if not isinstance(ah, AH):
+            raise PyverbsUserError(f"{what}: ah must be an AH, not {type(ah)}")
+        wr = SendWR(num_sge=1, sg=[self._sge(mr, length, what)], send_flags=flags)
+        wr.set_wr_ud(ah, rqpn, RDMA_UDP_QKEY)
+        self._the_qp(what).post_send(wr)
+
     def post_read(self, mr, length, remote_addr, rkey, flags=0):
         """rdma_post_read into mr from the peer's (remote_addr, rkey)."""
         self._post_rdma(e.IBV_WR_RDMA_READ, mr, length, remote_addr, rkey, flags, "Failed to Post Read")
@@ -1090,7 +1195,9 @@ class CMID(PyverbsCM):
         with agent.ctx.lock:
             if self.state in _HANDSHAKE_OR_UP:
                 agent.send(self, DREQ)
-            elif self.state in (REQUEST, CONNECTING):
+            elif self.state == REQUEST and self._ud:
+                agent.send(self, SIDR_REP, reason=SIDR_REJECT)
+            elif self.state in (REQUEST, CONNECTING) and not self._ud:
                 agent.send(self, REJ, reason=REJ_CONSUMER_DEFINED)
             agent.ids.pop(self._conn_id, None)
             if agent.listeners.get(self._bound) is self:
@@ -1104,6 +1211,15 @@ class CMID(PyverbsCM):
             if self._sync:
                 self._channel.close()
             self.state = DONE
+
+
+def _ud_private_data(param, limit, what):
+    """A UD connect's or accept's private data (SIDR's limits); its ConnParam's other
+    values mean nothing to UD."""
+    data = b"" if param is None else param.private_data
+    if len(data) > _limit(limit):
+        raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes", errno.EINVAL)
+    return data
 
 
 def _check_param(param, what):

@@ -2,6 +2,7 @@
 
 import errno
 
+from . import checks
 from .base import PyverbsCM, PyverbsObject
 from .device import GIDS
 from .gid import GID
@@ -42,6 +43,24 @@ class AHAttr(PyverbsObject):
         return self.gr.sgid_index if self.gr is not None else 0
 
 
+# The widths of the numeric fields of ibv_ah_attr and ibv_global_route.
+_AH_FIELDS = (("dlid", 16), ("sl", 8), ("src_path_bits", 8), ("static_rate", 8), ("port_num", 8))
+_ROUTE_FIELDS = (("flow_label", 20), ("sgid_index", 8), ("hop_limit", 8), ("traffic_class", 8))
+
+
+def check_ah_attr(attr, name):
+    """The fields of an AHAttr where it is used (an AH, a QP's path), named
+    name.field: each an int of its C field's width, gr a GlobalRoute with a GID."""
+    for field, bits in _AH_FIELDS:
+        checks.uint(getattr(attr, field), f"{name}.{field}", bits)
+    checks.boolean(attr.is_global, f"{name}.is_global")
+    route = checks.instance(attr.gr, GlobalRoute, f"{name}.gr", none=True)
+    if route is not None:
+        checks.instance(route.dgid, GID, f"{name}.gr.dgid")
+        for field, bits in _ROUTE_FIELDS:
+            checks.uint(getattr(route, field), f"{name}.gr.{field}", bits)
+
+
 class AH(PyverbsCM):
     """ibv_create_ah: `AH(pd, attr=AHAttr(...))`. On RoCE the attributes must be
     global (a GRH with a GID index of the port's table) on port 1.
@@ -55,14 +74,12 @@ class AH(PyverbsCM):
     def __init__(self, pd, **kwargs):
         super().__init__()
         what = "Failed to create AH"
-        if not isinstance(pd, PD):
-            raise PyverbsUserError(f"{what}: AH(pd, attr=AHAttr) is what shm0 takes")
+        checks.instance(pd, PD, "pd")
         if "attr" not in kwargs:
             raise PyverbsRDMAError(f"{what}: an AH from a WC is not in shm0 yet", errno.EOPNOTSUPP)
-        attr = kwargs["attr"]
-        if not isinstance(attr, AHAttr):
-            raise PyverbsUserError(f"{what}: attr must be an AHAttr, not {type(attr)}")
-        if attr.port_num != 1 or attr.gr is None or not 0 <= attr.gr.sgid_index < len(GIDS):
+        attr = checks.instance(kwargs["attr"], AHAttr, "attr")
+        check_ah_attr(attr, "attr")
+        if attr.port_num != 1 or attr.gr is None or not attr.gr.sgid_index < len(GIDS):
             raise PyverbsRDMAError(f"{what}: RoCE needs a global AHAttr on port 1 with a GID index "
                                    f"below {len(GIDS)}", errno.EINVAL)
         pd.add_ref(self)

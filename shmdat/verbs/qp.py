@@ -232,7 +232,8 @@ class QP(PyverbsCM):
     """ibv_create_qp: `QP(pd, init_attr, qp_attr=None)`; with qp_attr an RC or UC
     QP is taken to INIT and a UD QP to RTS, as pyverbs does.
 
-    Raises PyverbsUserError (not a PD, no CQs), PyverbsRDMAError: EOPNOTSUPP
+    Raises PyverbsUserError (an argument or attribute of the wrong type, named;
+    no CQs), PyverbsRDMAError: EOPNOTSUPP
     (a QP type other than RC, UC and UD), EINVAL (caps over the device's
     limits, max_inline_data over query_device()'s, an SRQ of another PD),
     ENOMEM (no QP number left), EBADF (closed PD or CQ).
@@ -269,11 +270,12 @@ class QP(PyverbsCM):
             raise PyverbsUserError(f"{what}: a QP needs a send CQ and a recv CQ")
         ctx = creator.ctx
         limits = ctx.query_device()
-        cap = init_attr.cap
+        caps = {}
         for name, top in (("max_send_wr", limits.max_qp_wr), ("max_recv_wr", limits.max_qp_wr),
                           ("max_send_sge", limits.max_sge), ("max_recv_sge", limits.max_sge),
                           ("max_inline_data", limits.max_inline_data)):
-            if checks.uint(getattr(cap, name), f"cap.{name}") > top:
+            caps[name] = checks.uint(getattr(init_attr.cap, name), f"cap.{name}")
+            if caps[name] > top:
                 raise PyverbsRDMAError(f"{what}: cap.{name} is over the device's {top}", errno.EINVAL)
         for cq in (init_attr.send_cq, init_attr.recv_cq):
             cq._check_open(what)
@@ -282,9 +284,9 @@ class QP(PyverbsCM):
         self.send_cq, self.recv_cq, self.srq = init_attr.send_cq, init_attr.recv_cq, srq
         # As rxe: a send WQE holds max_send_sge SGEs or max_inline_data bytes, whichever
         # is larger, and inline data may fill it (query reports that).
-        caps = [int(getattr(cap, name)) for name in ("max_send_wr", "max_recv_wr", "max_send_sge",
-                                                      "max_recv_sge", "max_inline_data")]
-        self.cap = QPCap(*caps[:4], max(caps[4], _SGE_BYTES * caps[2]))
+        self.cap = QPCap(caps["max_send_wr"], caps["max_recv_wr"], caps["max_send_sge"],
+                         caps["max_recv_sge"],
+                         max(caps["max_inline_data"], _SGE_BYTES * caps["max_send_sge"]))
         self._owner = ctx.owner
         try:
             self.qp_num = ctx.qpn_table.claim(self._owner + (creator.pd_id,))

@@ -10,6 +10,7 @@ device refuses the value); any other exception is a bug. Both ends of the
 connection are in this process.
 """
 
+import ctypes
 import errno
 import itertools
 
@@ -65,6 +66,7 @@ class World:
         self.channel = self.a.channel
         self.srq = SRQ(self.pd, SrqInitAttr(SrqAttr(8, 1)))
         self.gid = self.ctx.query_gid(1, GID_INDEX)
+        self.buffer = ctypes.create_string_buffer(64)          # program memory, for rereg
         self.ah = AH(self.pd, attr=self.ah_attr())
         self.cm_channel = CMEventChannel()
         self.cmid = CMID(self.cm_channel)
@@ -164,6 +166,12 @@ def _ah_fields(w, *values):
     AH(w.pd, attr=attr)
 
 
+def _post_inline_of_length(w, length):
+    wr = SendWR(wr_id=1, num_sge=1, sg=[w.sge()], send_flags=e.IBV_SEND_INLINE)
+    wr.sg_list[0].length = length           # inline data is read from memory at post
+    w.a.qp.post_send(wr)
+
+
 def _post_recv(w, *a):
     w.b.qp.post_recv(*a)
 
@@ -203,8 +211,10 @@ CALLS = {
     "mr.read": (lambda w, *a: w.mr.read(*a), [("length", 8), ("offset", 0)]),
     "mr.write": (lambda w, *a: w.mr.write(*a), [("data", b"abcdefgh"), ("length", 8), ("offset", 0)]),
     "mr.rereg": (lambda w, *a: w.mr.rereg(*a),
-                 [("flags", e.IBV_REREG_MR_CHANGE_ACCESS), ("pd", None), ("addr", 0), ("length", 0),
-                  ("access", ACCESS)]),
+                 [("flags", e.IBV_REREG_MR_CHANGE_PD | e.IBV_REREG_MR_CHANGE_TRANSLATION
+                   | e.IBV_REREG_MR_CHANGE_ACCESS), ("pd", lambda w: w.pd),
+                  ("addr", lambda w: ctypes.addressof(w.buffer)), ("length", 64),
+                  ("access", e.IBV_ACCESS_LOCAL_WRITE)]),
     "CQ": (lambda w, *a: CQ(*a).close(),
            [("context", lambda w: w.ctx), ("cqe", 8), ("cq_context", None),
             ("channel", lambda w: w.channel), ("comp_vector", 0)]),
@@ -250,7 +260,7 @@ CALLS = {
                         ("max_rd_atomic", 1)]),
     "qp.post_send": (lambda w, *a: w.a.qp.post_send(*a), [("wr", lambda w: w.send_wr())]),
     "qp.post_recv": (_post_recv, [("wr", lambda w: w.recv_wr())]),
-    "SendWR fields": (_send_wr_fields, [("wr_id", 1), ("opcode", e.IBV_WR_SEND), ("num_sge", 1),
+    "SendWR fields": (_send_wr_fields, [("wr_id", 1), ("opcode", e.IBV_WR_SEND_WITH_IMM), ("num_sge", 1),
                                         ("imm_data", 0), ("send_flags", e.IBV_SEND_SIGNALED)]),
     "SGE fields": (_sge_fields, [("addr", lambda w: w.mr.buf), ("length", 8),
                                  ("lkey", lambda w: w.mr.lkey)]),
@@ -360,6 +370,8 @@ def test_a_wrong_argument_is_a_pyverbs_error(name, position):
     (lambda w: w.cq.poll("x"), "num_entries must be an int"),
     (lambda w: w.ctx.query_gid(1, "x"), "index must be an int"),
     (lambda w: w.a.qp.post_send(RecvWR()), "wr must be a SendWR, not RecvWR"),
+    (lambda w: _send_wr_fields(w, 1, "SEND"), "wr.opcode must be an int from 0 to 4294967295, not str"),
+    (lambda w: _post_inline_of_length(w, -1), "wr.sg_list[0].length must be an int from 0 to"),
 ])
 def test_what_a_newcomer_passed_is_named(make, says):
     w = World()

@@ -681,6 +681,8 @@ class QP(PyverbsCM):
             return
         sges = wr.sg_list[:wr.num_sge]
         if wr.send_flags & _INLINE and ring_op in _INLINE_OPS:
+            if min((sge.length for sge in sges), default=0) < 0:
+                check_send_wr(wr)           # names the length: memory is read from it below
             if sum(sge.length for sge in sges) > self.cap.max_inline_data:
                 raise PyverbsRDMAError("Failed to post send: inline data over max_inline_data",
                                        errno.EINVAL)

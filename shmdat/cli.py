@@ -9,6 +9,7 @@ from . import __version__
 from .hw import cm_ports, cma, port, qpn, shm
 from .verbs.__main__ import main as run_verbs
 from .verbs.link import link_set, link_show
+from .verbs.pyverbs_error import PyverbsUserError
 
 
 def _fields(value):
@@ -97,7 +98,7 @@ def cmd_link(args):
     if args.action == "set":
         try:
             link_set(args.link, args.state)
-        except ValueError as e:
+        except PyverbsUserError as e:
             print(f"shmdat link: {e}", file=sys.stderr)
             return 1
     link = link_show()

@@ -3,6 +3,7 @@
 import ctypes
 import errno
 
+from . import checks
 from . import libibverbs_enums as e
 from .base import PyverbsCM, PyverbsObject
 from .cq import WC
@@ -45,6 +46,24 @@ class AHAttr(PyverbsObject):
         return self.gr.sgid_index if self.gr is not None else 0
 
 
+# The widths of the numeric fields of ibv_ah_attr and ibv_global_route.
+_AH_FIELDS = (("dlid", 16), ("sl", 8), ("src_path_bits", 8), ("static_rate", 8), ("port_num", 8))
+_ROUTE_FIELDS = (("flow_label", 20), ("sgid_index", 8), ("hop_limit", 8), ("traffic_class", 8))
+
+
+def check_ah_attr(attr, name):
+    """The fields of an AHAttr where it is used (an AH, a QP's path), named
+    name.field: each an int of its C field's width, gr a GlobalRoute with a GID."""
+    for field, bits in _AH_FIELDS:
+        checks.uint(getattr(attr, field), f"{name}.{field}", bits)
+    checks.boolean(attr.is_global, f"{name}.is_global")
+    route = checks.instance(attr.gr, GlobalRoute, f"{name}.gr", none=True)
+    if route is not None:
+        checks.instance(route.dgid, GID, f"{name}.gr.dgid")
+        for field, bits in _ROUTE_FIELDS:
+            checks.uint(getattr(route, field), f"{name}.gr.{field}", bits)
+
+
 class AH(PyverbsCM):
     """ibv_create_ah: `AH(pd, attr=AHAttr(...))`. On RoCE the attributes must be
     global (a GRH with a GID index of the port's table) on port 1.
@@ -60,12 +79,11 @@ class AH(PyverbsCM):
     def __init__(self, pd, **kwargs):
         super().__init__()
         what = "Failed to create AH"
-        if not isinstance(pd, PD):
-            raise PyverbsUserError(f"{what}: AH(pd, attr=AHAttr) is what shm0 takes")
+        checks.instance(pd, PD, "pd")
         attr = kwargs["attr"] if "attr" in kwargs else _attr_from_wc(what, **kwargs)
-        if not isinstance(attr, AHAttr):
-            raise PyverbsUserError(f"{what}: attr must be an AHAttr, not {type(attr)}")
-        if attr.port_num != 1 or attr.gr is None or not 0 <= attr.gr.sgid_index < len(GIDS):
+        attr = checks.instance(attr, AHAttr, "attr")
+        check_ah_attr(attr, "attr")
+        if attr.port_num != 1 or attr.gr is None or not attr.gr.sgid_index < len(GIDS):
             raise PyverbsRDMAError(f"{what}: RoCE needs a global AHAttr on port 1 with a GID index "
                                    f"below {len(GIDS)}", errno.EINVAL)
         pd.add_ref(self)
@@ -79,8 +97,7 @@ def _attr_from_wc(what, wc=None, port_num=1, grh=0):
     """ibv_init_ah_from_wc on RoCE: the route back to a UD message's sender, read from
     its GRH (grh.py's layout): the sender's GID becomes the destination, and the port's
     GID the message was sent to, of the GRH's RoCE version, the source."""
-    if not isinstance(wc, WC):
-        raise PyverbsUserError(f"{what}: wc must be a WC, not {type(wc)}")
+    checks.instance(wc, WC, "wc")
     if not wc.wc_flags & e.IBV_WC_GRH or not isinstance(grh, int) or not grh:
         raise PyverbsRDMAError(f"{what}: the completion has no GRH", errno.EINVAL)
     header = ctypes.string_at(grh, 40)

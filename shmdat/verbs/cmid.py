@@ -54,7 +54,7 @@ from ..hw import cm_ports
 from ..hw.cm_ports import AddressInUse, PortsExhausted
 from ..hw.errors import PeerUnreachable
 from ..hw.hca import address_of, parse_address
-from . import libibverbs_enums as e
+from . import checks, libibverbs_enums as e
 from . import librdmacm_enums as ce
 from .addr import AH, AHAttr, GlobalRoute
 from .base import PyverbsCM, PyverbsObject
@@ -138,38 +138,34 @@ def _limit(size):
 
 # Addresses.
 
-def _host(name, what):
+def _host(name, argument, what):
     """An IPv4 address (str) for a name or dotted address, as rdma_getaddrinfo resolves it."""
-    if isinstance(name, bytes):
-        name = name.decode()
-    if not isinstance(name, str):
-        raise PyverbsUserError(f"{what}: an address is a str, not {type(name)}")
+    name = checks.text(name, argument)
     try:
         return str(ipaddress.IPv4Address(name))
     except ValueError:
         pass
     try:
         return socket.getaddrinfo(name, None, socket.AF_INET)[0][4][0]
-    except (OSError, UnicodeError):
+    except (OSError, UnicodeError, ValueError):         # ValueError: a NUL in the name
         raise PyverbsRDMAError(f"{what}: cannot resolve {name!r} to an IPv4 address",
                                errno.EADDRNOTAVAIL) from None
 
 
-def _service(service, what):
+def _service(service, argument, what):
     """A port number for a service name or number (None: 0)."""
     if service is None:
         return 0
-    if isinstance(service, bytes):
-        service = service.decode()
-    if isinstance(service, str):
-        if service.isdigit():
+    if not isinstance(service, int) or isinstance(service, bool):
+        service = checks.text(service, argument)
+        if service.isdecimal():
             service = int(service)
         else:
             try:
                 service = socket.getservbyname(service, "tcp")
-            except OSError:
+            except (OSError, ValueError):
                 raise PyverbsRDMAError(f"{what}: unknown service {service!r}", errno.EINVAL) from None
-    if not isinstance(service, int) or not 0 <= service <= 0xFFFF:
+    if not 0 <= service <= 0xFFFF:
         raise PyverbsRDMAError(f"{what}: {service!r} is not a port", errno.EINVAL)
     return service
 
@@ -206,12 +202,16 @@ class AddrInfo(PyverbsObject):
                      flags=0):
         """rdma_getaddrinfo (see the class)."""
         what = "Failed to get Address Info"
+        flags, port_space = checks.uint(flags, "flags"), checks.uint(port_space, "port_space")
         if flags & ce.RAI_PASSIVE:
-            self.src_addr = (_host(src, what) if src else "0.0.0.0", _service(src_service, what))
+            self.src_addr = (_host(src, "src", what) if src else "0.0.0.0",
+                             _service(src_service, "src_service", what))
             self.dst_addr = None
         else:
-            self.src_addr = (_host(src, what), _service(src_service, what)) if src else None
-            self.dst_addr = (_host(dst, what) if dst else "127.0.0.1", _service(dst_service, what))
+            self.src_addr = ((_host(src, "src", what), _service(src_service, "src_service", what))
+                             if src else None)
+            self.dst_addr = (_host(dst, "dst", what) if dst else "127.0.0.1",
+                             _service(dst_service, "dst_service", what))
         self.port_space, self.flags = port_space or ce.RDMA_PS_TCP, flags
 
     def close(self):
@@ -226,6 +226,11 @@ class ConnParam(PyverbsObject):
     def __init__(self, resources=1, depth=1, flow_control=0, retry=5, rnr_retry=5, srq=0, qp_num=0,
                  data_len=0):
         super().__init__()
+        for name, value in (("resources", resources), ("depth", depth), ("flow_control", flow_control),
+                            ("retry", retry), ("rnr_retry", rnr_retry), ("srq", srq)):
+            checks.uint(value, name, 8)
+        checks.uint(qp_num, "qp_num")
+        checks.uint(data_len, "data_len")       # the environment may allow more than 8 bits' worth
         self.responder_resources, self.initiator_depth = resources, depth
         self.flow_control, self.retry_count, self.rnr_retry_count = flow_control, retry, rnr_retry
         self.srq, self.qp_num, self.data_len = srq, qp_num, data_len
@@ -244,9 +249,7 @@ class ConnParam(PyverbsObject):
         return self._private_data
 
     def set_private_data(self, data):
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise PyverbsUserError(f"private data is bytes, not {type(data)}")
-        self._private_data = bytes(data[:self.data_len])
+        self._private_data = bytes(checks.data(data, "data")[:self.data_len])
 
     def _values(self):
         return (self.responder_resources, self.initiator_depth, self.retry_count,
@@ -611,8 +614,7 @@ class CMID(PyverbsCM):
         process), EADDRNOTAVAIL (no ephemeral port free), EINVAL (bound already).
         """
         what = "Failed to Bind ID"
-        if not isinstance(lai, AddrInfo):
-            raise PyverbsUserError(f"{what}: bind_addr takes an AddrInfo, not {type(lai)}")
+        checks.instance(lai, AddrInfo, "lai")
         with self._agent.ctx.lock:
             self._check(what, (IDLE,))
             address, port = lai.src_addr or ("0.0.0.0", 0)
@@ -638,8 +640,8 @@ class CMID(PyverbsCM):
         PyverbsUserError (not an AddrInfo), PyverbsRDMAError: EINVAL (no
         destination, or not idle or bound); a synchronous id raises ENODEV."""
         what = "Failed to Resolve Address"
-        if not isinstance(rai, AddrInfo):
-            raise PyverbsUserError(f"{what}: resolve_addr takes an AddrInfo, not {type(rai)}")
+        checks.instance(rai, AddrInfo, "rai")
+        checks.uint(timeout_ms, "timeout_ms")
         with self._agent.ctx.lock:
             self._check(what, (IDLE, BOUND))
             if rai.dst_addr is None:
@@ -722,6 +724,7 @@ class CMID(PyverbsCM):
         """rdma_listen (an unbound id binds to 0.0.0.0 and an ephemeral port first).
         Raises PyverbsRDMAError (EINVAL: not idle or bound; the errors of bind_addr)."""
         what = "Listen Failed"
+        checks.uint(backlog, "backlog")
         with self._agent.ctx.lock:
             self._check(what, (IDLE, BOUND))
             if self.state == IDLE:

@@ -13,7 +13,7 @@ import collections
 import errno
 import os
 
-from . import libibverbs_enums as e
+from . import checks, libibverbs_enums as e
 from .base import PyverbsCM, PyverbsObject, close_children
 from .device import LIMITS, Context
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
@@ -68,6 +68,8 @@ class CompChannel(PyverbsCM):
         Raises PyverbsRDMAError (EBADF on a closed channel; EINVAL when the
         event is of another CQ, which is then consumed, as pyverbs does).
         """
+        if expected_cq.__class__ is not CQ:
+            checks.instance(expected_cq, CQ, "expected_cq")
         self._check_open("Failed to get CQ event")
         self.context.block(lambda: bool(self._events) or self._closed)
         self._check_open("Failed to get CQ event")
@@ -100,7 +102,7 @@ class CQ(PyverbsCM):
         if channel is not None and not isinstance(channel, CompChannel):
             raise PyverbsUserError(f"channel must be a CompChannel, not {type(channel)}")
         cqe = _check_cqe(cqe, "Failed to create a CQ")
-        if not isinstance(comp_vector, int) or not 0 <= comp_vector < context.num_comp_vectors:
+        if checks.uint(comp_vector, "comp_vector") >= context.num_comp_vectors:
             raise PyverbsRDMAError(f"Failed to create a CQ: comp_vector {comp_vector!r} is not "
                                    f"below num_comp_vectors ({context.num_comp_vectors})", errno.EINVAL)
         if channel is not None:
@@ -124,6 +126,8 @@ class CQ(PyverbsCM):
 
         Raises PyverbsRDMAError (EBADF on a closed CQ; EOVERFLOW once the CQ overran).
         """
+        if num_entries.__class__ is not int or num_entries < 0:
+            num_entries = checks.uint(num_entries, "num_entries")
         self._check_open("Failed to poll CQ")
         self.context.progress()
         if self.overrun:
@@ -135,6 +139,7 @@ class CQ(PyverbsCM):
     def req_notify(self, solicited_only=False):
         """ibv_req_notify_cq: one event on the channel for the next completion
         (solicited_only: the next solicited receive, or any error)."""
+        solicited_only = checks.boolean(solicited_only, "solicited_only")
         self._check_open("Request notify CQ")
         if self.channel is None:
             raise PyverbsRDMAError("Request notify CQ: the CQ has no completion channel",
@@ -143,7 +148,7 @@ class CQ(PyverbsCM):
 
     def ack_events(self, num_events):
         """ibv_ack_cq_events."""
-        self.num_events -= num_events
+        self.num_events -= checks.uint(num_events, "num_events")
 
     def resize(self, cqe):
         """ibv_resize_cq: at least `cqe` entries. EINVAL below the completions held."""
@@ -188,9 +193,8 @@ class CQ(PyverbsCM):
 def _check_cqe(cqe, what):
     """cqe as the C int pyverbs makes of it (Cython truncates a float, as
     rdma-core's tests rely on with max_cqe / 2); EINVAL outside 1..max_cqe."""
-    if isinstance(cqe, float):
-        cqe = int(cqe)
-    if not isinstance(cqe, int) or not 1 <= cqe <= LIMITS["max_cqe"]:
+    cqe = checks.uint(cqe, "cqe")
+    if not 1 <= cqe <= LIMITS["max_cqe"]:
         raise PyverbsRDMAError(f"{what}: cqe {cqe!r} is not from 1 to max_cqe ({LIMITS['max_cqe']})",
                                errno.EINVAL)
     return cqe
@@ -225,8 +229,10 @@ class CQEX(CQ):
     """
 
     def __init__(self, context, init_attr=None):
-        attr = init_attr if init_attr is not None else CqInitAttrEx()
-        if attr.wc_flags & ~e.IBV_WC_STANDARD_FLAGS or attr.parent_domain is not None or attr.flags:
+        attr = checks.instance(init_attr, CqInitAttrEx, "init_attr", none=True) or CqInitAttrEx()
+        checks.uint(attr.comp_mask, "init_attr.comp_mask")
+        if checks.uint(attr.wc_flags, "init_attr.wc_flags", 64) & ~e.IBV_WC_STANDARD_FLAGS \
+                or attr.parent_domain is not None or checks.uint(attr.flags, "init_attr.flags"):
             raise PyverbsRDMAError("Failed to create extended CQ: shm0 reports the standard "
                                    "completion fields only", errno.EOPNOTSUPP)
         super().__init__(context, attr.cqe, None, attr.comp_channel, attr.comp_vector)

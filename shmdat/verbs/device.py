@@ -23,7 +23,7 @@ from ..hw.hca import Hca
 from ..hw.port import Port
 from ..hw.progress import LIVENESS_SLICE, Progress
 from ..hw.qpn import QpnTable
-from . import libibverbs_enums as e
+from . import checks, libibverbs_enums as e
 from .datagrams import parse_notice
 from .gid import GID, gid_raw
 from .base import PyverbsCM, PyverbsObject, Unsupported, UnsupportedAttr, close_children
@@ -193,6 +193,7 @@ class Context(PyverbsCM):
             raise PyverbsUserError("shm0 cannot import a context from a CMID or a command fd")
         if self.name is None:
             raise PyverbsUserError("Device name must be provided")
+        self.name = checks.text(self.name, "name")
         if self.name != DEVICE_NAME:
             raise PyverbsRDMAError(f"Failed to find device {self.name}")
         shm.reclaim_dead()              # what killed processes left, as every ia_open does
@@ -453,6 +454,7 @@ class Context(PyverbsCM):
                             pci_atomic_caps=PCIAtomicCaps(fetch_add=0, swap=0, compare_swap=0))
 
     def _check_port(self, port_num, what):
+        checks.uint(port_num, "port_num")
         self.check_usable(what)
         if port_num != PORT:
             raise PyverbsRDMAError(f"{what}: the device has port {PORT} only", 22)     # EINVAL
@@ -485,19 +487,20 @@ class Context(PyverbsCM):
     def query_pkey(self, port_num, index):
         """ibv_query_pkey: the default P_Key at index 0."""
         self._check_port(port_num, f"Failed to query pkey {index} of port {port_num}")
-        if index != 0:
+        if checks.uint(index, "index") != 0:
             raise PyverbsRDMAError(f"Failed to query pkey {index} of port {port_num}", 22)
         return PKEY_DEFAULT
 
     def get_pkey_index(self, port_num, pkey):
         self._check_port(port_num, f"Failed to get pkey index of pkey = {pkey} of port {port_num}")
-        if pkey != PKEY_DEFAULT:
+        if checks.uint(pkey, "pkey") != PKEY_DEFAULT:
             raise PyverbsRDMAError(f"Failed to get pkey index of pkey = {pkey} of port {port_num}")
         return 0
 
-    def _gid_entry(self, port_num, index, what):
+    def _gid_entry(self, port_num, index, what, name="index"):
         self._check_port(port_num, what)
-        if not 0 <= index < GID_TABLE_LEN:
+        index = checks.uint(index, name)
+        if index >= GID_TABLE_LEN:
             raise PyverbsRDMAError(what, 22)
         return GIDS[index] if index < len(GIDS) else None
 
@@ -517,9 +520,10 @@ class Context(PyverbsCM):
     def query_gid_ex(self, port_num, gid_index, flags=0):
         """ibv_query_gid_ex -> GIDEntry of a used entry."""
         what = f"Failed to query gid table of port {port_num} in index {gid_index}"
-        if flags:
+        gid_index = checks.uint(gid_index, "gid_index")
+        if checks.uint(flags, "flags"):
             raise PyverbsRDMAError(what, 22)
-        entry = self._gid_entry(port_num, gid_index, what)
+        entry = self._gid_entry(port_num, gid_index, what, "gid_index")
         if entry is None:
             raise PyverbsRDMAError(what, 61)
         return self._make_gid_entry(gid_index)
@@ -527,7 +531,7 @@ class Context(PyverbsCM):
     def query_gid_table(self, max_entries, flags=0):
         """ibv_query_gid_table -> the used GIDEntry-s (EINVAL if they do not fit)."""
         self.check_usable("Failed to query gid tables of the device")
-        if flags or max_entries < len(GIDS):
+        if checks.uint(flags, "flags") or checks.uint(max_entries, "max_entries", 64) < len(GIDS):
             # pyverbs passes on ibv_query_gid_table's return, a negative errno.
             raise PyverbsRDMAError("Failed to query gid tables of the device", -errno.EINVAL)
         return [self._make_gid_entry(i) for i in range(len(GIDS))]

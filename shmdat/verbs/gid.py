@@ -4,6 +4,7 @@ Soft-RoCE shows on `lo`. Its own module so that the device and addr may both use
 
 import ipaddress
 
+from . import checks
 from .base import PyverbsObject
 from .pyverbs_error import PyverbsUserError
 
@@ -29,7 +30,7 @@ class GID(PyverbsObject):
 
     def __init__(self, val=None):
         super().__init__()
-        self.raw = bytes(16) if val is None else gid_raw(val)
+        self.raw = bytes(16) if val is None else gid_raw(checks.text(val, "val"))
 
     @classmethod
     def from_raw(cls, raw):
@@ -43,7 +44,7 @@ class GID(PyverbsObject):
 
     @gid.setter
     def gid(self, val):
-        self.raw = gid_raw(val)
+        self.raw = gid_raw(checks.text(val, "gid"))
 
     def __eq__(self, other):
         return isinstance(other, GID) and other.raw == self.raw

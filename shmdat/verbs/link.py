@@ -8,15 +8,17 @@ bringing it up as IBV_EVENT_PORT_ACTIVE. `ns` names a device instance
 
 from ..hw import hca, port
 from .device import DEVICE_NAME, PORT
+from .pyverbs_error import PyverbsUserError
 
 LINK = f"{DEVICE_NAME}/{PORT}"
 
 
 def link_set(link, state, ns=None):
     """`rdma link set shm0/1 down|up`: take the port down or bring it up. Returns
-    whether its state changed. Raises ValueError for another link or state."""
+    whether its state changed. Raises PyverbsUserError for another link or state."""
     if link != LINK or state not in ("down", "up"):
-        raise ValueError(f"link set {link} {state}: the device has link {LINK}, up or down")
+        raise PyverbsUserError(f"link set {link!r} {state!r}: link must be {LINK!r}, "
+                               "state 'down' or 'up'")
     handle = port.Port(ns)
     try:
         changed = handle.set_down(state == "down")

@@ -17,7 +17,7 @@ import errno
 
 from ..hw import cma, hca as hw, ring
 from ..hw.errors import NoRoom
-from . import libibverbs_enums as e
+from . import checks, libibverbs_enums as e
 from .base import PyverbsCM, Unsupported, UnsupportedAttr
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
@@ -34,8 +34,7 @@ _REREG_FLAGS = int(e.IBV_REREG_MR_CHANGE_TRANSLATION | e.IBV_REREG_MR_CHANGE_PD
 
 def check_access(access, what):
     """Access flags as the kernel checks them at registration -> a plain int."""
-    if not isinstance(access, int) or access < 0:
-        raise PyverbsUserError(f"{what}: access must be ibv_access_flags, not {access!r}")
+    access = checks.uint(access, "access")
     if access & _NEEDS_LOCAL_WRITE and not access & e.IBV_ACCESS_LOCAL_WRITE:
         raise PyverbsRDMAError(f"{what}: remote write and atomic access need local write",
                                errno.EINVAL)
@@ -69,9 +68,10 @@ class MR(PyverbsCM):
         if implicit or kwargs.get("handle") is not None:
             raise PyverbsRDMAError(f"{what}: implicit and imported MRs are not supported",
                                    errno.EOPNOTSUPP)
-        if not isinstance(length, int) or length < 0:
-            raise PyverbsUserError(f"{what}: length must be a non-negative int")
+        length = checks.uint(length, "length", 64)
         self.access = check_access(access, what)
+        if address is not None:
+            address = checks.uint(address, "address", 64)
         creator._check_open(what)
         self.pd = creator
         self._segment = None
@@ -147,10 +147,8 @@ class MR(PyverbsCM):
 
     def write(self, data, length, offset=0):
         """Copy `length` bytes of `data` (bytes, or a str, encoded) into the buffer at `offset`."""
-        if isinstance(data, str):
-            data = data.encode()
+        source = checks.data(data, "data", encode=True)
         self._check_range(length, offset, "Failed to write to the MR")
-        source = memoryview(data).cast("B")
         if length > source.nbytes:
             raise PyverbsUserError(f"data holds {source.nbytes} bytes, fewer than length {length}")
         ctypes.memmove(self.buf + offset, bytes(source[:length]), length)
@@ -177,7 +175,8 @@ class MR(PyverbsCM):
             raise PyverbsRDMAError(f"{what}: the PD is of another context", errno.EINVAL)
         new_access = check_access(access, what) if flags & e.IBV_REREG_MR_CHANGE_ACCESS else self.access
         if flags & e.IBV_REREG_MR_CHANGE_TRANSLATION:
-            if not addr or not isinstance(length, int) or length <= 0:
+            addr, length = checks.uint(addr, "addr", 64), checks.uint(length, "length", 64)
+            if not addr or length <= 0:
                 raise PyverbsRDMAError(f"{what}: a new translation needs an address and a length",
                                        errno.EINVAL)
             self._free_buffer()
@@ -210,7 +209,8 @@ def work_request(pd, op, sges, need, ctx):
     for sge in sges:
         mr = mrs.get(sge.lkey)
         off = sge.addr - (mr.buf if mr is not None else 0)
-        if mr is None or mr.pd is not pd or off < 0 or off + sge.length > mr.length \
+        # (a negative length is one no uint32 holds: outside the MR, as a huge one is)
+        if mr is None or mr.pd is not pd or off < 0 or sge.length < 0 or off + sge.length > mr.length \
                 or (need and not mr.access & need):
             status = ring.LOCAL_PROTECTION
             break

@@ -51,8 +51,8 @@ import posix_ipc
 from ..hw import hca as hw_hca, ring
 from ..hw.errors import NoRoom, PeerUnreachable, RingCorrupt
 from ..hw.qpn import TableFull
-from . import libibverbs_enums as e
-from .addr import AH, AHAttr
+from . import checks, libibverbs_enums as e
+from .addr import AH, AHAttr, check_ah_attr
 from .base import PyverbsCM, PyverbsObject, Unsupported, UnsupportedAttr
 from .cq import CQ, WC
 from .datagrams import Datagrams
@@ -63,7 +63,7 @@ from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .qp_state import check_modify
 from .srq import SRQ
-from .wr import RecvWR, SendWR
+from .wr import RecvWR, SendWR, check_recv_wr, check_send_wr
 
 RESET, INIT, RTR, RTS, SQD, ERR = (e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS,
                                     e.IBV_QPS_SQD, e.IBV_QPS_ERR)
@@ -137,9 +137,9 @@ class QPInitAttr(PyverbsObject):
     def __init__(self, qp_type=e.IBV_QPT_UD, qp_context=None, scq=None, rcq=None, srq=None,
                  cap=None, sq_sig_all=1):
         super().__init__()
-        for cq in (scq, rcq):
-            if cq is not None and not isinstance(cq, CQ):
-                raise PyverbsUserError(f"Expected CQ/CQEX, got {type(cq)}")
+        checks.instance(scq, CQ, "scq", none=True)
+        checks.instance(rcq, CQ, "rcq", none=True)
+        checks.instance(cap, QPCap, "cap", none=True)
         self.qp_type, self.qp_context, self.srq, self.sq_sig_all = qp_type, qp_context, srq, sq_sig_all
         self.send_cq, self.recv_cq = scq, rcq
         self.cap = cap if cap is not None else QPCap()
@@ -204,11 +204,36 @@ _FIELDS = {e.IBV_QP_ACCESS_FLAGS: ("qp_access_flags",), e.IBV_QP_PKEY_INDEX: ("p
            e.IBV_QP_EN_SQD_ASYNC_NOTIFY: ("en_sqd_async_notify",)}
 
 
+# The bits of the QPAttr fields narrower than 32 (the rest are 32-bit in ibv_qp_attr).
+_FIELD_BITS = {"pkey_index": 16, "alt_pkey_index": 16, "port_num": 8, "alt_port_num": 8,
+               "timeout": 8, "alt_timeout": 8, "retry_cnt": 8, "rnr_retry": 8, "min_rnr_timer": 8,
+               "max_rd_atomic": 8, "max_dest_rd_atomic": 8, "en_sqd_async_notify": 8}
+
+
+def _attr_values(qp_attr, mask):
+    """The QPAttr fields `mask` sets (with qp_state under IBV_QP_STATE), each
+    checked: an AHAttr for the paths, an int that fits its C field otherwise."""
+    values = {}
+    if mask & e.IBV_QP_STATE:
+        values["qp_state"] = checks.uint(qp_attr.qp_state, "qp_attr.qp_state")
+    for bit, names in _FIELDS.items():
+        if mask & bit:
+            for name in names:
+                value = getattr(qp_attr, name)
+                if name.endswith("ah_attr"):
+                    check_ah_attr(checks.instance(value, AHAttr, f"qp_attr.{name}"), f"qp_attr.{name}")
+                    values[name] = value
+                else:
+                    values[name] = checks.uint(value, f"qp_attr.{name}", _FIELD_BITS.get(name, 32))
+    return values
+
+
 class QP(PyverbsCM):
     """ibv_create_qp: `QP(pd, init_attr, qp_attr=None)`; with qp_attr an RC or UC
     QP is taken to INIT and a UD QP to RTS, as pyverbs does.
 
-    Raises PyverbsUserError (not a PD, no CQs), PyverbsRDMAError: EOPNOTSUPP
+    Raises PyverbsUserError (an argument or attribute of the wrong type, named;
+    no CQs), PyverbsRDMAError: EOPNOTSUPP
     (a QP type other than RC, UC and UD), EINVAL (caps over the device's
     limits, max_inline_data over query_device()'s, an SRQ of another PD),
     ENOMEM (no QP number left), EBADF (closed PD or CQ).
@@ -218,7 +243,16 @@ class QP(PyverbsCM):
     def __init__(self, creator, init_attr, qp_attr=None):
         super().__init__()
         what = "Failed to create QP"
-        if isinstance(creator, Context) and isinstance(init_attr, QPInitAttrEx):
+        checks.instance(creator, (PD, Context), "creator")
+        checks.instance(init_attr, QPInitAttrEx if isinstance(creator, Context) else QPInitAttr,
+                        "init_attr")
+        checks.instance(qp_attr, QPAttr, "qp_attr", none=True)
+        qp_type = checks.uint(init_attr.qp_type, "init_attr.qp_type")
+        sq_sig_all = checks.boolean(init_attr.sq_sig_all, "init_attr.sq_sig_all")
+        checks.instance(init_attr.srq, SRQ, "init_attr.srq", none=True)
+        checks.instance(init_attr.cap, QPCap, "init_attr.cap")
+        if isinstance(creator, Context):
+            checks.uint(init_attr.comp_mask, "init_attr.comp_mask")
             if init_attr.unsupported():
                 raise PyverbsRDMAError(f"{what}: shm0 has no {init_attr.unsupported()}",
                                        errno.EOPNOTSUPP)
@@ -227,34 +261,32 @@ class QP(PyverbsCM):
                 raise PyverbsRDMAError(f"{what}: QPInitAttrEx needs a PD of this context, with "
                                        "IBV_QP_INIT_ATTR_PD in comp_mask", errno.EINVAL)
             creator = init_attr.pd
-        if not isinstance(creator, PD) or not isinstance(init_attr, QPInitAttr):
-            raise PyverbsUserError(f"{what}: QP(pd, QPInitAttr) or QP(ctx, QPInitAttrEx) is what "
-                                   "shm0 takes")
-        if init_attr.qp_type not in _TO:
+        if qp_type not in _TO:
             raise PyverbsRDMAError(f"{what}: shm0 has RC, UC and UD QPs", errno.EOPNOTSUPP)
         srq = init_attr.srq
-        if srq is not None and (not isinstance(srq, SRQ) or srq.pd is not creator):
+        if srq is not None and srq.pd is not creator:
             raise PyverbsRDMAError(f"{what}: the SRQ must be one of the QP's PD", errno.EINVAL)
         if init_attr.send_cq is None or init_attr.recv_cq is None:
             raise PyverbsUserError(f"{what}: a QP needs a send CQ and a recv CQ")
         ctx = creator.ctx
         limits = ctx.query_device()
-        cap = init_attr.cap
+        caps = {}
         for name, top in (("max_send_wr", limits.max_qp_wr), ("max_recv_wr", limits.max_qp_wr),
                           ("max_send_sge", limits.max_sge), ("max_recv_sge", limits.max_sge),
                           ("max_inline_data", limits.max_inline_data)):
-            if not 0 <= getattr(cap, name) <= top:
+            caps[name] = checks.uint(getattr(init_attr.cap, name), f"cap.{name}")
+            if caps[name] > top:
                 raise PyverbsRDMAError(f"{what}: cap.{name} is over the device's {top}", errno.EINVAL)
         for cq in (init_attr.send_cq, init_attr.recv_cq):
             cq._check_open(what)
         self.pd, self.context = creator, ctx
-        self.qp_type, self.sq_sig_all, self.qp_context = init_attr.qp_type, init_attr.sq_sig_all, \
-            init_attr.qp_context
+        self.qp_type, self.sq_sig_all, self.qp_context = qp_type, sq_sig_all, init_attr.qp_context
         self.send_cq, self.recv_cq, self.srq = init_attr.send_cq, init_attr.recv_cq, srq
         # As rxe: a send WQE holds max_send_sge SGEs or max_inline_data bytes, whichever
         # is larger, and inline data may fill it (query reports that).
-        self.cap = QPCap(cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge, cap.max_recv_sge,
-                         max(cap.max_inline_data, _SGE_BYTES * cap.max_send_sge))
+        self.cap = QPCap(caps["max_send_wr"], caps["max_recv_wr"], caps["max_send_sge"],
+                         caps["max_recv_sge"],
+                         max(caps["max_inline_data"], _SGE_BYTES * caps["max_send_sge"]))
         self._owner = ctx.owner
         try:
             self.qp_num = ctx.qpn_table.claim(self._owner + (creator.pd_id,))
@@ -290,11 +322,13 @@ class QP(PyverbsCM):
 
     def to_init(self, qp_attr):
         """RESET -> INIT with pyverbs' mask for the QP's type."""
+        checks.instance(qp_attr, QPAttr, "qp_attr")
         qp_attr.qp_state = INIT
         self._modify(qp_attr, _TO[self.qp_type][INIT] | e.IBV_QP_STATE, "Failed to modify QP state to init")
 
     def to_rtr(self, qp_attr):
         """(RESET ->) INIT -> RTR."""
+        checks.instance(qp_attr, QPAttr, "qp_attr")
         if self.state != INIT:
             self.to_init(qp_attr)
         qp_attr.qp_state = RTR
@@ -302,6 +336,7 @@ class QP(PyverbsCM):
 
     def to_rts(self, qp_attr):
         """(RESET -> INIT ->) RTR -> RTS."""
+        checks.instance(qp_attr, QPAttr, "qp_attr")
         if self.state != RTR:
             self.to_rtr(qp_attr)
         qp_attr.qp_state = RTS
@@ -320,18 +355,18 @@ class QP(PyverbsCM):
         raise PyverbsRDMAError("Failed to set ECE", errno.EOPNOTSUPP)
 
     def _modify(self, qp_attr, mask, what):
-        if not isinstance(qp_attr, QPAttr):
-            raise PyverbsUserError(f"{what}: qp_attr must be a QPAttr, not {type(qp_attr)}")
+        checks.instance(qp_attr, QPAttr, "qp_attr")
+        mask = checks.uint(mask, "comp_mask")
+        values = _attr_values(qp_attr, mask)
         with self.context.lock:
             self.context.check_usable(what)
             self._check_open(what)
-            new = check_modify(self.qp_type, self.state, mask, qp_attr.qp_state)
-            if mask & e.IBV_QP_PORT and qp_attr.port_num != 1:
+            new = check_modify(self.qp_type, self.state, mask, values.get("qp_state"))
+            if mask & e.IBV_QP_PORT and values["port_num"] != 1:
                 raise PyverbsRDMAError(f"{what}: shm0 has port 1 only", errno.EINVAL)
-            for bit, names in _FIELDS.items():
-                if mask & bit:
-                    for name in names:
-                        setattr(self.attr, name, getattr(qp_attr, name))
+            for name, value in values.items():
+                if name != "qp_state":
+                    setattr(self.attr, name, value)
             if self._qp is not None:
                 self._configure(self._qp)
             elif self._datagrams is not None:
@@ -366,6 +401,7 @@ class QP(PyverbsCM):
 
     def query(self, attr_mask):
         """ibv_query_qp -> (QPAttr, QPInitAttr) (every field, whatever the mask)."""
+        checks.uint(attr_mask, "attr_mask")
         with self.context.lock:
             self._check_open("Failed to query QP")
             attr = QPAttr(qp_state=self.state, cur_qp_state=self.state)
@@ -575,24 +611,32 @@ class QP(PyverbsCM):
         checks is found out when a message takes it (LOC_PROT_ERR; the requester
         of an RC QP gets REM_OP_ERR). Raises PyverbsRDMAError (EINVAL in RESET,
         over max_recv_wr or max_recv_sge)."""
-        if not isinstance(wr, RecvWR):
-            raise PyverbsUserError(f"post_recv takes a RecvWR, not {type(wr)}")
+        if wr.__class__ is not RecvWR:
+            checks.instance(wr, RecvWR, "wr")
         with self.context.lock:
             self._check_open("Failed to post recv")
-            while wr is not None:
-                if self.state == RESET or len(self._rq) >= self.cap.max_recv_wr \
-                        or wr.num_sge > self.cap.max_recv_sge or self.srq is not None:
-                    raise PyverbsRDMAError("Failed to post recv", errno.EINVAL)
-                receive = Receive(self.pd, wr.sg_list[:wr.num_sge], (wr.wr_id, e.IBV_WC_RECV, True))
-                if self.state == ERR:
-                    self.recv_done(receive.flushed())
-                else:
-                    self._rq.append(receive)
-                    self._recvs_posted += 1
-                wr = wr.next_wr
+            try:
+                self._post_recvs(wr)
+            except checks.WRONG_FIELD:
+                while wr is not None:           # name the field
+                    wr = check_recv_wr(wr).next_wr
+                raise
             self._publish_credits()
             if self.state in _MOVING:
                 self._progress()
+
+    def _post_recvs(self, wr):
+        while wr is not None:
+            if self.state == RESET or len(self._rq) >= self.cap.max_recv_wr \
+                    or wr.num_sge > self.cap.max_recv_sge or self.srq is not None:
+                raise PyverbsRDMAError("Failed to post recv", errno.EINVAL)
+            receive = Receive(self.pd, wr.sg_list[:wr.num_sge], (wr.wr_id, e.IBV_WC_RECV, True))
+            if self.state == ERR:
+                self.recv_done(receive.flushed())
+            else:
+                self._rq.append(receive)
+                self._recvs_posted += 1
+            wr = wr.next_wr
 
     def post_send(self, wr, bad_wr=None):
         """ibv_post_send: the chain of SendWRs (SEND, RDMA_WRITE, RDMA_READ, atomics;
@@ -605,19 +649,25 @@ class QP(PyverbsCM):
         max_send_sge or (inline) max_inline_data, or (UD) without an AH of the
         QP's PD; EOPNOTSUPP for an opcode shm0 does not do yet.
         """
-        if not isinstance(wr, SendWR):
-            raise PyverbsUserError(f"post_send takes a SendWR, not {type(wr)}")
+        if wr.__class__ is not SendWR:
+            checks.instance(wr, SendWR, "wr")
         with self.context.lock:
             self._check_open("Failed to post send")
-            while wr is not None:
-                self._post_one(wr)
-                wr = wr.next_wr
+            try:
+                while wr is not None:
+                    self._post_one(wr)
+                    wr = wr.next_wr
+            except checks.WRONG_FIELD:
+                while wr is not None:           # name the field
+                    wr = check_send_wr(wr).next_wr
+                raise
             if self.state in _MOVING:
                 self._progress()
 
     def _post_one(self, wr):
         op = _SEND_OPS.get(wr.opcode)
         if op is None:
+            checks.uint(wr.opcode, "wr.opcode")
             raise PyverbsRDMAError(f"Failed to post send: opcode {wr.opcode} is not supported by "
                                    "shm0 yet", errno.EOPNOTSUPP)
         if self.state not in (RTS, SQD, ERR) or self._outstanding() >= self.cap.max_send_wr \
@@ -635,6 +685,8 @@ class QP(PyverbsCM):
             return
         sges = wr.sg_list[:wr.num_sge]
         if wr.send_flags & _INLINE and ring_op in _INLINE_OPS:
+            if min((sge.length for sge in sges), default=0) < 0:
+                check_send_wr(wr)           # names the length: memory is read from it below
             if sum(sge.length for sge in sges) > self.cap.max_inline_data:
                 raise PyverbsRDMAError("Failed to post send: inline data over max_inline_data",
                                        errno.EINVAL)

@@ -8,12 +8,12 @@ receives on the SRQ drop below it (ibv_modify_srq(3)).
 import collections
 import errno
 
-from . import libibverbs_enums as e
+from . import checks, libibverbs_enums as e
 from .base import PyverbsCM, PyverbsObject, UnsupportedAttr, close_children
 from .mr import Receive
 from .pd import PD
-from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
-from .wr import RecvWR
+from .pyverbs_error import PyverbsRDMAError
+from .wr import RecvWR, check_recv_wr
 
 
 class SrqAttr(PyverbsObject):
@@ -71,31 +71,41 @@ class SRQ(PyverbsCM):
     def __init__(self, creator, attr):
         super().__init__()
         what = "Failed to create SRQ"
-        if not isinstance(creator, PD) or not isinstance(attr, SrqInitAttr):
-            raise PyverbsUserError(f"{what}: SRQ(pd, SrqInitAttr) is what shm0 takes")
+        checks.instance(creator, PD, "creator")
+        checks.instance(attr, SrqInitAttr, "attr")
+        checks.instance(attr.attr, SrqAttr, "attr.attr")
+        max_wr, max_sge = checks.uint(attr.max_wr, "attr.max_wr"), checks.uint(attr.max_sge, "attr.max_sge")
         limits = creator.ctx.query_device()
-        _check(1 <= attr.max_wr <= limits.max_srq_wr and 0 <= attr.max_sge <= limits.max_srq_sge,
+        _check(1 <= max_wr <= limits.max_srq_wr and max_sge <= limits.max_srq_sge,
                f"{what}: max_wr must be 1 to {limits.max_srq_wr}, max_sge up to {limits.max_srq_sge}")
         self.pd, self.context = creator, creator.ctx
-        self.max_wr, self.max_sge, self.srq_limit = attr.max_wr, max(attr.max_sge, 1), 0
+        self.max_wr, self.max_sge, self.srq_limit = max_wr, max(max_sge, 1), 0
         self._q = collections.deque()
         self.qps = set()
         creator.add_ref(self)
 
     def post_recv(self, wr, bad_wr=None):
         """ibv_post_srq_recv: the chain of RecvWRs. ENOMEM over max_wr, EINVAL over max_sge."""
-        if not isinstance(wr, RecvWR):
-            raise PyverbsUserError(f"post_recv takes a RecvWR, not {type(wr)}")
+        if wr.__class__ is not RecvWR:
+            checks.instance(wr, RecvWR, "wr")
         with self.context.lock:
             self._check_open("Failed to post recv to SRQ")
-            while wr is not None:
-                if len(self._q) >= self.max_wr:
-                    raise PyverbsRDMAError("Failed to post recv to SRQ: it holds max_wr receives",
-                                           errno.ENOMEM)
-                _check(wr.num_sge <= self.max_sge, "Failed to post recv to SRQ: too many SGEs")
-                self._q.append(Receive(self.pd, wr.sg_list[:wr.num_sge], (wr.wr_id, e.IBV_WC_RECV, True)))
-                wr = wr.next_wr
+            try:
+                self._post_recvs(wr)
+            except checks.WRONG_FIELD:
+                while wr is not None:           # name the field of the wrong type
+                    wr = check_recv_wr(wr).next_wr
+                raise
             self.context._poll()            # a message may wait in a ring for this very buffer
+
+    def _post_recvs(self, wr):
+        while wr is not None:
+            if len(self._q) >= self.max_wr:
+                raise PyverbsRDMAError("Failed to post recv to SRQ: it holds max_wr receives",
+                                       errno.ENOMEM)
+            _check(wr.num_sge <= self.max_sge, "Failed to post recv to SRQ: too many SGEs")
+            self._q.append(Receive(self.pd, wr.sg_list[:wr.num_sge], (wr.wr_id, e.IBV_WC_RECV, True)))
+            wr = wr.next_wr
 
     def take(self):
         """The next receive for a QP of this SRQ (the QPs' take_recv), or None."""
@@ -110,19 +120,20 @@ class SRQ(PyverbsCM):
     def modify(self, attr, comp_mask):
         """ibv_modify_srq: IBV_SRQ_MAX_WR resizes (not below the receives it holds),
         IBV_SRQ_LIMIT arms the limit event (not above max_wr). EINVAL otherwise."""
-        if not isinstance(attr, SrqAttr):
-            raise PyverbsUserError(f"modify takes a SrqAttr, not {type(attr)}")
+        checks.instance(attr, SrqAttr, "attr")
+        comp_mask = checks.uint(comp_mask, "comp_mask")
         with self.context.lock:
             self._check_open("Failed to modify SRQ")
             limits = self.context.query_device()
             _check(comp_mask and not comp_mask & ~int(e.IBV_SRQ_MAX_WR | e.IBV_SRQ_LIMIT),
                    "Failed to modify SRQ: comp_mask must be IBV_SRQ_MAX_WR and/or IBV_SRQ_LIMIT")
-            max_wr = attr.max_wr if comp_mask & e.IBV_SRQ_MAX_WR else self.max_wr
+            max_wr = checks.uint(attr.max_wr, "attr.max_wr") if comp_mask & e.IBV_SRQ_MAX_WR else self.max_wr
             _check(len(self._q) <= max_wr <= limits.max_srq_wr and max_wr >= 1,
                    f"Failed to modify SRQ: max_wr {max_wr} is below the {len(self._q)} receives "
                    f"held or over {limits.max_srq_wr}")
             if comp_mask & e.IBV_SRQ_LIMIT:
-                _check(0 <= attr.srq_limit <= max_wr, "Failed to modify SRQ: srq_limit over max_wr")
+                _check(checks.uint(attr.srq_limit, "attr.srq_limit") <= max_wr,
+                       "Failed to modify SRQ: srq_limit over max_wr")
                 self.srq_limit = attr.srq_limit
             self.max_wr = max_wr
 

@@ -4,8 +4,10 @@ pyverbs keeps a C struct (ibv_sge, ibv_send_wr, ibv_recv_wr) under each object;
 here each C field is a plain attribute (the classes have __slots__), because the
 QP reads them on every post. Construction and the set_wr_* methods store their
 arguments as pyverbs' C fields do: as an int (a float is truncated, an IntEnum
-becomes its value), with OverflowError when it does not fit the field. Assigning
-an attribute afterwards stores the value as given: assign ints.
+becomes its value); a value of another type, or one that does not fit the
+field, is a PyverbsUserError naming it (checks.py). Assigning an attribute
+afterwards stores the value as given; the QP checks the fields of a WR that
+fails to post (check_send_wr, check_recv_wr) and names the wrong one.
 
 The fields a QP reads from a SendWR (post_send):
 
@@ -44,9 +46,9 @@ as the post returns, so the QP copies what it needs when it is posted.
 """
 
 import ctypes
-import operator
 
-from . import libibverbs_enums as e
+from . import checks, libibverbs_enums as e
+from .addr import AH
 from .pyverbs_error import PyverbsUserError
 
 # The opcodes pyverbs lets through without an SGE: they move no local data.
@@ -55,50 +57,20 @@ _NO_SGE_OPCODES = frozenset({e.IBV_WR_LOCAL_INV, e.IBV_WR_BIND_MW, e.IBV_WR_SEND
 _PRINT_FORMAT = '{:22}: {:<20}\n'
 
 
-def _c_uint(value, bits, name):
-    """`value` as pyverbs stores it in an unsigned C field of `bits` bits.
-
-    Cython converts any number that has __int__ (rdma-core's tests pass
-    msg_size / 2, a float, as a length) and raises OverflowError when the
-    value does not fit.
-    """
-    if type(value) is not int:
-        if isinstance(value, (str, bytes, bytearray)):      # int() would parse them
-            raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
-        value = int(value)
-    if value < 0 or value >> bits:
-        raise OverflowError(f"{name} {value} does not fit an unsigned {bits}-bit field")
-    return value
-
-
 def _copy_sges(sg, num_sge):
-    """Copies of the first num_sge SGEs of the sequence `sg`."""
-    num_sge = operator.index(num_sge)
-    if num_sge < 0:
-        # pyverbs mallocs num_sge entries, and Cython refuses a negative size
-        raise OverflowError(f"num_sge must not be negative, not {num_sge}")
+    """Copies of the first num_sge SGEs of the list `sg`."""
+    num_sge = checks.uint(num_sge, "num_sge")
     if num_sge == 0:
         return []
-    if sg is None:
-        raise TypeError(f"num_sge is {num_sge} but sg is None")
+    checks.sequence(sg, SGE, "sg")
     if len(sg) < num_sge:
-        raise IndexError(f"num_sge is {num_sge} but sg has {len(sg)} SGEs")
+        raise PyverbsUserError(f"num_sge is {num_sge} but sg has {len(sg)} SGEs")
     copies = []
     for sge in sg[:num_sge]:
-        if not isinstance(sge, SGE):
-            raise TypeError(f"sg must hold SGE objects, not {type(sge).__name__}")
         copy = SGE.__new__(SGE)     # already checked: skip __init__'s conversions
         copy.addr, copy.length, copy.lkey = sge.addr, sge.length, sge.lkey
         copies.append(copy)
     return copies
-
-
-def _check_next(next_wr, cls):
-    # pyverbs types the parameter as its own class, so Cython raises TypeError
-    if next_wr is not None and not isinstance(next_wr, cls):
-        raise TypeError(f"next_wr must be a {cls.__name__} or None, "
-                        f"not {type(next_wr).__name__}")
-    return next_wr
 
 
 class _Closeable:
@@ -126,9 +98,9 @@ class SGE(_Closeable):
     __slots__ = ('addr', 'length', 'lkey')
 
     def __init__(self, addr, length, lkey):
-        self.addr = _c_uint(addr, 64, 'addr')
-        self.length = _c_uint(length, 32, 'length')
-        self.lkey = _c_uint(lkey, 32, 'lkey')
+        self.addr = checks.uint(addr, 'addr', 64)
+        self.length = checks.uint(length, 'length')
+        self.lkey = checks.uint(lkey, 'lkey')
 
     def read(self, length, offset):
         """The `length` bytes at `offset` from addr, read directly from memory
@@ -146,7 +118,7 @@ class RecvWR(_Closeable):
     """ibv_recv_wr: `RecvWR(wr_id=0, num_sge=0, sg=None, next_wr=None)`.
 
     Takes the first num_sge SGEs of `sg` (more are ignored, fewer raise
-    IndexError, as pyverbs' copy does). A RecvWR without SGEs is allowed: it
+    PyverbsUserError, where pyverbs' copy raises IndexError). A RecvWR without SGEs is allowed: it
     receives a message of no data.
     """
 
@@ -155,8 +127,8 @@ class RecvWR(_Closeable):
     def __init__(self, wr_id=0, num_sge=0, sg=None, next_wr=None):
         self.sg_list = _copy_sges(sg, num_sge)
         self.num_sge = len(self.sg_list)
-        self.wr_id = _c_uint(wr_id, 64, 'wr_id')
-        self.next_wr = _check_next(next_wr, RecvWR)
+        self.wr_id = checks.uint(wr_id, 'wr_id', 64)
+        self.next_wr = checks.instance(next_wr, RecvWR, 'next_wr', none=True)
 
     def __str__(self):
         return (_PRINT_FORMAT.format('WR ID', self.wr_id)
@@ -180,15 +152,16 @@ class SendWR(_Closeable):
 
     def __init__(self, wr_id=0, opcode=e.IBV_WR_SEND, num_sge=0, imm_data=0, sg=None,
                  send_flags=e.IBV_SEND_SIGNALED, next_wr=None):
+        opcode, num_sge = checks.uint(opcode, 'opcode'), checks.uint(num_sge, 'num_sge')
         if opcode not in _NO_SGE_OPCODES and (num_sge < 1 or sg is None):
             raise PyverbsUserError('A WR needs at least one SGE')
         self.sg_list = _copy_sges(sg, num_sge)
         self.num_sge = len(self.sg_list)
-        self.wr_id = _c_uint(wr_id, 64, 'wr_id')
-        self.opcode = operator.index(opcode)
-        self.imm_data = _c_uint(imm_data, 32, 'imm_data')
-        self.send_flags = _c_uint(send_flags, 32, 'send_flags')
-        self.next_wr = _check_next(next_wr, SendWR)
+        self.wr_id = checks.uint(wr_id, 'wr_id', 64)
+        self.opcode = opcode
+        self.imm_data = checks.uint(imm_data, 'imm_data')
+        self.send_flags = checks.uint(send_flags, 'send_flags')
+        self.next_wr = checks.instance(next_wr, SendWR, 'next_wr', none=True)
         self.rdma_remote_addr = self.rdma_rkey = 0
         self.atomic_remote_addr = self.atomic_rkey = self.compare_add = self.swap = 0
         self.ah = None
@@ -196,30 +169,29 @@ class SendWR(_Closeable):
 
     def set_wr_rdma(self, rkey, addr):
         """The remote buffer of an RDMA write or read: its rkey and address."""
-        self.rdma_rkey = _c_uint(rkey, 32, 'rkey')
-        self.rdma_remote_addr = _c_uint(addr, 64, 'addr')
+        self.rdma_rkey = checks.uint(rkey, 'rkey')
+        self.rdma_remote_addr = checks.uint(addr, 'addr', 64)
 
     def set_wr_atomic(self, rkey, addr, compare_add, swap=0):
         """The remote 8 bytes of an atomic and its operands: compare_add is what
         CMP_AND_SWP compares with and what FETCH_AND_ADD adds; swap is what
         CMP_AND_SWP writes."""
-        self.atomic_rkey = _c_uint(rkey, 32, 'rkey')
-        self.atomic_remote_addr = _c_uint(addr, 64, 'addr')
-        self.compare_add = _c_uint(compare_add, 64, 'compare_add')
-        self.swap = _c_uint(swap, 64, 'swap')
+        self.atomic_rkey = checks.uint(rkey, 'rkey')
+        self.atomic_remote_addr = checks.uint(addr, 'addr', 64)
+        self.compare_add = checks.uint(compare_add, 'compare_add', 64)
+        self.swap = checks.uint(swap, 'swap', 64)
 
     def set_wr_ud(self, ah, rqpn, rqkey):
         """The destination of a UD send: its AH, QP number and Q_Key. The QP
         checks at post that ah is an AH of its PD."""
-        if ah is None:
-            raise TypeError("ah must be an AH, not None")   # pyverbs: `AH ah not None`
-        self.remote_qpn = _c_uint(rqpn, 32, 'rqpn')
-        self.remote_qkey = _c_uint(rqkey, 32, 'rqkey')
+        checks.instance(ah, AH, 'ah')       # pyverbs: `AH ah not None`
+        self.remote_qpn = checks.uint(rqpn, 'rqpn')
+        self.remote_qkey = checks.uint(rqkey, 'rqkey')
         self.ah = ah
 
     def set_qp_type_xrc(self, remote_srqn):
         """The XRC SRQ at the responder that receives this send."""
-        self.remote_srqn = _c_uint(remote_srqn, 32, 'remote_srqn')
+        self.remote_srqn = checks.uint(remote_srqn, 'remote_srqn')
 
     def __str__(self):
         # pyverbs' own __str__ misplaces a parenthesis and runs 'Imm Data' into
@@ -241,3 +213,35 @@ _SEND_FLAG_NAMES = ((e.IBV_SEND_FENCE, 'IBV_SEND_FENCE'),
 def send_flags_to_str(flags):
     """The names of the ibv_send_flags set in `flags`, each followed by a space."""
     return ''.join(name + ' ' for flag, name in _SEND_FLAG_NAMES if flags & flag)
+
+
+def check_sg_list(wr, name):
+    """The SGEs of a WR that failed to post: each field an int that fits."""
+    checks.uint(wr.num_sge, f"{name}.num_sge")
+    for i, sge in enumerate(checks.sequence(wr.sg_list, SGE, f"{name}.sg_list")):
+        checks.uint(sge.addr, f"{name}.sg_list[{i}].addr", 64)
+        checks.uint(sge.length, f"{name}.sg_list[{i}].length")
+        checks.uint(sge.lkey, f"{name}.sg_list[{i}].lkey")
+
+
+def check_send_wr(wr, name="wr"):
+    """The fields of a SendWR that failed to post -> the SendWR; PyverbsUserError
+    naming the first one that is not what its C field holds (posting is not
+    slowed by it: the QP checks only after a post failed)."""
+    checks.instance(wr, SendWR, name)
+    for field in ("wr_id", "opcode", "imm_data", "send_flags", "rdma_remote_addr", "rdma_rkey",
+                  "atomic_remote_addr", "atomic_rkey", "compare_add", "swap", "remote_qpn",
+                  "remote_qkey"):
+        checks.uint(getattr(wr, field), f"{name}.{field}", 64)
+    check_sg_list(wr, name)
+    checks.instance(wr.next_wr, SendWR, f"{name}.next_wr", none=True)
+    return wr
+
+
+def check_recv_wr(wr, name="wr"):
+    """The fields of a RecvWR that failed to post, as check_send_wr."""
+    checks.instance(wr, RecvWR, name)
+    checks.uint(wr.wr_id, f"{name}.wr_id", 64)
+    check_sg_list(wr, name)
+    checks.instance(wr.next_wr, RecvWR, f"{name}.next_wr", none=True)
+    return wr

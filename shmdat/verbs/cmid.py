@@ -764,9 +764,7 @@ class CMID(PyverbsCM):
         of private data (or SHMDAT_CM_PRIVATE_DATA's). Raises PyverbsUserError (private data not bytes),
         PyverbsRDMAError (EINVAL: no pending request, or private data over 148 bytes)."""
         what = "Failed to Reject Connection"
-        data = b"" if private_data is None else private_data
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise PyverbsUserError(f"{what}: private data is bytes, not {type(data)}")
+        data = b"" if private_data is None else checks.data(private_data, "private_data")
         with self._agent.ctx.lock:
             self._check(what, (REQUEST,))
             if len(data) > _limit(PRIVATE_DATA_REJECT):
@@ -931,8 +929,7 @@ class CMID(PyverbsCM):
         QPInitAttr), PyverbsRDMAError: EINVAL (no device yet: bind or resolve
         first; a QP already), and QP's errors."""
         what = "Failed to Create QP"
-        if not isinstance(qp_init, QPInitAttr):
-            raise PyverbsUserError(f"{what}: create_qp takes a QPInitAttr, not {type(qp_init)}")
+        checks.instance(qp_init, QPInitAttr, "qp_init")
         with self._agent.ctx.lock:
             self._check_open(what)
             if self.pd is None or self.qp is not None:

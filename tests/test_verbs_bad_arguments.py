@@ -99,17 +99,6 @@ class World:
         cmid_module._the_agent.ctx.close()
 
 
-def _fields(make, names):
-    """A call that makes an attribute object with make(w) and sets its fields
-    `names` to the call's arguments: the object is then used by use(w, obj)."""
-    def call(w, use, *values):
-        obj = make(w)
-        for name, value in zip(names, values):
-            setattr(obj, name, value)
-        return use(w, obj)
-    return call
-
-
 def _qp_with_cap(w, cap):
     return QP(w.pd, QPInitAttr(qp_type=RC, scq=w.cq, rcq=w.cq, cap=cap))
 
@@ -180,7 +169,7 @@ def _context(w, name):
     Context(name=name).close()
 
 
-def _ud_post(w, ah, rqpn, rqkey):
+def _set_wr_ud(w, ah, rqpn, rqkey):
     wr = w.send_wr()
     wr.set_wr_ud(ah, rqpn, rqkey)
 
@@ -279,7 +268,7 @@ CALLS = {
     "set_wr_rdma": (lambda w, *a: w.send_wr().set_wr_rdma(*a), [("rkey", 1), ("addr", 4096)]),
     "set_wr_atomic": (lambda w, *a: w.send_wr().set_wr_atomic(*a),
                       [("rkey", 1), ("addr", 4096), ("compare_add", 1), ("swap", 0)]),
-    "set_wr_ud": (_ud_post, [("ah", lambda w: w.ah), ("rqpn", 1), ("rqkey", 0)]),
+    "set_wr_ud": (_set_wr_ud, [("ah", lambda w: w.ah), ("rqpn", 1), ("rqkey", 0)]),
     "RecvWR": (lambda w, *a: RecvWR(*a),
                [("wr_id", 1), ("num_sge", 1), ("sg", lambda w: [w.sge()]), ("next_wr", None)]),
     "GID": (lambda w, *a: GID(*a), [("val", "fe80::1")]),
@@ -304,6 +293,17 @@ CALLS = {
                           [("rai", lambda w: AddrInfo(dst="127.0.0.1", dst_service="7471")),
                            ("timeout_ms", 2000)]),
     "cmid.listen": (lambda w, *a: w.cmid.listen(*a), [("backlog", 1)]),
+    "cmid.connect": (lambda w, *a: w.cmid.connect(*a), [("param", None)]),
+    "cmid.accept": (lambda w, *a: w.cmid.accept(*a), [("param", None)]),
+    "cmid.reject": (lambda w, *a: w.cmid.reject(*a), [("private_data", None)]),
+    "cmid.create_qp": (lambda w, *a: w.cmid.create_qp(*a),
+                       [("qp_init", lambda w: QPInitAttr(qp_type=RC))]),
+    "cmid.init_qp_attr": (lambda w, *a: w.cmid.init_qp_attr(*a), [("qp_state", e.IBV_QPS_INIT)]),
+    "cmid.query_qp": (lambda w, *a: w.cmid.query_qp(*a), [("attr_mask", e.IBV_QP_STATE)]),
+    "cmid.reg_msgs": (lambda w, *a: w.cmid.reg_msgs(*a), [("size", 64)]),
+    "cmid.post_send": (lambda w, *a: w.cmid.post_send(*a), [("mr", lambda w: w.mr)]),
+    "cmid.post_recv": (lambda w, *a: w.cmid.post_recv(*a), [("mr", lambda w: w.mr)]),
+    "cmid.resolve_route": (lambda w, *a: w.cmid.resolve_route(*a), [("timeout_ms", 2000)]),
     "link_set": (lambda w, *a: link.link_set(*a, ns=f"args-{next(_ns_names)}"),
                  [("link", "shm0/1"), ("state", "up")]),
 }

@@ -777,7 +777,7 @@ class CMID(PyverbsCM):
         device's 128); a synchronous id waits for ESTABLISHED (ETIMEDOUT if the
         peer died)."""
         what = "Failed to Accept Connection"
-        _check_param(param, what)
+        checks.instance(param, ConnParam, "param", none=True)
         if self._ud:
             self._accept_ud(param, what)
             return
@@ -815,9 +815,7 @@ class CMID(PyverbsCM):
         data not bytes), PyverbsRDMAError (EINVAL: no pending request, or private
         data over the limit)."""
         what = "Failed to Reject Connection"
-        data = b"" if private_data is None else private_data
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise PyverbsUserError(f"{what}: private data is bytes, not {type(data)}")
+        data = b"" if private_data is None else checks.data(private_data, "private_data")
         limit, kind, reason = ((PRIVATE_DATA_SIDR_REP, SIDR_REP, SIDR_REJECT) if self._ud
                                else (PRIVATE_DATA_REJECT, REJ, REJ_CONSUMER_DEFINED))
         with self._agent.ctx.lock:
@@ -850,7 +848,7 @@ class CMID(PyverbsCM):
         (status 2 if the peer rejected, 1 if nobody listens; a synchronous id
         raises that status as its errno, as librdmacm does)."""
         what = "Failed to Connect"
-        _check_param(param, what)
+        checks.instance(param, ConnParam, "param", none=True)
         with self._agent.ctx.lock:
             self._check(what, (ROUTE_RESOLVED,))
             if self._ud:
@@ -1014,8 +1012,7 @@ class CMID(PyverbsCM):
         QPInitAttr), PyverbsRDMAError: EINVAL (no device yet: bind or resolve
         first; a QP already; a UD id's QP not UD), and QP's errors."""
         what = "Failed to Create QP"
-        if not isinstance(qp_init, QPInitAttr):
-            raise PyverbsUserError(f"{what}: create_qp takes a QPInitAttr, not {type(qp_init)}")
+        checks.instance(qp_init, QPInitAttr, "qp_init")
         with self._agent.ctx.lock:
             self._check_open(what)
             if self.pd is None or self.qp is not None:
@@ -1223,11 +1220,6 @@ def _ud_private_data(param, limit, what):
     if len(data) > _limit(limit):
         raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes", errno.EINVAL)
     return data
-
-
-def _check_param(param, what):
-    if param is not None and not isinstance(param, ConnParam):
-        raise PyverbsUserError(f"{what}: param must be a ConnParam, not {type(param)}")
 
 
 def _next_completion(cq):

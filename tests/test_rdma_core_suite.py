@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -30,7 +31,7 @@ RUN = os.path.join(HERE, "rdma_core", "run")
 STAND_INS = os.path.join(HERE, "rdma_core", "bin")
 CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
                      "shmdat", "rdma-core-tests", "tests")
-BOUND = 120                         # seconds for one module; each takes a few
+BOUND = 100                         # seconds for one module (each takes a few), below pytest's 120
 
 MODULES = ["test_device", "test_pd", "test_mr", "test_cq", "test_cq_events", "test_cqex",
            "test_qp", "test_srq", "test_addr", "test_atomic", "test_qpex", "test_shared_pd",
@@ -63,8 +64,18 @@ def _run(tests_dir, module, tmp_path, ns):
     # A device instance of its own: test_rdmacm listens on the fixed port 7471, which another
     # run of the suite on the machine may hold.
     env = dict(os.environ, PYTHON=sys.executable, SHMDAT_DEVICE_NS=ns)
-    return subprocess.run([RUN, os.path.join(tests_dir, "run_tests.py"), "--dev", "shm0", "-v", module],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BOUND)
+    # A session of its own: on a timeout the whole group goes, including the processes
+    # rdma-core's tests fork, which would otherwise hold the pipes open (and us waiting).
+    child = subprocess.Popen([RUN, os.path.join(tests_dir, "run_tests.py"), "--dev", "shm0", "-v",
+                              module], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = child.communicate(timeout=BOUND)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        stdout, stderr = child.communicate()
+        pytest.fail(f"{module} did not finish within {BOUND} s:\n{stderr[-3000:]}")
+    return subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -15,7 +15,7 @@ import errno
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from shmdat.verbs import cmid as cmid_module, libibverbs_enums as e
 from shmdat.verbs import link
@@ -343,6 +343,8 @@ def test_a_wrong_argument_is_a_pyverbs_error(name, position):
         w = worlds[-1]
         args = [g(w) if callable(g) else g for _, g in spec]
         bad = data.draw(wrong_values(w), label="bad")
+        # The world's own object in its own place is not wrong (get_cq_event would wait for ever).
+        assume(bad is not args[position])
         args[position] = bad
         try:
             call(w, *args)

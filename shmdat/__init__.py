@@ -3,17 +3,17 @@
 The public API is the DAT API mapped to Python: see docs/api.md and the README.
 """
 
-from .constants import (TIMEOUT_INFINITE, VALUE_UNKNOWN, WATERMARK_INFINITE, AsyncReason,
+from .dat.constants import (TIMEOUT_INFINITE, VALUE_UNKNOWN, WATERMARK_INFINITE, AsyncReason,
                         CloseFlags, CompletionFlags, ConnectFlags, DtoOp, DtoStatus, EpState,
                         EventNumber, EvdFlags, EvdState, MemPriv, PspFlags, Qos, Return,
                         ServiceType, SrqState)
-from .errors import (Abort, ConnQualInUse, ConnQualUnavailable, DatError, DatNotImplemented,
+from .dat.errors import (Abort, ConnQualInUse, ConnQualUnavailable, DatError, DatNotImplemented,
                      InsufficientResources, InternalError, InterruptedCall, InvalidAddress,
                      InvalidHandle, InvalidParameter, InvalidState, LengthError,
                      ModelNotSupported, PrivilegesViolation, ProtectionViolation,
                      ProviderNotFound, QueueEmpty, QueueFull, TimeoutExpired)
-from .registry import ia_open, registry_list_providers
-from .values import (AsyncError, ConnectionEvent, CrArrival, CrParam, DtoCompletion, EpAttr,
+from .dat.registry import ia_open, registry_list_providers
+from .dat.values import (AsyncError, ConnectionEvent, CrArrival, CrParam, DtoCompletion, EpAttr,
                      EpParam, Event, EvdParam, IaAttr, LmrParam, LmrTriplet, ProviderAttr,
                      ProviderInfo, PspParam, RmrBindCompletion, RmrTriplet, SoftwareEvent,
                      SrqParam)

@@ -97,7 +97,7 @@ def _assert_no_leak(pids):
 
 
 def _live_ias():
-    from shmdat.ia import _open_ias
+    from shmdat.dat.ia import _open_ias
     return list(_open_ias)
 
 

@@ -321,7 +321,7 @@ class Pair(RuleBasedStateMachine):
 
 
 def _open_ias():
-    from shmdat.ia import _open_ias
+    from shmdat.dat.ia import _open_ias
     return list(_open_ias)
 
 

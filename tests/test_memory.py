@@ -140,7 +140,7 @@ def test_freed_lmr(ia):
 
 
 def test_max_lmrs_is_enforced(ia, monkeypatch):
-    from shmdat import limits
+    from shmdat.dat import limits
     monkeypatch.setattr(limits, "MAX_LMRS", 3)
     pz = ia.pz_create()
     lmrs = [ia.lmr_create(pz, 64) for _ in range(3)]

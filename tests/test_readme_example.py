@@ -49,15 +49,15 @@ def test_the_api_reference_names_every_public_method_and_export():
     import types
 
     import shmdat
-    from shmdat.cm import CR, PSP, RSP
-    from shmdat.cno import CNO
-    from shmdat.ep import EP
-    from shmdat.evd import EVD
-    from shmdat.ia import IA
-    from shmdat.lmr import LMR
-    from shmdat.pz import PZ
-    from shmdat.rmr import RMR
-    from shmdat.srq import SRQ
+    from shmdat.dat.cm import CR, PSP, RSP
+    from shmdat.dat.cno import CNO
+    from shmdat.dat.ep import EP
+    from shmdat.dat.evd import EVD
+    from shmdat.dat.ia import IA
+    from shmdat.dat.lmr import LMR
+    from shmdat.dat.pz import PZ
+    from shmdat.dat.rmr import RMR
+    from shmdat.dat.srq import SRQ
 
     doc = (ROOT / "docs" / "api.md").read_text()
     # EP.send_done and EP.recv_done are the hardware queue's completion callbacks, not API;

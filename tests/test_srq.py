@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import shmdat
-from shmdat import (DtoOp, DtoStatus, EpAttr, EvdFlags, EventNumber as E, MemPriv, Return,
-                    limits)
+from shmdat import DtoOp, DtoStatus, EpAttr, EvdFlags, EventNumber as E, MemPriv, Return
+from shmdat.dat import limits
 from shmdat.hw import ring
 
 from tests.nodes import Node

@@ -10,7 +10,7 @@ import sys
 import time
 
 from . import msgrate, report, runner, waiting
-from ..limits import MAX_MESSAGE_SIZE, MAX_RDMA_SIZE
+from ..dat.limits import MAX_MESSAGE_SIZE, MAX_RDMA_SIZE
 from .plan import DEFAULT_SIZES, QUICK_SIZES, TESTS, WAITS, Cell, row
 
 TARGET_SECONDS = 50.0       # what the cells of a default run share (about a minute with set-up)

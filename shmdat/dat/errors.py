@@ -9,7 +9,7 @@ where one is known ("INVALID_ARG3", "INVALID_STATE_EP_CONNECTED", ...).
 import contextlib
 
 from .constants import Return
-from .hw.errors import NoRoom
+from ..hw.errors import NoRoom
 
 
 class DatError(Exception):

@@ -18,7 +18,7 @@ from .args import check_timeout
 from .constants import TIMEOUT_INFINITE
 from .errors import Abort, InterruptedCall, InvalidState, TimeoutExpired
 from .handle import Handle
-from .hw.progress import SignalError
+from ..hw.progress import SignalError
 from .values import CnoParam
 
 

@@ -17,7 +17,7 @@ from .errors import (InsufficientResources, InternalError, InvalidHandle, Invali
                      ModelNotSupported, bad_arg)
 from .evd import EVD
 from .handle import Handle, check_handle
-from .hw import ring
+from ..hw import ring
 from .lmr import resolve_iov
 from .pz import PZ
 from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam

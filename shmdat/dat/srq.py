@@ -19,7 +19,7 @@ from .args import check_int
 from .constants import AsyncReason, DtoOp, EventNumber, MemPriv, SrqState
 from .errors import InsufficientResources, InvalidState
 from .handle import Handle
-from .hw import ring
+from ..hw import ring
 from .lmr import resolve_iov
 from .values import AsyncError, DtoCompletion, SrqParam
 

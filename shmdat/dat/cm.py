@@ -36,9 +36,9 @@ from .args import check_choice, check_conn_qual, check_private_data
 from .constants import CONN_QUAL_MAX, EventNumber, PspFlags
 from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidAddress,
                      InvalidHandle, InvalidState, ModelNotSupported, bad_arg, hardware_errors)
-from .hw import ring
-from .hw.errors import PeerUnreachable
-from .hw.hca import parse_address
+from ..hw import ring
+from ..hw.errors import PeerUnreachable
+from ..hw.hca import parse_address
 from .handle import Handle, check_handle
 from .values import CrArrival, CrParam, PspParam, RspParam
 

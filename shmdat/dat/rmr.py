@@ -5,7 +5,7 @@ from .args import check_flags, check_lmr_triplet
 from .constants import CompletionFlags, DtoStatus, EpState, EventNumber, MemPriv
 from .errors import (InsufficientResources, InvalidState,
                      PrivilegesViolation, ProtectionViolation, bad_arg)
-from .hw import hca
+from ..hw import hca
 from .handle import Handle, check_handle
 from .lmr import REMOTE, check_privileges
 from .values import LmrTriplet, RmrBindCompletion, RmrParam

@@ -19,8 +19,8 @@ from .errors import (InsufficientResources, InvalidState,
                      ModelNotSupported, PrivilegesViolation, ProtectionViolation, bad_arg,
                      hardware_errors)
 from .handle import Handle
-from .hw import cma, hca
-from .hw.ring import Sge
+from ..hw import cma, hca
+from ..hw.ring import Sge
 from .values import LmrParam, LmrTriplet, RmrTriplet
 
 REMOTE = MemPriv.REMOTE_READ | MemPriv.REMOTE_WRITE

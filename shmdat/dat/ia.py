@@ -17,10 +17,10 @@ from .ep import EP, check_ep_attr, check_evd
 from .errors import ConnQualInUse, InsufficientResources, InvalidState, bad_arg, hardware_errors
 from .evd import EVD
 from .handle import Handle, check_handle
-from .hw import cma, shm
-from .hw.hca import Hca
+from ..hw import cma, shm
+from ..hw.hca import Hca
 from .lmr import LMR, check_privileges
-from .hw.progress import LIVENESS_SLICE, Progress
+from ..hw.progress import LIVENESS_SLICE, Progress
 from .pz import PZ
 from .values import IaAttr, ProviderAttr
 

@@ -17,7 +17,7 @@ from .constants import (AsyncReason, CompletionFlags, EventNumber, EvdFlags, Evd
 from .errors import (Abort, InterruptedCall, InvalidState, QueueEmpty,
                      QueueFull, TimeoutExpired, bad_arg)
 from .handle import Handle, check_handle
-from .hw.progress import SPIN_SECONDS, SignalError
+from ..hw.progress import SPIN_SECONDS, SignalError
 from .values import AsyncError, Event, EvdParam, SoftwareEvent
 
 _NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT

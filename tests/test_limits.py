@@ -12,7 +12,8 @@ from shmdat.hw import shm
 
 
 def objects_of(ia):
-    return sorted(o["name"] for o in shm.list_objects() if ia._hca.address in o["name"])
+    """The shared-memory objects of this process (the test's one IA)."""
+    return sorted(o["name"] for o in shm.list_objects() if o["pid"] == os.getpid())
 
 
 def fill_to_limit(create, limit_error=shmdat.InsufficientResources):
@@ -98,7 +99,7 @@ def test_ep_attr_above_the_ia_limits_is_invalid_parameter(ia):
 
 
 def test_objects_are_private_to_the_user(ia):
-    mine = [o for o in shm.list_objects() if ia._hca.address in o["name"]]
+    mine = [o for o in shm.list_objects() if o["pid"] == os.getpid()]
     assert mine
     for o in mine:
         assert o["name"].startswith(("shmdat.%d." % os.getuid(), "sem.shmdat.%d." % os.getuid()))
@@ -127,16 +128,15 @@ def test_ia_open_reclaims_what_dead_owners_left():
     import subprocess
     import sys
     code = ("import os, signal, shmdat; ia = shmdat.ia_open(); pz = ia.pz_create(); "
-            "ia.lmr_create(pz, 4096); print(ia.address, flush=True); os.kill(os.getpid(), signal.SIGKILL)")
+            "ia.lmr_create(pz, 4096); print(os.getpid(), flush=True); os.kill(os.getpid(), signal.SIGKILL)")
     # Any process's ia_open (another test worker's, say) may reclaim them before ours
     # does: try until we see the dead owner's objects still there, then open an IA.
     for _ in range(5):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-        address = out.stdout.strip()
-        assert address
-        if any(address in o["name"] for o in shm.list_objects()):
+        pid = int(out.stdout)
+        if any(o["pid"] == pid for o in shm.list_objects()):
             break
     else:
         raise AssertionError("other processes reclaimed the objects first, five times")
     with shmdat.ia_open():
-        assert not any(address in o["name"] for o in shm.list_objects())
+        assert not any(o["pid"] == pid for o in shm.list_objects())

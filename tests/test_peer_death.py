@@ -38,9 +38,7 @@ def _serve(ch, conn_qual, then):
             i += 1
             if i == 3:
                 ch.send("copying")
-    elif then == "big_send":
-        from shmdat.hw import ring
-        ring.RDV_THRESHOLD = 1 << 40       # fragments through the ring, so it arrives in pieces
+    elif then == "big_send":               # SHMDAT_RDV_BYTES: the message arrives in pieces
         ch.send("connected")
         n.ep.post_send([n.lmr.triplet(0, 8 << 20)], "big")
         ch.send("sending")
@@ -179,7 +177,9 @@ def _dequeue_or_none(evd):
     return event
 
 
-def test_sigkill_in_the_middle_of_a_large_message(spawn, node, conn_qual):
+def test_sigkill_in_the_middle_of_a_large_message(spawn, node, conn_qual, monkeypatch):
+    # The peer copies through the ring (no rendezvous), so the message arrives in pieces.
+    monkeypatch.setenv("SHMDAT_RDV_BYTES", str(1 << 40))
     peer = connect(spawn, node, conn_qual, "big_send")
     node.ep.post_recv([node.lmr.triplet(0, 8 << 20)], "half")
     assert peer.recv() == "sending"

@@ -11,7 +11,6 @@ import pytest
 import shmdat
 from shmdat import DtoOp, DtoStatus, EpAttr, EvdFlags, EventNumber as E, MemPriv, Return
 from shmdat.dat import limits
-from shmdat.hw import ring
 
 from tests.nodes import Node
 from tests.remote import Remote
@@ -210,7 +209,7 @@ def test_a_buffer_taken_for_a_message_still_arriving_is_allocated(spawn, server,
     # rings long arrives in pieces: the receiver can only take what is in the ring,
     # and the sender adds no more until it calls into shmdat again.
     monkeypatch.setenv("SHMDAT_RDV_BYTES", str(1 << 40))
-    size = 4 * ring.RING_BYTES
+    size = 1 << 20                              # four rings of the default 256 KiB
     r = client(spawn, lmr_size=size)
     ep = server.connect(r)
     server.post(0, size)

@@ -148,10 +148,10 @@ def _shm0_modules():
     return types.SimpleNamespace(
         device=device, pd=pd, mr=mr, cq=cq, qp=qp, srq=srq, wr=wr, cmid=cmid,
         libibverbs_enums=libibverbs_enums, librdmacm_enums=librdmacm_enums,
-        pyverbs_error=pyverbs_error, shm0dv=_optional_module(SHM0DV))
+        pyverbs_error=pyverbs_error, shm0dv=optional_module(SHM0DV))
 
 
-def _optional_module(name):
+def optional_module(name):
     """The module `name`, or None when it (or its package) does not exist; an import
     error inside it is raised, not taken for absence."""
     try:
@@ -179,9 +179,9 @@ def _real_pyverbs():
         found = {m: importlib.import_module(f"{package}.{m}") for m in MODULES
                  if m not in ("libibverbs_enums", "librdmacm_enums")}
         # Before rdma-core v58 the enums lived in pyverbs.enums and pyverbs.cm_enums.
-        found["libibverbs_enums"] = (_optional_module(f"{package}.libibverbs_enums")
+        found["libibverbs_enums"] = (optional_module(f"{package}.libibverbs_enums")
                                      or importlib.import_module(f"{package}.enums"))
-        found["librdmacm_enums"] = (_optional_module(f"{package}.librdmacm_enums")
+        found["librdmacm_enums"] = (optional_module(f"{package}.librdmacm_enums")
                                     or importlib.import_module(f"{package}.cm_enums"))
     except ImportError as exc:
         return None, f"{package} is incomplete ({exc})"

@@ -60,9 +60,11 @@ def _is_verbs_object(value):
 _proxies = weakref.WeakValueDictionary()     # id(target) -> its live proxy: `is` holds
 
 
-def _wrap(value):
+def wrap(value):
+    """`value` as a proxy if it is a verbs object (lists and tuples elementwise); one
+    live proxy per object, so `is` and dict keys work as on the objects themselves."""
     if type(value) in (list, tuple):
-        return type(value)(_wrap(v) for v in value)
+        return type(value)(wrap(v) for v in value)
     if not _is_verbs_object(value):
         return value
     proxy = _proxies.get(id(value))
@@ -71,18 +73,18 @@ def _wrap(value):
     return proxy
 
 
-def _unwrap(value):
+def unwrap(value):
     if isinstance(value, _Object):
         return object.__getattribute__(value, "_target")
     if type(value) in (list, tuple):
-        return type(value)(_unwrap(v) for v in value)
+        return type(value)(unwrap(v) for v in value)
     return value
 
 
 def _passing(function):
     """`function` called with proxies unwrapped, its results wrapped."""
     def call(*args, **kwargs):
-        return _wrap(function(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+        return wrap(function(*unwrap(args), **{k: unwrap(v) for k, v in kwargs.items()}))
     return call
 
 
@@ -90,7 +92,7 @@ def _member(value):
     # Exception and enum classes are used as they are (`except`, comparisons).
     if isinstance(value, type) and issubclass(value, (BaseException, enum.Enum)):
         return value
-    return _passing(value) if callable(value) else _wrap(value)
+    return _passing(value) if callable(value) else wrap(value)
 
 
 class _Object:
@@ -108,7 +110,7 @@ class _Object:
     def __setattr__(self, name, value):
         target = object.__getattribute__(self, "_target")
         _record(f"{type(target).__name__}.{name}")
-        setattr(target, name, _unwrap(value))
+        setattr(target, name, unwrap(value))
 
     def __repr__(self):
         return f"<recorded {object.__getattribute__(self, '_target')!r}>"

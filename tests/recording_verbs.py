@@ -24,7 +24,7 @@ from shmdat.dat import seam
 
 LOG_ENV = "SHMDAT_RECORDING_LOG"
 REFUSED = "REFUSED "
-_seen = set()
+_seen = set()           # (log path, line): what this process has written where
 
 
 class NotInSeam(AttributeError):
@@ -42,10 +42,11 @@ def _record(name):
     """Check `name` against the allow-list and log it the first time this process sees it."""
     allowed = name in seam.CALLS and not name.split(".")[-1].startswith("_")
     line = name if allowed else REFUSED + name
-    if line not in _seen:
-        _seen.add(line)
+    path = _log_path()
+    if (path, line) not in _seen:
+        _seen.add((path, line))
         # One short write in append mode: lines of several processes do not mix.
-        with open(_log_path(), "a") as log:
+        with open(path, "a") as log:
             log.write(line + "\n")
     if not allowed:
         raise NotInSeam(f"{name} is not in shmdat.dat.seam.CALLS")

@@ -105,10 +105,9 @@ def nic_listing():
     modules, why = _real_pyverbs()
     if modules is None:
         return NicListing([], [why])
-    pyverbs_errors = modules.pyverbs_error.PyverbsError
     try:
         devices = modules.device.get_device_list()
-    except pyverbs_errors as exc:
+    except modules.pyverbs_error.PyverbsError as exc:
         return NicListing([], [f"no RDMA devices ({exc})"])
     if not devices:
         return NicListing([], ["no RDMA devices"])
@@ -157,7 +156,7 @@ def optional_module(name):
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name and name.startswith(exc.name):
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
             return None
         raise
 

@@ -21,6 +21,8 @@ from .values import AsyncError, Event, EvdParam, SoftwareEvent
 
 _NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
 W = evd_state.EvdEvent
+_WAITER, _UNWAITABLE, _DISABLED, _OVERFLOWED = (evd_state.WAITER, evd_state.UNWAITABLE,
+                                               evd_state.DISABLED, evd_state.OVERFLOWED)
 
 
 class EVD(Handle):
@@ -32,11 +34,15 @@ class EVD(Handle):
         self._qlen = qlen
         self._flags = flags
         self._cno = cno
-        evd_state.start(self)           # _waiter (thread id of the one waiter, if any),
-                                        # _unwaitable, _enabled, _overflowed
+        evd_state.start(self)           # _bands: waiter, unwaitable, disabled, overflowed
         self._notify_seq = 0            # counts notification events (what wakes a waiter)
         self._streams = []              # EPs, PSPs and RSPs whose events come here
         self._notifier = None           # a private CNO for wait_async, made on first use
+
+    @property
+    def _waiter(self):
+        """Whether a thread owns the EVD by waiting: its WAITER band, or None."""
+        return self._bands & _WAITER or None
 
     # Producer side (called by progress, with the IA lock held).
 
@@ -49,8 +55,9 @@ class EVD(Handle):
         q.append(Event(number, self, data))
         if notify:
             self._notify_seq += 1
-            if self._waiter is None:      # evd_state: only an enabled EVD with no waiter triggers
-                if self._cno is not None and self._enabled:
+            bands = self._bands
+            if not bands & _WAITER:         # only an enabled EVD with no waiter triggers its CNO
+                if self._cno is not None and not bands & _DISABLED:
                     self._cno._trigger(self)
                 if self._notifier is not None:
                     self._notifier._trigger(self)
@@ -60,7 +67,7 @@ class EVD(Handle):
         return True
 
     def _overflow(self):
-        if not self._overflowed:        # once, until there is room again
+        if not self._bands & _OVERFLOWED:       # once, until there is room again
             evd_state.fire(self, W.OVERFLOW)
 
     def _post_overflow(self):
@@ -80,7 +87,7 @@ class EVD(Handle):
 
     def _take(self):
         event = self._q.popleft()
-        if self._overflowed and len(self._q) < self._qlen:
+        if self._bands & _OVERFLOWED and len(self._q) < self._qlen:
             evd_state.fire(self, W.ROOM)
         return event
 
@@ -122,7 +129,7 @@ class EVD(Handle):
             evd_state.fire(self, W.WAIT)
 
         def ready():
-            return (self._freed or self._unwaitable or self._ia._freed
+            return (self._freed or self._bands & _UNWAITABLE or self._ia._freed
                     or (self._notify_seq != seq and len(self._q) >= threshold))
 
         try:
@@ -211,7 +218,7 @@ class EVD(Handle):
             if qlen < len(self._q):
                 raise InvalidState(f"the EVD holds {len(self._q)} events; it cannot shrink to {qlen}")
             self._qlen = qlen
-            if self._overflowed and len(self._q) < qlen:
+            if self._bands & _OVERFLOWED and len(self._q) < qlen:
                 evd_state.fire(self, W.ROOM)
 
     def query(self):
@@ -221,7 +228,7 @@ class EVD(Handle):
             self._ia._watch_peers()         # evd_count then includes a dead peer's flushes
             return EvdParam(ia=self._ia, evd_qlen=self._qlen, evd_state=evd_state.query_state(self),
                             evd_flags=self._flags, cno=self._cno, evd_count=len(self._q),
-                            overflowed=self._overflowed)
+                            overflowed=bool(self._bands & _OVERFLOWED))
 
     def set_unwaitable(self):
         """dat_evd_set_unwaitable: waits now raise InvalidState, and a blocked waiter wakes with it."""

@@ -1,13 +1,13 @@
 """The EVD's states as data (design docs/design/dat-over-verbs.md, section 6.3).
 
 DAT gives an EVD independent bands of state (dat_error.h: "Enabled/Disabled,
-Waitable/Unwaitable ... are orthogonal bands"); this provider keeps four:
+Waitable/Unwaitable ... are orthogonal bands"); this provider keeps four, as bits
+of one plain int, evd._bands (the hot paths test them as ints):
 
-    WAITER      a thread owns the EVD by blocking in dat_evd_wait   (evd._waiter)
-    UNWAITABLE  dat_evd_set_unwaitable, until clear_unwaitable       (evd._unwaitable)
-    DISABLED    dat_evd_disable, until dat_evd_enable                (not evd._enabled)
-    OVERFLOWED  an event found the queue full, until a take or       (evd._overflowed)
-                resize leaves room
+    WAITER      a thread owns the EVD by blocking in dat_evd_wait
+    UNWAITABLE  dat_evd_set_unwaitable, until clear_unwaitable
+    DISABLED    dat_evd_disable, until dat_evd_enable
+    OVERFLOWED  an event found the queue full, until a take or a resize leaves room
 
   REFUSALS     {consumer call: ((band, subtype, why), ...)}: the call raises
                InvalidState(subtype) when the EVD is in the band (first match first).
@@ -27,17 +27,20 @@ when set_unwaitable woke it ("waiting" below).
 """
 
 import enum
-import threading
 
 from .constants import EvdState
 from .errors import InternalError, InvalidState
 
 
-class Band(enum.Enum):
-    WAITER = enum.auto()
-    UNWAITABLE = enum.auto()
-    DISABLED = enum.auto()
-    OVERFLOWED = enum.auto()
+class Band(enum.IntFlag):
+    WAITER = 1
+    UNWAITABLE = 2
+    DISABLED = 4
+    OVERFLOWED = 8
+
+
+# Plain ints for the hot paths (an IntFlag operation costs a Python call).
+WAITER, UNWAITABLE, DISABLED, OVERFLOWED = (int(b) for b in Band)
 
 
 class EvdEvent(enum.Enum):
@@ -86,38 +89,38 @@ ACTIONS = {
 }
 
 
+# The tables as plain ints, for fire() and check_call().
+_ROWS = {event: (int(band), before, after, ACTIONS.get(event, ()))
+         for event, (band, before, after) in TRANSITIONS.items()}
+_REFUSING = {call: sum(int(band) for band, _, _ in rows) for call, rows in REFUSALS.items()}
+
+
 def start(evd):
     """An EVD is born waitable, enabled, with no waiter and room (dat_evd_create)."""
-    evd._waiter = None
-    evd._unwaitable = False
-    evd._enabled = True
-    evd._overflowed = False
+    evd._bands = 0
 
 
 def in_band(evd, band):
-    if band is B.WAITER:
-        return evd._waiter is not None
-    if band is B.UNWAITABLE:
-        return evd._unwaitable
-    if band is B.DISABLED:
-        return not evd._enabled
-    return evd._overflowed
+    return bool(evd._bands & band)
 
 
 def check_call(evd, call):
     """Raise the InvalidState of the first band in REFUSALS[call] the EVD is in."""
-    for band, subtype, why in REFUSALS[call]:
-        if in_band(evd, band):
-            raise InvalidState(why, subtype=subtype)
+    bands = evd._bands
+    if bands & _REFUSING[call]:
+        for band, subtype, why in REFUSALS[call]:
+            if bands & band:
+                raise InvalidState(why, subtype=subtype)
 
 
 def query_state(evd):
     """The EvdState dat_evd_query reports."""
-    if evd._overflowed:
+    bands = evd._bands
+    if bands & OVERFLOWED:
         return EvdState.OVERFLOWED
-    if not evd._enabled:
+    if bands & DISABLED:
         return EvdState.DISABLED
-    if evd._unwaitable:
+    if bands & UNWAITABLE:
         return EvdState.UNWAITABLE
     return EvdState.WAITABLE
 
@@ -127,17 +130,11 @@ def fire(evd, event):
 
     Raises InternalError if the EVD is on the wrong side of the band for the event.
     """
-    band, before, after = TRANSITIONS[event]
-    if before is not None and in_band(evd, band) != before:
+    band, before, after, actions = _ROWS[event]
+    bands = evd._bands
+    if before is not None and bool(bands & band) != before:
         raise InternalError(f"EVD: no transition for {event.name} "
-                            f"{'outside' if before else 'in'} band {band.name}")
-    if band is B.WAITER:
-        evd._waiter = threading.get_ident() if after else None
-    elif band is B.UNWAITABLE:
-        evd._unwaitable = after
-    elif band is B.DISABLED:
-        evd._enabled = not after
-    else:
-        evd._overflowed = after
-    for name in ACTIONS.get(event, ()):
+                            f"{'outside' if before else 'in'} band {Band(band).name}")
+    evd._bands = bands | band if after else bands & ~band
+    for name in actions:
         evd._actions[name](evd)

@@ -35,9 +35,8 @@ import time
 import numpy as np
 import posix_ipc
 
-from . import ep_state, limits
+from . import cm_state, ep_state, limits
 from .args import check_choice, check_conn_qual, check_private_data
-from . import cm_state
 from .cm_state import Handshake as H, Message
 from .constants import CONN_QUAL_MAX, EventNumber, PspFlags
 from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidAddress,

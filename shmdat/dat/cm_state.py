@@ -64,7 +64,7 @@ PASSIVE = {
     (H.CR_CANCELLED, M.RTU): ("ignore", H.CR_CANCELLED),    # likewise
     (H.REP_SENT, M.RTU): ("complete_accept", H.GONE),       # EP ESTABLISHED
     (H.GONE, M.CANCEL): ("ignore", H.GONE),                 # late: nothing left to withdraw
-    (H.CR_PENDING, M.CANCEL): ("cancel_request", H.CR_CANCELLED),  # a later accept gets ACCEPT_COMPLETION_ERROR
+    (H.CR_PENDING, M.CANCEL): ("cancel_request", H.CR_CANCELLED),  # its accept will fail (CONNECT_ERROR)
     (H.CR_CANCELLED, M.CANCEL): ("ignore", H.CR_CANCELLED),  # withdrawn already
     (H.REP_SENT, M.CANCEL): ("fail_accept", H.GONE),        # EP CONNECT_ERROR
 }

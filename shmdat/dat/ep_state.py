@@ -1,11 +1,12 @@
 """The EP state machine as data (design docs/design/dat-over-verbs.md, section 6.1).
 
 The DAT 1.2 pages (dat_ep_*, dat_cr_*, dat_rsp_*, dat_rmr_bind) are the spec; the
-comments quote them. Four tables and one function:
+comments quote them. The tables, and fire():
 
   ALLOWED      {consumer call: states it is legal in}. Any other state refuses the call
-               with InvalidState whose subtype names the EP's state (SUBTYPE), as dapl
-               does (dapls_ep_state_subtype).
+               (check_call) with InvalidState whose subtype names the EP's state
+               (SUBTYPE, dat_error.h's words), as dapl does (dapls_ep_state_subtype).
+  CALL_EVENTS  {consumer call: the events it fires once allowed}.
   TRANSITIONS  {(state, event): next state}. An event with no row is a provider bug:
                fire() raises InternalError naming it.
   ACTIONS      {(state, event): action names}: the side effects of the move, run by
@@ -15,8 +16,9 @@ comments quote them. Four tables and one function:
   fire(ep, event, private_data): the only place an EP's state is assigned.
 
 The QP's own states are verbs' table (verbs/qp_state.py); the actions here call it
-(step 4), they do not repeat it. TENTATIVE_CONNECTION_PENDING and the UNCONFIGURED_*
-states belong to PspFlags.PROVIDER (ModelNotSupported): no event leads to them.
+(step 4), they do not repeat it. TENTATIVE_CONNECTION_PENDING belongs to
+PspFlags.PROVIDER (ModelNotSupported), the UNCONFIGURED_* and CONNECTED_*_PATH
+states to DAT 2.0: no event leads to them.
 """
 
 import enum
@@ -130,52 +132,62 @@ CALL_EVENTS = {
 }
 
 TRANSITIONS = {
-    # Active side (dat_ep_connect).
-    (S.UNCONNECTED, V.CONNECT): S.ACTIVE_CONNECTION_PENDING,       # "transferred into ACTIVE_CONNECTION_PENDING"
-    (S.ACTIVE_CONNECTION_PENDING, V.CONNECT_RESPONSE): S.CONNECTED,  # "ESTABLISHED ... transitioned into CONNECTED"
-    (S.ACTIVE_CONNECTION_PENDING, V.PEER_REJECTED): S.DISCONNECTED,  # "PEER_REJECTED ... into DISCONNECTED"
-    (S.ACTIVE_CONNECTION_PENDING, V.NON_PEER_REJECTED): S.DISCONNECTED,  # "remote Consumer is not listening"
-    (S.ACTIVE_CONNECTION_PENDING, V.UNREACHABLE): S.DISCONNECTED,    # "cannot reach the remote host"
-    (S.ACTIVE_CONNECTION_PENDING, V.TIMER_EXPIRED): S.DISCONNECTED,  # "timeout expired ... TIMED_OUT"
-    (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT): S.DISCONNECTED,     # dat_ep_disconnect: "aborts" the establishment
-    (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT_GRACEFUL): S.DISCONNECTED,  # "the same for graceful or abrupt"
-    (S.ACTIVE_CONNECTION_PENDING, V.FREE): S.DISCONNECTED,           # dat_ep_free: "aborts connection establishment"
-    # Reserved Service Point (dat_rsp_create, dat_rsp_free, dat_cr_reject).
+    # Active side. dat_ep_connect: "transferred into DAT_EP_STATE_ACTIVE_CONNECTION_PENDING";
+    # ESTABLISHED, PEER_REJECTED, NON_PEER_REJECTED ("not listening"), UNREACHABLE ("cannot
+    # reach the remote host"), TIMED_OUT ("the timeout expired") each end it.
+    (S.UNCONNECTED, V.CONNECT): S.ACTIVE_CONNECTION_PENDING,
+    (S.ACTIVE_CONNECTION_PENDING, V.CONNECT_RESPONSE): S.CONNECTED,
+    (S.ACTIVE_CONNECTION_PENDING, V.PEER_REJECTED): S.DISCONNECTED,
+    (S.ACTIVE_CONNECTION_PENDING, V.NON_PEER_REJECTED): S.DISCONNECTED,
+    (S.ACTIVE_CONNECTION_PENDING, V.UNREACHABLE): S.DISCONNECTED,
+    (S.ACTIVE_CONNECTION_PENDING, V.TIMER_EXPIRED): S.DISCONNECTED,
+    # dat_ep_disconnect: "aborts" the establishment, "the same for graceful or abrupt";
+    # dat_ep_free: "aborts connection establishment".
+    (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT): S.DISCONNECTED,
+    (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT_GRACEFUL): S.DISCONNECTED,
+    (S.ACTIVE_CONNECTION_PENDING, V.FREE): S.DISCONNECTED,
+    # Reserved Service Point. dat_rsp_create: the request moves the EP "from Reserved to
+    # Passive Connection Pending"; "If rejected ... into Unconnected state"; dat_rsp_free.
     (S.UNCONNECTED, V.RESERVE): S.RESERVED,
-    (S.RESERVED, V.UNRESERVE): S.UNCONNECTED,                      # dat_rsp_free: the EP back to Unconnected
-    (S.RESERVED, V.REQUEST): S.PASSIVE_CONNECTION_PENDING,          # "from Reserved to Passive Connection Pending"
-    (S.PASSIVE_CONNECTION_PENDING, V.REJECT): S.UNCONNECTED,        # "If rejected ... into Unconnected state"
-    (S.RESERVED, V.FREE): S.RESERVED,                               # dat_ia_close only (dat_ep_free refuses)
-    (S.PASSIVE_CONNECTION_PENDING, V.FREE): S.PASSIVE_CONNECTION_PENDING,  # likewise
-    # Passive side (dat_cr_accept).
+    (S.RESERVED, V.UNRESERVE): S.UNCONNECTED,
+    (S.RESERVED, V.REQUEST): S.PASSIVE_CONNECTION_PENDING,
+    (S.PASSIVE_CONNECTION_PENDING, V.REJECT): S.UNCONNECTED,
+    (S.RESERVED, V.FREE): S.RESERVED,                               # dat_ia_close only: dat_ep_free refuses
+    (S.PASSIVE_CONNECTION_PENDING, V.FREE): S.PASSIVE_CONNECTION_PENDING,   # likewise
+    # Passive side. dat_cr_accept: ESTABLISHED, or ACCEPT_COMPLETION_ERROR and "Endpoint
+    # transitions into Disconnected state".
     (S.UNCONNECTED, V.ACCEPT): S.COMPLETION_PENDING,
     (S.PASSIVE_CONNECTION_PENDING, V.ACCEPT): S.COMPLETION_PENDING,
-    (S.COMPLETION_PENDING, V.ESTABLISHED): S.CONNECTED,             # "ESTABLISHED on the connect_evd"
-    (S.COMPLETION_PENDING, V.CONNECT_ERROR): S.DISCONNECTED,        # "ACCEPT_COMPLETION_ERROR ... Disconnected"
-    (S.COMPLETION_PENDING, V.DISCONNECT): S.DISCONNECTED,           # dat_ep_disconnect: "aborts" the establishment
+    (S.COMPLETION_PENDING, V.ESTABLISHED): S.CONNECTED,
+    (S.COMPLETION_PENDING, V.CONNECT_ERROR): S.DISCONNECTED,
+    (S.COMPLETION_PENDING, V.DISCONNECT): S.DISCONNECTED,           # dat_ep_disconnect: "aborts" it too
     (S.COMPLETION_PENDING, V.DISCONNECT_GRACEFUL): S.DISCONNECTED,
-    (S.COMPLETION_PENDING, V.BROKEN): S.DISCONNECTED,               # the hard watermark, before the RTU
+    (S.COMPLETION_PENDING, V.BROKEN): S.DISCONNECTED,               # the peer died, or the hard watermark
     (S.COMPLETION_PENDING, V.FREE): S.DISCONNECTED,
-    # Connected.
-    (S.CONNECTED, V.DISCONNECT): S.DISCONNECTED,                    # abrupt: "all outstanding DTOs ... completed unsuccessfully"
-    (S.CONNECTED, V.DISCONNECT_GRACEFUL): S.DISCONNECT_PENDING,     # "During that time ... DISCONNECT_PENDING"
+    # Connected. dat_ep_disconnect: abrupt, "all outstanding DTOs ... completed
+    # unsuccessfully"; graceful, "During that time ... DAT_EP_DISCONNECT_PENDING".
+    (S.CONNECTED, V.DISCONNECT): S.DISCONNECTED,
+    (S.CONNECTED, V.DISCONNECT_GRACEFUL): S.DISCONNECT_PENDING,
     (S.CONNECTED, V.PEER_DISCONNECTED): S.DISCONNECTED,
     (S.CONNECTED, V.BROKEN): S.DISCONNECTED,                        # CONNECTION_EVENT_BROKEN
     (S.CONNECTED, V.FREE): S.DISCONNECTED,
+    # "abrupt dat_ep_disconnect() ... in DISCONNECT_PENDING ... without waiting". The page:
+    # "graceful dat_ep_disconnect() ... in DISCONNECT_PENDING has no effect"; this
+    # provider closes at once, as for abrupt (today's behaviour, kept).
     (S.DISCONNECT_PENDING, V.REQUESTS_DRAINED): S.DISCONNECTED,
-    (S.DISCONNECT_PENDING, V.DISCONNECT): S.DISCONNECTED,           # "abrupt ... in DISCONNECT_PENDING ... without waiting"
-    # The page: "graceful dat_ep_disconnect() ... in DISCONNECT_PENDING has no effect";
-    # this provider closes at once, as for abrupt (today's behaviour, kept).
+    (S.DISCONNECT_PENDING, V.DISCONNECT): S.DISCONNECTED,
     (S.DISCONNECT_PENDING, V.DISCONNECT_GRACEFUL): S.DISCONNECTED,
     (S.DISCONNECT_PENDING, V.PEER_DISCONNECTED): S.DISCONNECTED,
     (S.DISCONNECT_PENDING, V.BROKEN): S.DISCONNECTED,
     (S.DISCONNECT_PENDING, V.FREE): S.DISCONNECTED,
-    # Disconnected and Unconnected.
-    (S.DISCONNECTED, V.DISCONNECT): S.DISCONNECTED,                 # "Disconnecting a ... Disconnected Endpoint is no-op"
+    # Disconnected and Unconnected. dat_ep_disconnect: "Disconnecting an unconnected
+    # Disconnected Endpoint is no-op"; dat_ep_reset: "For Unconnected state, the operation
+    # is no-op".
+    (S.DISCONNECTED, V.DISCONNECT): S.DISCONNECTED,
     (S.DISCONNECTED, V.DISCONNECT_GRACEFUL): S.DISCONNECTED,
-    (S.DISCONNECTED, V.RESET): S.UNCONNECTED,                       # dat_ep_reset
+    (S.DISCONNECTED, V.RESET): S.UNCONNECTED,
     (S.DISCONNECTED, V.FREE): S.DISCONNECTED,
-    (S.UNCONNECTED, V.RESET): S.UNCONNECTED,                        # "For Unconnected state, the operation is no-op"
+    (S.UNCONNECTED, V.RESET): S.UNCONNECTED,
     (S.UNCONNECTED, V.FREE): S.UNCONNECTED,
 }
 
@@ -184,13 +196,18 @@ TRANSITIONS = {
 # success, everything outstanding is flushed, the handshake's bookkeeping goes.
 _TEAR_DOWN = ("complete_sent", "flush_queue_pair", "flush_receives", "forget_handshake",
               "clear_hard_watermark")
-# Our own close: abandon a handshake in flight, tell the peer, then tear down.
+# Our own close: abandon a handshake in flight, tell the peer, then tear down (alone it
+# is dat_ep_free's, which reports nothing: the consumer let the EP go).
 _CLOSE = ("abandon_handshake", "send_disconnect") + _TEAR_DOWN
 # A broken connection: tell the peer, tear down, report it twice (dat_rmr_bind et al.:
 # "the connection ... is broken ... DAT_CONNECTION_EVENT_BROKEN"; EP_BROKEN on the async EVD).
 _BREAK = ("send_broken",) + _TEAR_DOWN + ("post_broken", "post_ep_broken")
 # What a free does to an EP that holds no connection.
 _LET_GO = ("flush_receives", "forget_handshake")
+# The ends of a connection that report DISCONNECTED: ours, and the peer's (what it sent
+# before it closed reaches the posted receives first).
+_CLOSED = _CLOSE + ("post_disconnected",)
+_PEER_CLOSED = ("complete_received",) + _CLOSED
 
 ACTIONS = {
     (S.ACTIVE_CONNECTION_PENDING, V.CONNECT_RESPONSE): ("post_established", "probe_peer_memory"),
@@ -198,28 +215,27 @@ ACTIONS = {
     (S.ACTIVE_CONNECTION_PENDING, V.NON_PEER_REJECTED): _TEAR_DOWN + ("post_non_peer_rejected",),
     (S.ACTIVE_CONNECTION_PENDING, V.UNREACHABLE): _TEAR_DOWN + ("post_unreachable",),
     (S.ACTIVE_CONNECTION_PENDING, V.TIMER_EXPIRED): _TEAR_DOWN + ("post_timed_out",),
-    (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT): _CLOSE + ("post_disconnected",),
-    (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT_GRACEFUL): _CLOSE + ("post_disconnected",),
+    (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT): _CLOSED,
+    (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT_GRACEFUL): _CLOSED,
     (S.ACTIVE_CONNECTION_PENDING, V.FREE): _CLOSE,
     (S.RESERVED, V.FREE): _LET_GO,
     (S.PASSIVE_CONNECTION_PENDING, V.FREE): _LET_GO,
     (S.COMPLETION_PENDING, V.ESTABLISHED): ("post_established", "probe_peer_memory"),
     (S.COMPLETION_PENDING, V.CONNECT_ERROR): _TEAR_DOWN + ("post_accept_completion_error",),
-    (S.COMPLETION_PENDING, V.DISCONNECT): _CLOSE + ("post_disconnected",),
-    (S.COMPLETION_PENDING, V.DISCONNECT_GRACEFUL): _CLOSE + ("post_disconnected",),
+    (S.COMPLETION_PENDING, V.DISCONNECT): _CLOSED,
+    (S.COMPLETION_PENDING, V.DISCONNECT_GRACEFUL): _CLOSED,
     (S.COMPLETION_PENDING, V.BROKEN): _BREAK,
     (S.COMPLETION_PENDING, V.FREE): _CLOSE,
-    (S.CONNECTED, V.DISCONNECT): _CLOSE + ("post_disconnected",),
+    (S.CONNECTED, V.DISCONNECT): _CLOSED,
     # Graceful: nothing until the requests drained (checked now, and at each progress).
     (S.CONNECTED, V.DISCONNECT_GRACEFUL): ("check_requests_drained",),
-    # What the peer sent before it closed reaches the posted receives first.
-    (S.CONNECTED, V.PEER_DISCONNECTED): ("complete_received",) + _CLOSE + ("post_disconnected",),
+    (S.CONNECTED, V.PEER_DISCONNECTED): _PEER_CLOSED,
     (S.CONNECTED, V.BROKEN): _BREAK,
     (S.CONNECTED, V.FREE): _CLOSE,
-    (S.DISCONNECT_PENDING, V.REQUESTS_DRAINED): _CLOSE + ("post_disconnected",),
-    (S.DISCONNECT_PENDING, V.DISCONNECT): _CLOSE + ("post_disconnected",),
-    (S.DISCONNECT_PENDING, V.DISCONNECT_GRACEFUL): _CLOSE + ("post_disconnected",),
-    (S.DISCONNECT_PENDING, V.PEER_DISCONNECTED): ("complete_received",) + _CLOSE + ("post_disconnected",),
+    (S.DISCONNECT_PENDING, V.REQUESTS_DRAINED): _CLOSED,
+    (S.DISCONNECT_PENDING, V.DISCONNECT): _CLOSED,
+    (S.DISCONNECT_PENDING, V.DISCONNECT_GRACEFUL): _CLOSED,
+    (S.DISCONNECT_PENDING, V.PEER_DISCONNECTED): _PEER_CLOSED,
     (S.DISCONNECT_PENDING, V.BROKEN): _BREAK,
     (S.DISCONNECT_PENDING, V.FREE): _CLOSE,
     (S.DISCONNECTED, V.RESET): ("flush_receives", "clear_addresses"),

@@ -64,7 +64,8 @@ REFUSALS = {
              (B.UNWAITABLE, "INVALID_STATE_EVD_UNWAITABLE", "the EVD is unwaitable (set_unwaitable)")),
     # dat_evd_wait: "if dat_evd_set_unwaitable is called on an EVD on which a thread is
     # blocked in this function, the function returns with DAT_INVALID_STATE".
-    "waiting": ((B.UNWAITABLE, "INVALID_STATE_EVD_UNWAITABLE", "the EVD was made unwaitable during the wait"),),
+    "waiting": ((B.UNWAITABLE, "INVALID_STATE_EVD_UNWAITABLE",
+                 "the EVD was made unwaitable during the wait"),),
     # dat_evd_wait: "Any other dequeue operation (dat_evd_wait() or dat_evd_dequeue) on
     # the Event Dispatcher is rejected with a DAT_INVALID_STATE error code."
     "dequeue": (_WAITER + ("a thread is waiting on this EVD; dequeue would race it",),),

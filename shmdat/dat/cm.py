@@ -21,8 +21,12 @@ The handshake, after IB CM (messages travel through the IA's CM channel):
 The active side names the segment and unlinks it as soon as the passive side
 has it mapped (REP) or will never map it (REJ, timeout), so nothing stays in
 /dev/shm however the processes end.
+
+Which message is legal in which state of a handshake is cm_state.py's table; the
+EP's moves are fired through ep_state.py.
 """
 
+import collections
 import itertools
 import secrets
 import struct
@@ -31,8 +35,9 @@ import time
 import numpy as np
 import posix_ipc
 
-from . import limits
+from . import cm_state, ep_state, limits
 from .args import check_choice, check_conn_qual, check_private_data
+from .cm_state import Handshake as H, Message
 from .constants import CONN_QUAL_MAX, EventNumber, PspFlags
 from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidAddress,
                      InvalidHandle, InvalidState, ModelNotSupported, bad_arg, hardware_errors)
@@ -42,12 +47,14 @@ from ..hw.hca import parse_address
 from .handle import Handle, check_handle
 from .values import CrArrival, CrParam, PspParam, RspParam
 
-REQ, REP, REJ, RTU, CANCEL = 1, 2, 3, 4, 5
+REQ, REP, REJ, RTU, CANCEL = Message.REQ, Message.REP, Message.REJ, Message.RTU, Message.CANCEL
 REASON_CONSUMER, REASON_NON_PEER = 0, 1
 _MSG = struct.Struct("<BBHH2xQQQ")      # type, reason, address len, segment-name len, conn_id, conn_qual, pz
 CONN_QUAL_ANY_BASE = 1 << 48            # psp_create_any picks from here up
 
 E = EventNumber
+V = ep_state.EpEvent
+Received = collections.namedtuple("Received", "kind reason conn_id conn_qual pz address segment private_data")
 
 
 def encode(kind, conn_id, address, reason=0, conn_qual=0, pz=0, segment="", private_data=b""):
@@ -56,7 +63,7 @@ def encode(kind, conn_id, address, reason=0, conn_qual=0, pz=0, segment="", priv
 
 
 def decode(data):
-    """(kind, reason, conn_id, conn_qual, pz, address, segment, private data); ValueError if malformed."""
+    """A Received message; ValueError if malformed (or of no Message kind)."""
     try:
         kind, reason, alen, slen, conn_id, conn_qual, pz = _MSG.unpack_from(data)
     except struct.error:
@@ -66,7 +73,8 @@ def decode(data):
         raise ValueError("truncated CM message")
     address = data[o:o + alen].decode("ascii", "replace")
     segment = data[o + alen:o + alen + slen].decode("ascii", "replace")
-    return kind, reason, conn_id, conn_qual, pz, address, segment, bytes(data[o + alen + slen:])
+    return Received(Message(kind), reason, conn_id, conn_qual, pz, address, segment,
+                    bytes(data[o + alen + slen:]))
 
 
 class Connection:
@@ -121,7 +129,7 @@ class RSP(Handle):
         self.conn_qual = conn_qual
         self._ep = ep
         self._evd = evd
-        ep._transition("reserve")
+        ep_state.fire(ep, V.RESERVE)
         ep.local_port_qual = conn_qual
         evd._streams.append(self)
         ia._cm.add_sp(conn_qual, self)
@@ -136,8 +144,7 @@ class RSP(Handle):
         """dat_rsp_free: the EP goes back to UNCONNECTED."""
         with self._ia._progress.lock:
             self._check()
-            if self._ep._state == ep_module().S.RESERVED:
-                self._ep._transition("unreserve")
+            ep_state.fire(self._ep, V.UNRESERVE)     # a live RSP's EP is RESERVED
             self._destroy()
 
     def _destroy(self):
@@ -193,8 +200,7 @@ class CR(Handle):
                     raise InvalidHandle("this CR came to an RSP: accept it with its own EP (ep=None)",
                                         subtype="INVALID_HANDLE_EP")
                 ep = self._local_ep
-                if ep._state != E_.S.PASSIVE_CONNECTION_PENDING:
-                    raise E_.invalid_state(ep, "accept")
+                ep._require("accept_reserved", "accept")
             else:
                 if ep is None:
                     raise InvalidHandle("accept needs an EP", subtype="INVALID_HANDLE_EP")
@@ -214,7 +220,7 @@ class CR(Handle):
             private_data = check_private_data(private_data, 2)
             self._destroy()
             if self._local_ep is not None:
-                self._local_ep._transition("reject")
+                ep_state.fire(self._local_ep, V.REJECT)
             if not self._cancelled:
                 ia._cm.send(self.remote_ia_address, encode(REJ, self._conn_id, ia._hca.address,
                                                            reason=REASON_CONSUMER,
@@ -294,7 +300,7 @@ class ConnectionManager:
         name = f"{self.hca.prefix}.c{conn_id}"
         with hardware_errors():
             segment = ring.create_connection_segment(name)
-        ep._transition("connect")
+        ep_state.fire(ep, V.CONNECT)
         ep.remote_ia_address, ep.remote_port_qual, ep.local_port_qual = address, conn_qual, conn_id
         conn = Connection(ep, conn_id, address, None, True)
         conn.segment = segment
@@ -302,12 +308,12 @@ class ConnectionManager:
         try:
             conn.peer = self.hca.peer(address)
             if not conn.peer.listens(conn_qual):
-                ep._refused(E.CONNECTION_EVENT_NON_PEER_REJECTED)
+                ep_state.fire(ep, V.NON_PEER_REJECTED)
                 return
             self.hca.cm_send(address, encode(REQ, conn_id, self.hca.address, conn_qual=conn_qual,
                                              pz=ep._pz._id, segment=name, private_data=private_data))
         except PeerUnreachable:
-            ep._refused(E.CONNECTION_EVENT_UNREACHABLE)
+            ep_state.fire(ep, V.UNREACHABLE)
             return
         if seconds is not None:
             conn.deadline = time.monotonic() + seconds
@@ -337,69 +343,84 @@ class ConnectionManager:
             conn.segment.close()
         conn.segment = None
 
-    def _on_rep(self, address, conn_id, pz, private_data):
-        conn = self.active.get(conn_id)
-        if conn is None or conn.peer_address != address:
-            self.send(address, encode(CANCEL, conn_id, self.hca.address))    # too late
-            return
-        del self.active[conn_id]
+    # The handlers of received messages (cm_state.ACTIVE and PASSIVE say which runs
+    # when); each takes the Received message.
+
+    def _complete_connect(self, m):
+        """REP for our REQ: the connection is up on our side; RTU tells the passive side."""
+        conn = self.active.pop(m.conn_id)
         self._update_timer()
         ep = conn.ep
         conn.segment.unlink()               # both sides have it mapped: its name can go
-        conn.peer_pz = pz
+        conn.peer_pz = m.pz
         qp = ring.QueuePair(conn.segment, 0, conn.peer, ep, ep._take_recv_source())
         conn.segment = None
         qp.publish_probe(self._probe)
         ep._attach(qp, conn.peer)
-        self.send(address, encode(RTU, conn_id, self.hca.address))
+        self.send(m.address, encode(RTU, m.conn_id, self.hca.address))
         ep._conn = None
-        ep._established(private_data)
+        ep_state.fire(ep, V.CONNECT_RESPONSE, m.private_data)
 
-    def _on_rej(self, address, conn_id, reason, private_data):
-        conn = self.active.get(conn_id)
-        if conn is None or conn.peer_address != address:
-            return
-        number = E.CONNECTION_EVENT_PEER_REJECTED if reason == REASON_CONSUMER \
-            else E.CONNECTION_EVENT_NON_PEER_REJECTED
-        conn.ep._refused(number, private_data if reason == REASON_CONSUMER else b"")
+    def _refuse_connect(self, m):
+        ep = self.active[m.conn_id].ep
+        if m.reason == REASON_CONSUMER:
+            ep_state.fire(ep, V.PEER_REJECTED, m.private_data)
+        else:
+            ep_state.fire(ep, V.NON_PEER_REJECTED)
+
+    def _cancel_late_reply(self, m):
+        self.send(m.address, encode(CANCEL, m.conn_id, self.hca.address))
 
     # Passive side.
 
-    def _on_req(self, address, conn_id, conn_qual, pz, segment, private_data):
+    def _take_request(self, m):
+        """REQ: a CR for the PSP's consumer, or for the RSP's EP; NON_PEER if nobody listens."""
+        address, conn_id, conn_qual = m.address, m.conn_id, m.conn_qual
         sp = self.sps.get(conn_qual)
         if sp is None:
             self.send(address, encode(REJ, conn_id, self.hca.address, reason=REASON_NON_PEER))
             return
-        if (address, conn_id) in self.crs:
-            return                          # a duplicate
-        E_ = ep_module()
         if isinstance(sp, RSP):
             ep = sp._ep
             sp._destroy()                   # DAT: a reserved SP is used up by its request
-            ep._transition("request")
+            ep_state.fire(ep, V.REQUEST)
             ep.remote_ia_address = address
-            cr = CR(self.ia, None, conn_qual, address, conn_id, pz, segment, private_data, ep)
+            cr = CR(self.ia, None, conn_qual, address, conn_id, m.pz, m.segment, m.private_data, ep)
             sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(None, self.hca.address, conn_qual, cr))
         else:
-            cr = CR(self.ia, sp, conn_qual, address, conn_id, pz, segment, private_data, None)
+            cr = CR(self.ia, sp, conn_qual, address, conn_id, m.pz, m.segment, m.private_data, None)
             sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(sp, self.hca.address, conn_qual, cr))
-        del E_
+
+    def _complete_accept(self, m):
+        """RTU for our REP: the connection is up on our side too."""
+        conn = self.passive.pop((m.address, m.conn_id))
+        conn.ep._conn = None
+        ep_state.fire(conn.ep, V.ESTABLISHED)
+
+    def _cancel_request(self, m):
+        self.crs[(m.address, m.conn_id)]._cancelled = True
+
+    def _fail_accept(self, m):
+        ep_state.fire(self.passive[(m.address, m.conn_id)].ep, V.CONNECT_ERROR)
+
+    def _ignore(self, m):
+        pass
 
     def accept(self, cr, ep, private_data):
         address, conn_id = cr.remote_ia_address, cr._conn_id
-        ep._transition("accept")
+        ep_state.fire(ep, V.ACCEPT)
         ep.remote_ia_address, ep.remote_port_qual, ep.local_port_qual = address, conn_id, cr.conn_qual
         conn = Connection(ep, conn_id, address, None, False)
         conn.peer_pz = cr._pz
         ep._conn = conn
         if cr._cancelled:
-            ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+            ep_state.fire(ep, V.CONNECT_ERROR)
             return
         try:
             conn.peer = self.hca.peer(address)
             segment = ring.open_connection_segment(cr._segment)
         except (PeerUnreachable, posix_ipc.ExistentialError, OSError, ring.RingCorrupt):
-            ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+            ep_state.fire(ep, V.CONNECT_ERROR)
             return
         qp = ring.QueuePair(segment, 1, conn.peer, ep, ep._take_recv_source())
         qp.publish_probe(self._probe)
@@ -407,21 +428,7 @@ class ConnectionManager:
         self.passive[(address, conn_id)] = conn
         if not self.send(address, encode(REP, conn_id, self.hca.address, pz=ep._pz._id,
                                          private_data=private_data)):
-            ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
-
-    def _on_rtu(self, address, conn_id):
-        conn = self.passive.pop((address, conn_id), None)
-        if conn is not None:
-            conn.ep._conn = None
-            conn.ep._established(b"")
-
-    def _on_cancel(self, address, conn_id):
-        cr = self.crs.get((address, conn_id))
-        if cr is not None:
-            cr._cancelled = True
-        conn = self.passive.get((address, conn_id))
-        if conn is not None:
-            conn.ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+            ep_state.fire(ep, V.CONNECT_ERROR)
 
     # Shared.
 
@@ -438,38 +445,53 @@ class ConnectionManager:
         ep._qp.run_probe(self._scratch)
 
     def process(self):
-        """Handle every CM message waiting in the IA's inbox."""
+        """Handle every CM message waiting in the IA's inbox, as cm_state's tables say."""
         for data, pid in self.hca.cm_receive():
             try:
-                kind, reason, conn_id, conn_qual, pz, address, segment, pd = decode(data)
+                m = decode(data)
             except ValueError:
                 continue
-            parsed = parse_address(address)
-            if parsed is None or parsed[0] != pid or len(pd) > limits.MAX_PRIVATE_DATA_SIZE:
+            parsed = parse_address(m.address)
+            if parsed is None or parsed[0] != pid or len(m.private_data) > limits.MAX_PRIVATE_DATA_SIZE:
                 continue                    # not from whom it claims to be
-            if kind == REQ:
-                self._on_req(address, conn_id, conn_qual, pz, segment, pd)
-            elif kind == REP:
-                self._on_rep(address, conn_id, pz, pd)
-            elif kind == REJ:
-                self._on_rej(address, conn_id, reason, pd)
-            elif kind == RTU:
-                self._on_rtu(address, conn_id)
-            elif kind == CANCEL:
-                self._on_cancel(address, conn_id)
+            self._handlers[cm_state.handler(self._handshake(m), m.kind)](self, m)
+
+    def _handshake(self, m):
+        """The cm_state.Handshake state of the handshake the message `m` belongs to."""
+        if m.kind in cm_state.ACTIVE_MESSAGES:
+            conn = self.active.get(m.conn_id)
+            return H.REQ_SENT if conn is not None and conn.peer_address == m.address else H.GONE
+        key = (m.address, m.conn_id)
+        if key in self.passive:
+            return H.REP_SENT
+        cr = self.crs.get(key)
+        if cr is None:
+            return H.GONE
+        return H.CR_CANCELLED if cr._cancelled else H.CR_PENDING
 
     def check_timers(self, now):
         for conn in [c for c in self.active.values() if c.deadline is not None and c.deadline <= now]:
             self.send(conn.peer_address, encode(CANCEL, conn.conn_id, self.hca.address))
-            conn.ep._refused(E.CONNECTION_EVENT_TIMED_OUT)
+            ep_state.fire(conn.ep, V.TIMER_EXPIRED)
 
     def check_peers(self):
         """Handshakes whose peer died fail instead of waiting forever."""
         for conn in [c for c in self.active.values() if not c.peer.alive()]:
-            conn.ep._refused(E.CONNECTION_EVENT_UNREACHABLE)
+            ep_state.fire(conn.ep, V.UNREACHABLE)
         for conn in [c for c in self.passive.values() if not c.peer.alive()]:
-            conn.ep._refused(E.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+            ep_state.fire(conn.ep, V.CONNECT_ERROR)
 
     def _update_timer(self):
         deadlines = [c.deadline for c in self.active.values() if c.deadline is not None]
         self.ia._progress.next_timer = min(deadlines) if deadlines else None
+
+    _handlers = {
+        "complete_connect": _complete_connect,
+        "refuse_connect": _refuse_connect,
+        "cancel_late_reply": _cancel_late_reply,
+        "take_request": _take_request,
+        "complete_accept": _complete_accept,
+        "cancel_request": _cancel_request,
+        "fail_accept": _fail_accept,
+        "ignore": _ignore,
+    }

@@ -1,19 +1,20 @@
-"""Endpoints (dat_ep_*): the EP state machine, DTO posting and completions.
+"""Endpoints (dat_ep_*): DTO posting and completions, and the side effects of the
+EP state machine, whose tables are in ep_state.py.
 
 The EP drives a hardware QueuePair (hw/ring.py) once connected; cm.py runs the
-connection handshake and calls the transitions below.
+connection handshake and fires the EP's events through ep_state.fire.
 """
 
 import collections
 import dataclasses
 
-from . import limits
+from . import ep_state, limits
 from .args import (check_choice, check_conn_qual, check_flags, check_int, check_private_data,
                    check_rmr_triplet, check_timeout, expected)
 from .constants import (AsyncReason, CloseFlags, CompletionFlags, ConnectFlags, DtoOp, DtoStatus,
                         EpState, EventNumber, EvdFlags, MemPriv, Qos, ServiceType, TIMEOUT_INFINITE,
                         WATERMARK_INFINITE)
-from .errors import (InsufficientResources, InternalError, InvalidHandle, InvalidState, LengthError,
+from .errors import (InsufficientResources, InvalidHandle, InvalidState, LengthError,
                      ModelNotSupported, bad_arg)
 from .evd import EVD
 from .handle import Handle, check_handle
@@ -23,46 +24,8 @@ from .pz import PZ
 from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam
 
 S = EpState
-
-# The transitions of the EP state machine (DAT 1.2, dat_ep_* and dat_cr_* pages).
-# Anything not here is a provider bug; consumer calls are checked against ALLOWED first.
-TRANSITIONS = {
-    (S.UNCONNECTED, "connect"): S.ACTIVE_CONNECTION_PENDING,
-    (S.ACTIVE_CONNECTION_PENDING, "established"): S.CONNECTED,
-    (S.ACTIVE_CONNECTION_PENDING, "refused"): S.DISCONNECTED,   # rejected, timed out, unreachable
-    (S.ACTIVE_CONNECTION_PENDING, "disconnect"): S.DISCONNECTED,
-    (S.UNCONNECTED, "reserve"): S.RESERVED,                     # rsp_create
-    (S.RESERVED, "unreserve"): S.UNCONNECTED,                   # rsp_free
-    (S.RESERVED, "request"): S.PASSIVE_CONNECTION_PENDING,      # a CR arrived at its RSP
-    (S.PASSIVE_CONNECTION_PENDING, "reject"): S.UNCONNECTED,
-    (S.UNCONNECTED, "accept"): S.COMPLETION_PENDING,
-    (S.PASSIVE_CONNECTION_PENDING, "accept"): S.COMPLETION_PENDING,
-    (S.COMPLETION_PENDING, "established"): S.CONNECTED,
-    (S.COMPLETION_PENDING, "refused"): S.DISCONNECTED,          # accept completion error
-    (S.COMPLETION_PENDING, "disconnect"): S.DISCONNECTED,
-    (S.CONNECTED, "disconnect_graceful"): S.DISCONNECT_PENDING,
-    (S.CONNECTED, "disconnect"): S.DISCONNECTED,
-    (S.CONNECTED, "broken"): S.DISCONNECTED,
-    (S.DISCONNECT_PENDING, "disconnect"): S.DISCONNECTED,       # drained, abrupt, or the peer closed
-    (S.DISCONNECT_PENDING, "broken"): S.DISCONNECTED,
-    (S.COMPLETION_PENDING, "broken"): S.DISCONNECTED,
-    (S.DISCONNECTED, "reset"): S.UNCONNECTED,
-    (S.UNCONNECTED, "reset"): S.UNCONNECTED,
-}
-
-_ALL = frozenset(S)
-ALLOWED = {
-    "connect": {S.UNCONNECTED},
-    "post_send": {S.CONNECTED, S.DISCONNECTED},      # DISCONNECTED: accepted and flushed at once
-    "post_recv": _ALL,
-    "disconnect": {S.ACTIVE_CONNECTION_PENDING, S.COMPLETION_PENDING, S.CONNECTED,
-                   S.DISCONNECT_PENDING, S.DISCONNECTED},
-    "reset": {S.UNCONNECTED, S.DISCONNECTED},
-    "free": _ALL - {S.RESERVED, S.PASSIVE_CONNECTION_PENDING, S.TENTATIVE_CONNECTION_PENDING},
-    "modify": {S.UNCONNECTED, S.TENTATIVE_CONNECTION_PENDING},
-    "accept": {S.UNCONNECTED},
-    "reserve": {S.UNCONNECTED},
-}
+V = ep_state.EpEvent
+_POST_SEND_STATES = ep_state.ALLOWED["post_send"]     # bound once: post_send checks it every call
 
 _DTO_EVENT = EventNumber.DTO_COMPLETION_EVENT
 _STATUS = tuple(DtoStatus(i) for i in range(12))
@@ -83,15 +46,6 @@ DEFAULT_FLAGS = int(CF.DEFAULT)     # a plain int default: the flag check's fast
 _QOS = int(Qos.BEST_EFFORT | Qos.HIGH_THROUGHPUT | Qos.LOW_LATENCY | Qos.ECONOMY | Qos.PREMIUM)
 _CONNECT_FLAGS = int(ConnectFlags.DEFAULT | ConnectFlags.MULTIPATH_REQUESTED
                      | ConnectFlags.MULTIPATH_REQUIRED)
-
-
-def invalid_state(ep, what):
-    name = ep._state.name
-    short = {"ACTIVE_CONNECTION_PENDING": "ACTCONNPENDING", "PASSIVE_CONNECTION_PENDING": "PASSCONNPENDING",
-             "TENTATIVE_CONNECTION_PENDING": "TENTCONNPENDING", "COMPLETION_PENDING": "COMPLPENDING",
-             "DISCONNECT_PENDING": "DISCPENDING"}.get(name, name)
-    return InvalidState(f"{what} is not allowed on an EP in state {name}",
-                        subtype=f"INVALID_STATE_EP_{short}")
 
 
 def check_ep_attr(attr, recv_evd, request_evd, srq=None):
@@ -164,7 +118,7 @@ class EP(Handle):
         self._connect_evd = connect_evd
         self._srq = srq
         self._attr = attr
-        self._state = S.UNCONNECTED
+        ep_state.start(self)
         self._recvq = collections.deque()   # posted receives not yet taken by a message
         self._qp = None                     # ring.QueuePair while connected
         self._peer = None                   # hca.RemoteHca of the peer
@@ -196,17 +150,12 @@ class EP(Handle):
         if self._srq is not None:
             self._srq._eps.discard(self)
 
-    # The state machine.
-
-    def _transition(self, event):
-        new = TRANSITIONS.get((self._state, event))
-        if new is None:
-            raise InternalError(f"EP state machine: no transition for {event!r} in {self._state.name}")
-        self._state = new
+    # The state machine (ep_state.py): consumer calls are checked, events fired, there.
 
     def _require(self, call, what=None):
-        if self._state not in ALLOWED[call]:
-            raise invalid_state(self, what or call)
+        """InvalidState unless the consumer call `call` (a key of ep_state.ALLOWED) is
+        legal in the EP's state; `what` names the call in the message."""
+        ep_state.check_call(self._state, call, what)
 
     @property
     def state(self):
@@ -270,18 +219,6 @@ class EP(Handle):
         self._ia._active_eps.append(self)
         qp.advance_sq()
 
-    def _established(self, private_data):
-        self._transition("established")
-        self._connect_evd._post(EventNumber.CONNECTION_EVENT_ESTABLISHED,
-                                ConnectionEvent(self, private_data))
-        if self._qp is not None:
-            self._ia._cm.probe(self)
-
-    def _refused(self, number, private_data=b""):
-        """The connection attempt failed: PEER/NON_PEER_REJECTED, TIMED_OUT, UNREACHABLE
-        or ACCEPT_COMPLETION_ERROR."""
-        self._teardown("refused", number, private_data)
-
     # Disconnection.
 
     def disconnect(self, flags=CloseFlags.ABRUPT):
@@ -295,71 +232,114 @@ class EP(Handle):
             self._check()
             flags = check_choice(flags, 2, "flags", (CloseFlags.ABRUPT, CloseFlags.GRACEFUL))
             self._require("disconnect")
-            state = self._state
-            if state == S.DISCONNECTED:
-                return
-            if state == S.ACTIVE_CONNECTION_PENDING:
-                self._ia._cm.abandon(self)
-                self._teardown("disconnect", EventNumber.CONNECTION_EVENT_DISCONNECTED)
-            elif state == S.CONNECTED and flags == CloseFlags.GRACEFUL:
-                self._transition("disconnect_graceful")
-                self._check_drained()
-            else:
-                self._close_connection()
-
-    def _check_drained(self):
-        """A graceful disconnect completes once the peer has consumed all we sent."""
-        qp = self._qp
-        if qp is not None and not qp.sq and not qp.inflight and qp.all_consumed():
-            self._close_connection()
-
-    def _close_connection(self):
-        if self._qp is not None:
-            self._qp.set_state(ring.S_CLOSED)
-        elif self._conn is not None:
-            self._ia._cm.abandon(self)
-        self._teardown("disconnect", EventNumber.CONNECTION_EVENT_DISCONNECTED)
+            ep_state.fire(self, V.DISCONNECT_GRACEFUL if flags == CloseFlags.GRACEFUL else V.DISCONNECT)
 
     def _break(self, why):
-        """The connection is broken (peer died, corrupt ring, protection error)."""
+        """The connection is broken (peer died, corrupt ring, protection error, hard
+        watermark); `why` is for the reader of the call."""
+        ep_state.fire(self, V.BROKEN)
+
+    # The side effects of the state machine's moves (ep_state.ACTIONS names them;
+    # step 4 makes them verbs calls). Each tolerates an EP without a QueuePair.
+
+    def _abandon_handshake(self):
+        """Tell the passive side we give up a connection attempt still in flight."""
+        self._ia._cm.abandon(self)
+
+    def _send_disconnect(self):
+        """Tell the peer we closed the connection."""
+        if self._qp is not None:
+            self._qp.set_state(ring.S_CLOSED)
+
+    def _send_broken(self):
+        """Tell the peer we found the connection broken."""
         if self._qp is not None:
             self._qp.set_state(ring.S_BROKEN)
-        self._teardown("broken", EventNumber.CONNECTION_EVENT_BROKEN)
-        self._ia._async_evd._post(EventNumber.ASYNC_ERROR_EP_BROKEN,
-                                  AsyncError(self, AsyncReason.EP_TRANSFER_TO_ERROR))
 
-    def _teardown(self, event, number, private_data=b""):
-        """Flush everything outstanding, go DISCONNECTED, and report `number` (if any)."""
-        qp = self._qp
-        if qp is not None:
+    def _complete_received(self):
+        """What the peer sent before it closed goes to the posted receives."""
+        if self._qp is not None:
             try:
-                qp.poll_send()              # what the peer consumed completes with success
+                self._qp.poll_recv()
             except ring.RingCorrupt:
                 pass
-            pending, cur = qp.drain()
-            for wr in pending:
-                if wr.status == ring.OK:
-                    wr.status = _FLUSHED
-                self.send_done(wr)
-            if cur is not None:
-                cur.status = _FLUSHED
-                self.recv_done(cur)
-            qp.close()
-            self._qp = None
-            self._ia._active_eps.remove(self)
-        self._flush_recvs()
-        self._ia._cm.forget(self)
-        self._hw_exceeded = False
-        self._transition(event)
-        if number is not None and self._connect_evd is not None:
-            self._connect_evd._post(number, ConnectionEvent(self, private_data))
+
+    def _complete_sent(self):
+        """What the peer consumed completes with success."""
+        if self._qp is not None:
+            try:
+                self._qp.poll_send()
+            except ring.RingCorrupt:
+                pass
+
+    def _flush_queue_pair(self):
+        """Requests not consumed and the receive in progress complete FLUSHED; the
+        QueuePair goes."""
+        qp = self._qp
+        if qp is None:
+            return
+        pending, cur = qp.drain()
+        for wr in pending:
+            if wr.status == ring.OK:
+                wr.status = _FLUSHED
+            self.send_done(wr)
+        if cur is not None:
+            cur.status = _FLUSHED
+            self.recv_done(cur)
+        qp.close()
+        self._qp = None
+        self._ia._active_eps.remove(self)
 
     def _flush_recvs(self):
+        """Posted receives not taken by a message complete FLUSHED."""
         q = self._recvq
         while q:
             wr = q.popleft()
             wr.status = _FLUSHED
             self.recv_done(wr)
+
+    def _forget_handshake(self):
+        self._ia._cm.forget(self)
+
+    def _clear_hard_watermark(self):
+        self._hw_exceeded = False
+
+    def _check_requests_drained(self):
+        """A graceful disconnect completes once the peer has consumed all we sent."""
+        qp = self._qp
+        if qp is not None and not qp.sq and not qp.inflight and qp.all_consumed():
+            ep_state.fire(self, V.REQUESTS_DRAINED)
+
+    def _probe_peer_memory(self):
+        if self._qp is not None:
+            self._ia._cm.probe(self)
+
+    def _post_ep_broken(self):
+        self._ia._async_evd._post(EventNumber.ASYNC_ERROR_EP_BROKEN,
+                                  AsyncError(self, AsyncReason.EP_TRANSFER_TO_ERROR))
+
+    def _clear_addresses(self):
+        self.remote_ia_address = self.remote_port_qual = self.local_port_qual = None
+
+    def _post_connection_event(self, number, private_data):
+        if self._connect_evd is not None:
+            self._connect_evd._post(number, ConnectionEvent(self, private_data))
+
+    _actions = {
+        "abandon_handshake": _abandon_handshake,
+        "send_disconnect": _send_disconnect,
+        "send_broken": _send_broken,
+        "complete_received": _complete_received,
+        "complete_sent": _complete_sent,
+        "flush_queue_pair": _flush_queue_pair,
+        "flush_receives": _flush_recvs,
+        "forget_handshake": _forget_handshake,
+        "clear_hard_watermark": _clear_hard_watermark,
+        "check_requests_drained": _check_requests_drained,
+        "probe_peer_memory": _probe_peer_memory,
+        "post_ep_broken": _post_ep_broken,
+        "clear_addresses": _clear_addresses,
+    }
 
     # Progress (called by the IA's poll for every EP with a QueuePair).
 
@@ -368,11 +348,7 @@ class EP(Handle):
         peer_state = qp.words[qp.w_peer_state]     # qp.peer_state(), inlined: runs every poll
         if peer_state != ring.S_UP:
             if peer_state == ring.S_CLOSED:
-                try:
-                    qp.poll_recv()      # what the peer sent before closing goes to posted receives
-                except ring.RingCorrupt:
-                    pass
-                self._close_connection()
+                ep_state.fire(self, V.PEER_DISCONNECTED)
             else:
                 self._break("the peer reported the connection broken")
             return
@@ -386,7 +362,7 @@ class EP(Handle):
             self._break("the EP went past its hard high watermark of receive buffers")
             return
         if self._state == S.DISCONNECT_PENDING:
-            self._check_drained()
+            self._check_requests_drained()
 
     # Completion sink for the QueuePair.
 
@@ -507,8 +483,8 @@ class EP(Handle):
         with self._ia._progress.lock:
             if self._freed:
                 self._check()
-            if self._state not in ALLOWED["post_send"]:
-                raise invalid_state(self, "post_send")
+            if self._state not in _POST_SEND_STATES:
+                raise ep_state.refusal(self._state, "post_send")
             completion_flags = self._request_room(completion_flags, 5)
             sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_READ,
                                       self._attr.max_request_iov, 3, "EP")
@@ -581,8 +557,8 @@ class EP(Handle):
         with self._ia._progress.lock:
             if self._freed:
                 self._check()
-            if self._state not in ALLOWED["post_send"]:
-                raise invalid_state(self, "post_rdma_write" if write else "post_rdma_read")
+            if self._state not in _POST_SEND_STATES:
+                raise ep_state.refusal(self._state, "post_rdma_write" if write else "post_rdma_read")
             completion_flags = self._request_room(completion_flags, 6)
             remote = check_rmr_triplet(remote_iov, 5)
             need = _LOCAL_READ if write else _LOCAL_WRITE
@@ -701,9 +677,7 @@ class EP(Handle):
         with self._ia._progress.lock:
             self._check()
             self._require("reset")
-            self._flush_recvs()
-            self._transition("reset")
-            self.remote_ia_address = self.remote_port_qual = self.local_port_qual = None
+            ep_state.fire(self, V.RESET)
 
     def free(self):
         """dat_ep_free: disconnect abruptly (outstanding DTOs flush) and destroy.
@@ -716,13 +690,6 @@ class EP(Handle):
             self._destroy()
 
     def _destroy(self):
-        if self._qp is not None:
-            self._qp.set_state(ring.S_CLOSED)
-            self._teardown("disconnect", None)
-        elif self._state == S.ACTIVE_CONNECTION_PENDING:
-            self._ia._cm.abandon(self)
-            self._teardown("disconnect", None)
-        self._flush_recvs()
-        self._ia._cm.forget(self)
+        ep_state.fire(self, V.FREE)         # dat_ep_free, or the IA's close in any state
         self._unlink()
         self._mark_freed()

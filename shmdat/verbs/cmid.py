@@ -59,7 +59,7 @@ from . import librdmacm_enums as ce
 from .addr import AH, AHAttr, GlobalRoute
 from .base import PyverbsCM, PyverbsObject
 from .cq import CQ, CompChannel
-from .device import DEVICE_NAME, PORT, Context
+from .device import DEVICE_NAME, PORT, Context, events_queued
 from .gid import GID
 from .mr import MR
 from .pd import PD
@@ -367,6 +367,7 @@ class _Agent:
         """Queue an event on `cmid`'s channel about `cmid` (or `about`: the new id of a
         CONNECT_REQUEST), under the context's lock."""
         cmid._channel._events.append(_Event(event_type, about or cmid, **kwargs))
+        events_queued.bump()
         self.ctx.wake_waiters()
 
     def send(self, cmid, kind, **fields):

@@ -1,0 +1,34 @@
+"""pyverbs.providers.shm0.shm0dv: shm0's direct verbs, plain functions on shm0's verbs
+objects (README "The shm0 extension (shm0dv)").
+
+Each function takes the object it is about first and raises PyverbsUserError when
+that is not a verbs object of its kind (a str, a QP where a Context is meant), and
+PyverbsRDMAError (EOPNOTSUPP) when it is one of another provider's (rdma-core's
+pyverbs on a NIC), as mlx5dv's calls fail on a device that is not mlx5.
+"""
+
+import errno
+
+from ... import checks
+from ...device import Context, events_queued
+from ...pyverbs_error import PyverbsRDMAError
+
+
+def _shm0(obj, cls, name, what):
+    """`obj` if it is shm0's `cls`; EOPNOTSUPP if it is another provider's object of
+    that kind (a class of that name in its ancestry), PyverbsUserError otherwise."""
+    if isinstance(obj, cls):
+        return obj
+    if any(base.__name__ == cls.__name__ for base in type(obj).__mro__):
+        raise PyverbsRDMAError(f"{what}: the {cls.__name__} is not shm0's", errno.EOPNOTSUPP)
+    return checks.instance(obj, cls, name)
+
+
+def events_pending(ctx):
+    """How many async and rdma_cm events the device has queued in this process so
+    far, whichever Context or event channel they went to: a program that remembers
+    the last value drains its async events and CM channels only when it moved (no
+    system call on a quiet round). Raises PyverbsUserError, PyverbsRDMAError
+    (EOPNOTSUPP)."""
+    _shm0(ctx, Context, "ctx", "events_pending")
+    return events_queued.value

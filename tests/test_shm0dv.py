@@ -3,20 +3,24 @@ real processes wherever a peer is involved; every function's refusal of another
 provider's object (EOPNOTSUPP) and of a wrong type (PyverbsUserError)."""
 
 import errno
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from shmdat.verbs import cmid as cmid_module
 from shmdat.verbs import libibverbs_enums as e
+from shmdat.hw.progress import LIVENESS_SLICE
 from shmdat.verbs.cmid import CMID, AddrInfo, CMEventChannel
+from shmdat.verbs.device import Context
 from shmdat.verbs.providers.shm0 import shm0dv
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from shmdat.verbs.qp import QPAttr
 
-from tests.verbs_ends import POLL_BOUND, bounded
+from tests.verbs_ends import POLL_BOUND, End, bounded
 
 
 @pytest.fixture(autouse=True)
@@ -55,23 +59,134 @@ def test_events_pending_moves_with_async_and_cm_events_only(verbs_pair):
     assert shm0dv.events_pending(a.ctx) == queued + 1
 
 
+# block and wake
+
+def _sender(ch):
+    """Connect, then send one message when told."""
+    end = End()
+    ch.send(end.qp.qp_num)
+    end.connect(ch.recv())
+    ch.recv()
+    end.send(1, b"wake up")
+    assert end.completion().status == e.IBV_WC_SUCCESS
+    ch.send("sent")
+    ch.recv(timeout=60)
+
+
+def test_block_returns_when_a_peers_message_makes_ready_true(spawn):
+    peer = spawn(_sender)
+    me = End()
+    try:
+        me.connect_to(peer)
+        me.recv(7)
+        wcs = []
+
+        def ready():
+            if not wcs:
+                wcs.extend(me.cq.poll()[1])
+            return bool(wcs)
+
+        peer.send("send")           # it sends while we sleep; our block runs the device
+        assert shm0dv.block(me.ctx, ready, time.monotonic() + POLL_BOUND) is True
+        assert (wcs[0].wr_id, wcs[0].status) == (7, e.IBV_WC_SUCCESS)
+        assert me.mr.read(7, 0) == b"wake up"
+        peer.send("stop")
+    finally:
+        me.close()
+
+
+def test_block_returns_false_at_its_deadline_without_spinning():
+    ctx = Context(name="shm0")
+    try:
+        calls = []
+        deadline = time.monotonic() + 0.3
+        assert shm0dv.block(ctx, lambda: calls.append(1) and False, deadline) is False
+        assert time.monotonic() >= deadline
+        # It slept in slices of LIVENESS_SLICE (50 ms), looking twice a slice at most:
+        # a spinning wait would have asked thousands of times.
+        assert len(calls) <= 2 * (0.3 / LIVENESS_SLICE + 2)
+    finally:
+        ctx.close()
+
+
+def test_wake_from_another_thread_ends_a_block():
+    ctx = Context(name="shm0")
+    try:
+        asked = threading.Event()
+
+        def ready():
+            asked.set()
+            return False
+
+        blocked = threading.Thread(target=lambda: outcome.append(shm0dv.block(ctx, ready, None)))
+        outcome = []
+        blocked.start()
+        assert asked.wait(POLL_BOUND)
+        shm0dv.wake(ctx)
+        blocked.join(POLL_BOUND)
+        assert not blocked.is_alive() and outcome == [False]
+        shm0dv.wake(ctx)                        # nobody blocked: a wake is not kept for later
+        assert shm0dv.block(ctx, lambda: False, time.monotonic() + 0.1) is False
+    finally:
+        ctx.close()
+
+
+def test_a_signal_handler_that_returns_interrupts_block_with_interrupted_error():
+    ctx = Context(name="shm0")
+    handled = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: handled.append(1))
+    try:
+        # Repeated, so that one lands while the thread sleeps on the doorbell.
+        signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
+        with pytest.raises(InterruptedError):
+            shm0dv.block(ctx, lambda: False, time.monotonic() + POLL_BOUND)
+        assert handled
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        ctx.close()
+
+
+def test_block_on_a_closed_context_is_ebadf():
+    ctx = Context(name="shm0")
+    ctx.close()
+    with pytest.raises(PyverbsRDMAError) as err:
+        shm0dv.block(ctx, lambda: True, None)
+    assert err.value.error_code == errno.EBADF
+
+
+def test_block_refuses_a_ready_that_is_not_callable_and_a_deadline_that_is_not_a_time():
+    ctx = Context(name="shm0")
+    try:
+        with pytest.raises(PyverbsUserError, match="ready"):
+            shm0dv.block(ctx, True, None)
+        with pytest.raises(PyverbsUserError, match="deadline"):
+            shm0dv.block(ctx, lambda: True, "soon")
+    finally:
+        ctx.close()
+
+
 # Every function refuses what is not shm0's.
 
-class Context:
-    """Another provider's ibv_context, as rdma-core's pyverbs names it (a NIC's)."""
+def _foreign(kind):
+    """An object of another provider's verbs class `kind` (rdma-core's pyverbs on a NIC
+    has classes of the same names)."""
+    return type(kind, (), {"__module__": "pyverbs.other"})()
 
 
-# function -> the foreign object of the kind it takes first, and the arguments after it
+# function -> the kind of object it takes first, and the arguments after it
 FOREIGN = {
-    shm0dv.events_pending: (Context, ()),
+    shm0dv.events_pending: ("Context", ()),
+    shm0dv.block: ("Context", (lambda: True, None)),
+    shm0dv.wake: ("Context", ()),
 }
 
 
 @pytest.mark.parametrize("function", list(FOREIGN), ids=lambda f: f.__name__)
 def test_another_providers_object_is_eopnotsupp(function):
-    cls, args = FOREIGN[function]
+    kind, args = FOREIGN[function]
     with pytest.raises(PyverbsRDMAError) as err:
-        function(cls(), *args)
+        function(_foreign(kind), *args)
     assert err.value.error_code == errno.EOPNOTSUPP
     assert function.__name__ in str(err.value)
 

@@ -395,13 +395,19 @@ class Context(PyverbsCM):
         """shm0dv.block: run progress and sleep on the doorbell until ready() (checked
         under the lock), the monotonic `deadline` (None: none) or another thread's
         wake(); ready()'s value then. Raises InterruptedError when a signal handler
-        returns during the sleep."""
+        returns during the sleep, PyverbsRDMAError (EBADF) when the Context is or gets
+        closed."""
         with self._progress.lock:
+            self._check_open("Failed to wait on the device")
             wakes = self._wakes
             try:
-                self._progress.block(lambda: self._wakes != wakes or ready(), deadline)
+                self._progress.block(lambda: self._wakes != wakes or self._closing or ready(),
+                                     deadline)
             except SignalError:
                 raise InterruptedError(errno.EINTR, "a signal interrupted the wait") from None
+            if self._closing:
+                raise PyverbsRDMAError("Failed to wait on the device: the Context is closed",
+                                       errno.EBADF)
             return bool(ready())
 
     def wake(self):

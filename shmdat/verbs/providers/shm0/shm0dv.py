@@ -32,3 +32,27 @@ def events_pending(ctx):
     (EOPNOTSUPP)."""
     _shm0(ctx, Context, "ctx", "events_pending")
     return events_queued.value
+
+
+def block(ctx, ready, deadline):
+    """Sleep on the device's doorbell, running its progress (no core spins meanwhile),
+    until ready() is true (-> True), the time.monotonic() `deadline` passes (-> False;
+    None: no deadline) or another thread calls wake(ctx) (-> ready()'s value then).
+    ready() is called with the Context's lock held. Raises InterruptedError when a
+    signal handler returns during the sleep, PyverbsRDMAError (EBADF: the Context is
+    or gets closed; EOPNOTSUPP), PyverbsUserError (ready not callable, deadline not
+    a number)."""
+    _shm0(ctx, Context, "ctx", "block")
+    if not callable(ready):
+        raise checks.wrong("ready", "callable", ready)
+    if deadline is not None and (not isinstance(deadline, (int, float)) or isinstance(deadline, bool)):
+        raise checks.wrong("deadline", "a time.monotonic() value or None", deadline)
+    return ctx.wait(ready, deadline)
+
+
+def wake(ctx):
+    """End the block(ctx, ...) calls of other threads under way: each looks at its
+    ready() once more and returns. Raises PyverbsUserError, PyverbsRDMAError
+    (EOPNOTSUPP)."""
+    _shm0(ctx, Context, "ctx", "wake")
+    ctx.wake()

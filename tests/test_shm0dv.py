@@ -3,6 +3,7 @@ real processes wherever a peer is involved; every function's refusal of another
 provider's object (EOPNOTSUPP) and of a wrong type (PyverbsUserError)."""
 
 import errno
+import select
 import signal
 import subprocess
 import sys
@@ -166,6 +167,34 @@ def test_block_refuses_a_ready_that_is_not_callable_and_a_deadline_that_is_not_a
         ctx.close()
 
 
+# watch
+
+def _connected_peer(ch):
+    end = End()
+    ch.send(end.qp.qp_num)
+    end.connect(ch.recv())
+    ch.send("connected")
+    ch.recv(timeout=60)                     # until killed
+
+
+def test_watch_alone_finds_a_dead_peer_qp_fatal(spawn):
+    peer = spawn(_connected_peer)
+    me = End()
+    try:
+        me.connect_to(peer)
+        assert peer.recv() == "connected"
+        me.cq.poll()                        # joined the peer's QP
+        peer.kill(signal.SIGKILL)
+        peer.process.join(POLL_BOUND)
+        _until(lambda: me.qp.qp_state == e.IBV_QPS_ERR, lambda: shm0dv.watch(me.ctx))
+        assert select.select([me.ctx.async_fd], [], [], 0)[0]      # queued, no progress run
+        event = bounded(me.ctx.get_async_event)
+        assert (event.event_type, event.element.qp) == (e.IBV_EVENT_QP_FATAL, me.qp)
+        event.ack()
+    finally:
+        me.close()
+
+
 # Every function refuses what is not shm0's.
 
 def _foreign(kind):
@@ -179,6 +208,7 @@ FOREIGN = {
     shm0dv.events_pending: ("Context", ()),
     shm0dv.block: ("Context", (lambda: True, None)),
     shm0dv.wake: ("Context", ()),
+    shm0dv.watch: ("Context", ()),
 }
 
 

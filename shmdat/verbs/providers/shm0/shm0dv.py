@@ -56,3 +56,12 @@ def wake(ctx):
     (EOPNOTSUPP)."""
     _shm0(ctx, Context, "ctx", "wake")
     ctx.wake()
+
+
+def watch(ctx):
+    """The device's look at its peers, if LIVENESS_SLICE has passed since the last (one
+    clock read otherwise): the QPs of a peer process that died go to ERR with
+    IBV_EVENT_QP_FATAL, also on paths that run no progress (a wait that finds events
+    queued, a query, a post). Raises PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
+    _shm0(ctx, Context, "ctx", "watch")
+    ctx.watch()

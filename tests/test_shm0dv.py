@@ -3,6 +3,8 @@ real processes wherever a peer is involved; every function's refusal of another
 provider's object (EOPNOTSUPP) and of a wrong type (PyverbsUserError)."""
 
 import errno
+import fcntl
+import os
 import select
 import signal
 import subprocess
@@ -15,8 +17,9 @@ import pytest
 from shmdat.verbs import cmid as cmid_module
 from shmdat.verbs import libibverbs_enums as e
 from shmdat.hw.progress import LIVENESS_SLICE
-from shmdat.verbs.cmid import CMID, AddrInfo, CMEventChannel
+from shmdat.verbs.cmid import CMID, AddrInfo, CMEvent, CMEventChannel, ConnParam
 from shmdat.verbs.device import Context
+from shmdat.verbs.librdmacm_enums import RAI_PASSIVE, rdma_cm_event_type as ET
 from shmdat.verbs.providers.shm0 import shm0dv
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from shmdat.verbs.qp import QPAttr
@@ -195,6 +198,83 @@ def test_watch_alone_finds_a_dead_peer_qp_fatal(spawn):
         me.close()
 
 
+# cm_channel_fd
+
+def _readable(fd):
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def _non_blocking(channel):
+    fd = shm0dv.cm_channel_fd(channel)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+    return fd
+
+
+def _eagain(channel):
+    with pytest.raises(PyverbsRDMAError) as err:
+        CMEvent(channel)
+    return err.value.error_code == errno.EAGAIN
+
+
+def test_cm_channel_fd_is_readable_while_events_wait_and_non_blocking_gets_eagain():
+    channel = CMEventChannel()
+    fd = _non_blocking(channel)
+    assert _eagain(channel) and not _readable(fd)
+    cmid = CMID(channel)
+    cmid.resolve_addr(AddrInfo(dst="127.0.0.1", dst_service="1"))
+    assert _readable(fd)
+    assert CMEvent(channel).event_type == ET.RDMA_CM_EVENT_ADDR_RESOLVED
+    assert not _readable(fd) and _eagain(channel)
+    cmid.resolve_route()
+    assert CMEvent(channel).event_type == ET.RDMA_CM_EVENT_ROUTE_RESOLVED
+    assert _eagain(channel)
+    channel.close()
+    with pytest.raises(PyverbsRDMAError) as err:
+        shm0dv.cm_channel_fd(channel)
+    assert err.value.error_code == errno.EBADF
+
+
+def test_cm_channel_fd_made_late_is_readable_for_events_already_queued():
+    channel = CMEventChannel()
+    CMID(channel).resolve_addr(AddrInfo(dst="127.0.0.1", dst_service="1"))
+    assert _readable(shm0dv.cm_channel_fd(channel))
+    assert shm0dv.cm_channel_fd(channel) == shm0dv.cm_channel_fd(channel)     # one fd
+
+
+def _connector(ch, port):
+    channel = CMEventChannel()
+    cmid = CMID(channel)
+    cmid.resolve_addr(AddrInfo(dst="127.0.0.1", dst_service=str(port)))
+    assert CMEvent(channel).event_type == ET.RDMA_CM_EVENT_ADDR_RESOLVED
+    cmid.resolve_route()
+    assert CMEvent(channel).event_type == ET.RDMA_CM_EVENT_ROUTE_RESOLVED
+    param = ConnParam(qp_num=1)
+    cmid.connect(param)
+    ch.send("requested")
+    ch.recv(timeout=60)
+
+
+def test_a_non_blocking_get_runs_the_device_for_a_peers_request(spawn):
+    channel = CMEventChannel()
+    listener = CMID(channel)
+    listener.bind_addr(AddrInfo(src="127.0.0.1", src_service="0", flags=RAI_PASSIVE))
+    listener.listen()
+    _non_blocking(channel)
+    peer = spawn(_connector, listener.src_addr[1])
+    assert peer.recv() == "requested"
+    events = []
+
+    def get():
+        try:
+            events.append(CMEvent(channel))
+        except PyverbsRDMAError as err:
+            assert err.error_code == errno.EAGAIN
+
+    _until(lambda: events, get)         # only our non-blocking gets run the device here
+    assert events[0].event_type == ET.RDMA_CM_EVENT_CONNECT_REQUEST
+    peer.send("stop")
+
+
 # Every function refuses what is not shm0's.
 
 def _foreign(kind):
@@ -209,6 +289,7 @@ FOREIGN = {
     shm0dv.block: ("Context", (lambda: True, None)),
     shm0dv.wake: ("Context", ()),
     shm0dv.watch: ("Context", ()),
+    shm0dv.cm_channel_fd: ("CMEventChannel", ()),
 }
 
 

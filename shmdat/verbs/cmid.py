@@ -291,25 +291,57 @@ class _Event:
 
 
 class CMEventChannel(PyverbsCM):
-    """rdma_create_event_channel: where the events of the CMIDs made on it queue."""
+    """rdma_create_event_channel: where the events of the CMIDs made on it queue.
+
+    Its fd (C's rdma_event_channel.fd; shm0dv.cm_channel_fd, made when first asked
+    for) polls readable while an event waits; with O_NONBLOCK set on it, CMEvent
+    runs the device once and raises EAGAIN if still none waits."""
 
     def __init__(self):
         super().__init__()
         self._events = collections.deque()
+        self._r = self._w = None            # the fd's pipe: one byte in it while events wait
+
+    def _fd(self):
+        """The channel's fd (see the class). Raises PyverbsRDMAError (EBADF: closed)."""
+        with _agent().ctx.lock:
+            self._check_open("Failed to get the event channel's fd")
+            if self._r is None:
+                self._r, self._w = os.pipe()
+                if self._events:
+                    os.write(self._w, b"\1")
+            return self._r
+
+    def _queue(self, event):
+        """An event arrives (under the agent's Context lock)."""
+        if not self._events and self._w is not None:
+            os.write(self._w, b"\1")
+        self._events.append(event)
 
     def _get(self, what):
         """The next event, waiting for it while the device runs (each event goes to
-        one of the threads waiting here)."""
+        one of the threads waiting here); EAGAIN if none after one run of the device
+        when the fd is non-blocking."""
         ctx = _agent().ctx
         with ctx.lock:
             self._check_open(what)
+            if not self._events and self._r is not None and not os.get_blocking(self._r):
+                ctx.progress()
+                if not self._events:
+                    raise PyverbsRDMAError(what, errno.EAGAIN)
             ctx.block(lambda: bool(self._events) or self._closed)
             self._check_open(what)
-            return self._events.popleft()
+            event = self._events.popleft()
+            if not self._events and self._r is not None:
+                os.read(self._r, 1)
+            return event
 
     def _release(self):
         """rdma_destroy_event_channel: a thread waiting on it raises EBADF."""
         self._events.clear()
+        if self._r is not None:
+            os.close(self._r)
+            os.close(self._w)
         if _the_agent is not None and not _the_agent.ctx._closed:
             _the_agent.ctx.wake_waiters()
 
@@ -322,7 +354,8 @@ class CMEvent(PyverbsObject):
     `private_data` (the message's whole field), `id` (the CMID it is about: a new
     one for CONNECT_REQUEST) and `listen_id`, as the C struct has them;
     event_str(), ack_cm_event(). Raises PyverbsUserError (not a channel),
-    PyverbsRDMAError (EBADF: the channel is closed).
+    PyverbsRDMAError (EBADF: the channel is closed; EAGAIN: none waits and the
+    channel's fd, shm0dv.cm_channel_fd, is O_NONBLOCK, as rdma_get_cm_event).
     """
 
     def __init__(self, channel):
@@ -366,7 +399,7 @@ class _Agent:
     def event(self, cmid, event_type, about=None, **kwargs):
         """Queue an event on `cmid`'s channel about `cmid` (or `about`: the new id of a
         CONNECT_REQUEST), under the context's lock."""
-        cmid._channel._events.append(_Event(event_type, about or cmid, **kwargs))
+        cmid._channel._queue(_Event(event_type, about or cmid, **kwargs))
         events_queued.bump()
         self.ctx.wake_waiters()
 

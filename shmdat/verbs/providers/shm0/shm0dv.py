@@ -10,6 +10,7 @@ pyverbs on a NIC), as mlx5dv's calls fail on a device that is not mlx5.
 import errno
 
 from ... import checks
+from ...cmid import CMEventChannel
 from ...device import Context, events_queued
 from ...pyverbs_error import PyverbsRDMAError
 
@@ -65,3 +66,14 @@ def watch(ctx):
     queued, a query, a post). Raises PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
     _shm0(ctx, Context, "ctx", "watch")
     ctx.watch()
+
+
+def cm_channel_fd(channel):
+    """The CMEventChannel's fd (C's rdma_event_channel.fd): it polls readable while an
+    event waits on the channel. With O_NONBLOCK set on it, CMEvent(channel) runs the
+    device once and raises PyverbsRDMAError (EAGAIN) if still no event waits, as
+    rdma_get_cm_event does on a non-blocking channel. Nothing runs the device while a
+    process sleeps in select() on it: wait in block(). Raises PyverbsUserError,
+    PyverbsRDMAError (EBADF: the channel is closed; EOPNOTSUPP)."""
+    _shm0(channel, CMEventChannel, "channel", "cm_channel_fd")
+    return channel._fd()

@@ -275,6 +275,126 @@ def test_a_non_blocking_get_runs_the_device_for_a_peers_request(spawn):
     peer.send("stop")
 
 
+# cm_set_private_data_limit, and a dead peer's DISCONNECTED
+
+LIMIT = 256
+
+
+def _param(data, qp_num=1):
+    param = ConnParam(qp_num=qp_num, data_len=len(data))
+    param.set_private_data(data)
+    return param
+
+
+def _cm_event(channel, expected):
+    event = bounded(lambda: CMEvent(channel))
+    assert event.event_type == expected, event.event_str()
+    event.ack_cm_event()
+    return event
+
+
+def _routed(channel, port, limit=None):
+    cmid = CMID(channel)
+    if limit is not None:
+        shm0dv.cm_set_private_data_limit(cmid, limit)
+    cmid.resolve_addr(AddrInfo(dst="127.0.0.1", dst_service=str(port)))
+    _cm_event(channel, ET.RDMA_CM_EVENT_ADDR_RESOLVED)
+    cmid.resolve_route()
+    _cm_event(channel, ET.RDMA_CM_EVENT_ROUTE_RESOLVED)
+    return cmid
+
+
+def _large_connector(ch, port):
+    """Connect with LIMIT bytes of private data (after one byte more is refused), report
+    the reply's private data, then follow the test's orders."""
+    channel = CMEventChannel()
+    cmid = _routed(channel, port, LIMIT)
+    with pytest.raises(PyverbsRDMAError) as err:
+        cmid.connect(_param(bytes(LIMIT + 1)))
+    ch.send(err.value.error_code)
+    cmid.connect(_param(bytes(range(LIMIT))))
+    ch.send(_cm_event(channel, ET.RDMA_CM_EVENT_CONNECT_RESPONSE).private_data)
+    cmid.establish()
+    if ch.recv() == "disconnect":
+        cmid.disconnect()
+    ch.recv(timeout=60)                     # until the test ends or kills us
+
+
+def _listener(channel, limit=None):
+    listener = CMID(channel)
+    if limit is not None:
+        shm0dv.cm_set_private_data_limit(listener, limit)
+    listener.bind_addr(AddrInfo(src="127.0.0.1", src_service="0", flags=RAI_PASSIVE))
+    listener.listen()
+    return listener
+
+
+def _accepted(spawn):
+    """A connection from a peer process with LIMIT bytes of private data each way:
+    (peer, channel, the accepted CMID)."""
+    channel = CMEventChannel()
+    listener = _listener(channel, LIMIT)
+    peer = spawn(_large_connector, listener.src_addr[1])
+    assert peer.recv() == errno.EINVAL                  # LIMIT + 1 bytes
+    request = _cm_event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST)
+    assert request.private_data == bytes(range(LIMIT))
+    child = CMID(request, listen_id=listener)           # the listener's limit is its
+    for call in (lambda data: child.accept(_param(data)), child.reject):
+        with pytest.raises(PyverbsRDMAError) as err:
+            call(bytes(LIMIT + 1))
+        assert err.value.error_code == errno.EINVAL
+    child.accept(_param(bytes(reversed(range(LIMIT)))))
+    assert peer.recv() == bytes(reversed(range(LIMIT)))
+    _cm_event(channel, ET.RDMA_CM_EVENT_ESTABLISHED)
+    return peer, channel, child
+
+
+def test_256_bytes_of_private_data_each_way_and_einval_one_byte_over(spawn):
+    peer, _, _ = _accepted(spawn)
+    peer.send("stay")
+
+
+def test_a_reject_carries_the_limits_private_data():
+    channel = CMEventChannel()
+    listener = _listener(channel, LIMIT)
+    active = _routed(channel, listener.src_addr[1], LIMIT)
+    active.connect(_param(b"knock"))
+    request = _cm_event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST)
+    CMID(request, listen_id=listener).reject(b"r" * LIMIT)
+    rejected = _cm_event(channel, ET.RDMA_CM_EVENT_REJECTED)
+    assert (rejected.status, rejected.private_data) == (28, b"r" * LIMIT)
+
+
+def test_a_limit_below_ib_cms_holds_too_and_over_65000_is_einval():
+    channel = CMEventChannel()
+    listener = _listener(channel)
+    active = _routed(channel, listener.src_addr[1], 8)
+    with pytest.raises(PyverbsRDMAError) as err:
+        active.connect(_param(bytes(9)))
+    assert err.value.error_code == errno.EINVAL
+    with pytest.raises(PyverbsRDMAError) as err:
+        shm0dv.cm_set_private_data_limit(active, 65001)
+    assert err.value.error_code == errno.EINVAL
+    with pytest.raises(PyverbsUserError, match="nbytes"):
+        shm0dv.cm_set_private_data_limit(active, "256")
+    shm0dv.cm_set_private_data_limit(active, 65000)
+    active.connect(_param(bytes(65000)))
+    assert len(_cm_event(channel, ET.RDMA_CM_EVENT_CONNECT_REQUEST).private_data) == 65000
+
+
+def test_a_dead_peers_disconnected_has_status_econnreset(spawn):
+    peer, channel, _ = _accepted(spawn)
+    peer.kill(signal.SIGKILL)
+    peer.process.join(POLL_BOUND)
+    assert _cm_event(channel, ET.RDMA_CM_EVENT_DISCONNECTED).status == -errno.ECONNRESET
+
+
+def test_a_peers_dreq_gives_disconnected_with_status_0(spawn):
+    peer, channel, _ = _accepted(spawn)
+    peer.send("disconnect")
+    assert _cm_event(channel, ET.RDMA_CM_EVENT_DISCONNECTED).status == 0
+
+
 # Every function refuses what is not shm0's.
 
 def _foreign(kind):
@@ -290,6 +410,7 @@ FOREIGN = {
     shm0dv.wake: ("Context", ()),
     shm0dv.watch: ("Context", ()),
     shm0dv.cm_channel_fd: ("CMEventChannel", ()),
+    shm0dv.cm_set_private_data_limit: ("CMID", (LIMIT,)),
 }
 
 

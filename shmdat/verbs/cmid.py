@@ -350,7 +350,9 @@ class CMEvent(PyverbsObject):
     """rdma_get_cm_event: `CMEvent(channel)` waits for the channel's next event.
 
     `event_type`, `status` (a REJECTED event's IB CM reason: 28 when the peer
-    rejected, 8 when nobody listens there; -ETIMEDOUT when UNREACHABLE),
+    rejected, 8 when nobody listens there; -ETIMEDOUT when UNREACHABLE;
+    -ECONNRESET on a DISCONNECTED whose cause is the peer process's death, 0 on one
+    its DREQ caused: shm0's, real rdma_cm says 0),
     `private_data` (the message's whole field), `id` (the CMID it is about: a new
     one for CONNECT_REQUEST) and `listen_id`, as the C struct has them;
     event_str(), ack_cm_event(). Raises PyverbsUserError (not a channel),
@@ -547,6 +549,7 @@ class CMID(PyverbsCM):
         self._disconnected_got = False
         self._addrinfo = None                       # resolve_addrinfo's, until queried
         self._resolving = False
+        self._private_data_limit = None             # shm0dv's, for every message; None: IB CM's
         if creator is None:
             return                                  # the agent's, for a request
         what = "Failed to create CM ID"
@@ -746,6 +749,7 @@ class CMID(PyverbsCM):
         event = self._channel._get(what)
         if event.event_type == ET.RDMA_CM_EVENT_DISCONNECTED:
             self._disconnected_got = True
+            return event                    # its status (a dead peer's) is no error of the call
         if event.status:
             code = errno.ECONNREFUSED if event.event_type == ET.RDMA_CM_EVENT_REJECTED \
                 else abs(event.status)
@@ -787,6 +791,7 @@ class CMID(PyverbsCM):
         self.src_addr = (str(ipaddress.IPv4Address(m.dst)), m.port)
         self.dst_addr = (str(ipaddress.IPv4Address(m.src)), 0)
         self.ctx, self.pd = listener.ctx, listener.pd
+        self._private_data_limit = listener._private_data_limit
         self._peer_address, self._peer_id = m.address, m.frm
         self._remote = (m.qpn, m.psn, m.param)
         resources, depth, retry, rnr_retry = m.param
@@ -837,7 +842,7 @@ class CMID(PyverbsCM):
             self._check(what, (REQUEST,))
             if param is None and self.qp is None:
                 raise PyverbsRDMAError(f"{what}: an id without a QP needs a ConnParam", errno.EINVAL)
-            data = _ud_private_data(param, PRIVATE_DATA_SIDR_REP, what)
+            data = self._ud_private_data(param, PRIVATE_DATA_SIDR_REP, what)
             self._agent.send(self, SIDR_REP, reason=SIDR_SUCCESS, qpn=self._qpn_for(param),
                              psn=RDMA_UDP_QKEY, private_data=data)
             self._end()
@@ -854,9 +859,7 @@ class CMID(PyverbsCM):
                                else (PRIVATE_DATA_REJECT, REJ, REJ_CONSUMER_DEFINED))
         with self._agent.ctx.lock:
             self._check(what, (REQUEST,))
-            if len(data) > _limit(limit):
-                raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes",
-                                       errno.EINVAL)
+            self._check_private_data(data, limit, what)
             self._agent.send(self, kind, reason=reason, private_data=bytes(data))
             self._end()
 
@@ -886,7 +889,7 @@ class CMID(PyverbsCM):
         with self._agent.ctx.lock:
             self._check(what, (ROUTE_RESOLVED,))
             if self._ud:
-                data = _ud_private_data(param, PRIVATE_DATA_SIDR_REQ, what)
+                data = self._ud_private_data(param, PRIVATE_DATA_SIDR_REQ, what)
             else:
                 data = self._use_param(param, PRIVATE_DATA_CONNECT, what)
             address, port = self.dst_addr
@@ -912,8 +915,7 @@ class CMID(PyverbsCM):
             if self.qp is None:
                 raise PyverbsRDMAError(f"{what}: an id without a QP needs a ConnParam", errno.EINVAL)
             return b""
-        if len(param.private_data) > _limit(limit):
-            raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes", errno.EINVAL)
+        self._check_private_data(param.private_data, limit, what)
         values = list(param._values())
         if not all(isinstance(v, int) for v in (*values, param.qp_num)):
             raise PyverbsUserError(f"{what}: the ConnParam's values must be ints")
@@ -925,6 +927,31 @@ class CMID(PyverbsCM):
                                        f"most {MAX_RD_ATOMIC}", errno.EINVAL)
         self._param = tuple(values)
         return param.private_data
+
+    def _ud_private_data(self, param, size, what):
+        """A UD connect's or accept's private data (SIDR's limits); its ConnParam's other
+        values mean nothing to UD."""
+        data = b"" if param is None else param.private_data
+        self._check_private_data(data, size, what)
+        return data
+
+    def _check_private_data(self, data, size, what):
+        """EINVAL for private data over this id's limit for a message whose IB CM field
+        holds `size` bytes (SHMDAT_CM_PRIVATE_DATA's, or shm0dv's for this id)."""
+        limit = _limit(size) if self._private_data_limit is None else self._private_data_limit
+        if len(data) > limit:
+            raise PyverbsRDMAError(f"{what}: private data over {limit} bytes", errno.EINVAL)
+
+    def _limit_private_data(self, nbytes):
+        """shm0dv.cm_set_private_data_limit: the private data of this id's messages, and
+        of the ids made from its events, may be up to `nbytes` (EINVAL over 65000)."""
+        what = "Failed to set the private data limit"
+        nbytes = checks.uint(nbytes, "nbytes")
+        self._check_open(what)
+        if nbytes > LARGEST_PRIVATE_DATA:
+            raise PyverbsRDMAError(f"{what}: {nbytes} is over {LARGEST_PRIVATE_DATA} bytes, what "
+                                   "one CM message carries", errno.EINVAL)
+        self._private_data_limit = nbytes
 
     def _on_sidr_rep(self, m):
         if self.state != CONNECTING or not self._ud:
@@ -1022,16 +1049,18 @@ class CMID(PyverbsCM):
         if self.state == DISCONNECTING:
             self._disconnected()
 
-    def _disconnected(self):
+    def _disconnected(self, status=0):
         self.state = DISCONNECTED
         self._agent.ids.pop(self._conn_id, None)
-        self._agent.event(self, ET.RDMA_CM_EVENT_DISCONNECTED)
+        self._agent.event(self, ET.RDMA_CM_EVENT_DISCONNECTED, status=status)
 
     def _peer_died(self):
-        """The peer process is gone: a connection ends in DISCONNECTED, a handshake in
+        """The peer process is gone: a connection ends in DISCONNECTED with status
+        -ECONNRESET (shm0's: the kernel of a killed process sends DREQ for it, so real
+        rdma_cm says 0; this tells a death from the peer's DREQ), a handshake in
         UNREACHABLE (-ETIMEDOUT, as IB CM's timeout would say)."""
         if self.state in (CONNECTED, RESPONSE, DISCONNECTING):
-            self._disconnected()
+            self._disconnected(-errno.ECONNRESET)
         elif self.state in (CONNECTING, ACCEPTED):
             self._end()
             self._agent.event(self, ET.RDMA_CM_EVENT_UNREACHABLE, status=-errno.ETIMEDOUT)
@@ -1245,15 +1274,6 @@ class CMID(PyverbsCM):
             if self._sync:
                 self._channel.close()
             self.state = DONE
-
-
-def _ud_private_data(param, limit, what):
-    """A UD connect's or accept's private data (SIDR's limits); its ConnParam's other
-    values mean nothing to UD."""
-    data = b"" if param is None else param.private_data
-    if len(data) > _limit(limit):
-        raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes", errno.EINVAL)
-    return data
 
 
 def _next_completion(cq):

@@ -10,7 +10,7 @@ pyverbs on a NIC), as mlx5dv's calls fail on a device that is not mlx5.
 import errno
 
 from ... import checks
-from ...cmid import CMEventChannel
+from ...cmid import CMID, CMEventChannel
 from ...device import Context, events_queued
 from ...pyverbs_error import PyverbsRDMAError
 
@@ -77,3 +77,19 @@ def cm_channel_fd(channel):
     PyverbsRDMAError (EBADF: the channel is closed; EOPNOTSUPP)."""
     _shm0(channel, CMEventChannel, "channel", "cm_channel_fd")
     return channel._fd()
+
+
+def cm_set_private_data_limit(cmid, nbytes):
+    """The private data of this CMID's connect, accept and reject (and of the ids made
+    from its events: a listener's requests) may be up to `nbytes` instead of IB CM's
+    56, 196 and 148 bytes (SIDR's 180 and 136 on a UD id); EINVAL over it, as over
+    those. shm0 carries up to 65000 bytes in one CM message.
+
+    Its companion is a documented behaviour, no call: a DISCONNECTED event whose cause
+    is the peer process's death (not its DREQ) has `status` -ECONNRESET (real rdma_cm:
+    the dead process's kernel sends the DREQ, status 0).
+
+    Raises PyverbsUserError, PyverbsRDMAError (EINVAL: nbytes over 65000; EBADF:
+    closed; EOPNOTSUPP)."""
+    _shm0(cmid, CMID, "cmid", "cm_set_private_data_limit")
+    cmid._limit_private_data(nbytes)

@@ -16,15 +16,22 @@ import pytest
 
 from shmdat.verbs import cmid as cmid_module
 from shmdat.verbs import libibverbs_enums as e
+from shmdat.hw import qpn
 from shmdat.hw.progress import LIVENESS_SLICE
 from shmdat.verbs.cmid import CMID, AddrInfo, CMEvent, CMEventChannel, ConnParam
+from shmdat.verbs.cq import CQ
 from shmdat.verbs.device import Context
 from shmdat.verbs.librdmacm_enums import RAI_PASSIVE, rdma_cm_event_type as ET
 from shmdat.verbs.providers.shm0 import shm0dv
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError, PyverbsUserError
-from shmdat.verbs.qp import QPAttr
+from shmdat.verbs.mr import MR
+from shmdat.verbs.pd import PD
+from shmdat.verbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from shmdat.verbs.srq import SRQ, SrqAttr, SrqInitAttr
+from shmdat.verbs.wr import SGE, RecvWR, SendWR
 
-from tests.verbs_ends import POLL_BOUND, End, bounded
+from tests.conftest import _Peers
+from tests.verbs_ends import POLL_BOUND, End, bounded, qp_attr
 
 
 @pytest.fixture(autouse=True)
@@ -395,6 +402,167 @@ def test_a_peers_dreq_gives_disconnected_with_status_0(spawn):
     assert _cm_event(channel, ET.RDMA_CM_EVENT_DISCONNECTED).status == 0
 
 
+# query_rq, srq_available, take_count, set_recv_credits
+
+BIG = 1 << 20                   # a message that arrives in pieces: more than a ring holds
+
+
+@pytest.fixture
+def spawn_without_rendezvous():
+    """spawn(target, *args) of peers whose sends are copied through the ring in records
+    (SHMDAT_RDV_BYTES over BIG) of a small ring (SHMDAT_RING_KIB), never read by the
+    receiver from the sender's memory in one go."""
+    peers = _Peers({"SHMDAT_RDV_BYTES": str(4 * BIG), "SHMDAT_RING_KIB": "64"})
+    yield peers.start
+    peers.finish()
+    qpn.reclaim_unused()
+
+
+def _big_sender(ch):
+    """Connect; when told, post one BIG send and run the device no more until told."""
+    end = End()
+    big = MR(end.pd, BIG, e.IBV_ACCESS_LOCAL_WRITE)
+    big.write(bytes(range(256)) * (BIG // 256), BIG)
+    ch.send(end.qp.qp_num)
+    end.connect(ch.recv())
+    ch.recv()
+    end.qp.post_send(SendWR(wr_id=1, num_sge=1, sg=[SGE(big.buf, BIG, big.lkey)]))
+    ch.send("posted")
+    ch.recv()
+    assert end.completion().status == e.IBV_WC_SUCCESS       # runs the device: the rest goes
+    ch.send("sent")
+    ch.recv(timeout=60)
+
+
+def test_query_rq_filling_while_a_large_message_arrives_in_pieces(spawn_without_rendezvous):
+    peer = spawn_without_rendezvous(_big_sender)
+    me = End()
+    try:
+        big = MR(me.pd, BIG, e.IBV_ACCESS_LOCAL_WRITE)
+        me.qp.post_recv(RecvWR(wr_id=9, num_sge=1, sg=[SGE(big.buf, BIG, big.lkey)]))
+        me.connect_to(peer)
+        assert shm0dv.query_rq(me.qp) == (1, False, False)
+        peer.send("post")
+        assert peer.recv() == "posted"          # the first pieces are in the ring
+        _until(lambda: shm0dv.query_rq(me.qp).filling, me.cq.poll)
+        assert shm0dv.query_rq(me.qp) == (0, True, False)      # taken, being filled
+        assert shm0dv.take_count(me.qp) == 1
+        assert me.cq.poll() == (0, [])
+        peer.send("go on")
+        wcs = []
+        _until(lambda: wcs, lambda: wcs.extend(me.cq.poll()[1]))
+        assert (wcs[0].wr_id, wcs[0].status, wcs[0].byte_len) == (9, e.IBV_WC_SUCCESS, BIG)
+        assert big.read(BIG, 0) == bytes(range(256)) * (BIG // 256)
+        assert shm0dv.query_rq(me.qp) == (0, False, False)
+        assert peer.recv() == "sent"
+        peer.send("stop")
+    finally:
+        me.close()
+
+
+def _two_sender(ch):
+    """Connect; when told, send two messages; then wait to be stopped (its QP breaks)."""
+    end = End()
+    ch.send(end.qp.qp_num)
+    end.connect(ch.recv())
+    ch.recv()
+    end.send(1, b"one")
+    end.send(2, b"two", offset=64)
+    ch.send("sent")
+    ch.recv(timeout=60)
+
+
+class _SrqEnd:
+    """An RC QP on an SRQ, with `receives` posted to the SRQ."""
+
+    def __init__(self, receives):
+        self.ctx = Context(name="shm0")
+        self.pd = PD(self.ctx)
+        self.cq = CQ(self.ctx, 16)
+        self.mr = MR(self.pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+        self.srq = SRQ(self.pd, SrqInitAttr(SrqAttr(max_wr=8)))
+        for i in range(receives):
+            self.srq.post_recv(RecvWR(wr_id=i, num_sge=1, sg=[SGE(self.mr.buf + 64 * i, 64,
+                                                                  self.mr.lkey)]))
+        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq,
+                                         srq=self.srq, cap=QPCap(max_recv_wr=0)), qp_attr())
+
+
+def test_credits_exhausted_is_qp_fatal_and_the_buffer_stays_on_the_srq(spawn):
+    peer = spawn(_two_sender)
+    me = _SrqEnd(receives=2)
+    try:
+        shm0dv.set_recv_credits(me.qp, 1)
+        assert shm0dv.srq_available(me.srq) == 2
+        End.connect(me, peer.recv())
+        peer.send(me.qp.qp_num)
+        peer.send("send")
+        assert peer.recv() == "sent"
+        wcs = []
+        _until(lambda: me.qp.qp_state == e.IBV_QPS_ERR, lambda: wcs.extend(me.cq.poll()[1]))
+        assert [(wc.wr_id, wc.status, wc.byte_len) for wc in wcs] == [(0, e.IBV_WC_SUCCESS, 3)]
+        assert shm0dv.query_rq(me.qp) == (0, False, True)
+        assert (shm0dv.take_count(me.qp), shm0dv.srq_available(me.srq)) == (1, 1)
+        events = [bounded(me.ctx.get_async_event) for _ in range(2)]    # an SRQ's QP in ERR:
+        assert {(ev.event_type, ev.element.qp) for ev in events} == {   # LAST_WQE_REACHED too
+            (e.IBV_EVENT_QP_FATAL, me.qp), (e.IBV_EVENT_QP_LAST_WQE_REACHED, me.qp)}
+        for ev in events:
+            ev.ack()
+        peer.send("stop")
+    finally:
+        me.ctx.close()
+
+
+def _two_sender_reporting(ch):
+    """Connect; when told, send two messages and report their completions' statuses."""
+    end = End()
+    ch.send(end.qp.qp_num)
+    end.connect(ch.recv())
+    ch.recv()
+    end.send(1, b"one")
+    end.send(2, b"two", offset=64)
+    ch.send(sorted((wc.wr_id, wc.status) for wc in (end.completion(), end.completion())))
+    ch.recv(timeout=60)
+
+
+def test_a_requester_of_another_process_completes_no_send_beyond_the_credits(spawn):
+    peer = spawn(_two_sender_reporting)
+    me = End()
+    try:
+        me.recv(1, length=64)
+        me.recv(2, offset=64, length=64)
+        shm0dv.set_recv_credits(me.qp, 1)   # the two receives are there, one may be taken
+        me.connect_to(peer)
+        peer.send("send")
+        _until(lambda: me.qp.qp_state == e.IBV_QPS_ERR, me.cq.poll)
+        assert shm0dv.query_rq(me.qp).credits_exhausted
+        first, second = bounded(peer.recv)
+        assert first == (1, e.IBV_WC_SUCCESS) and second[1] != e.IBV_WC_SUCCESS
+        peer.send("stop")
+    finally:
+        me.close()
+
+
+def test_take_count_and_credits_raised_or_lifted_between_messages(verbs_pair):
+    a, b = verbs_pair
+    for i in range(4):
+        b.recv(i, offset=64 * i, length=64)
+    assert shm0dv.query_rq(b.qp).posted == 4
+    shm0dv.set_recv_credits(b.qp, 0)
+    shm0dv.set_recv_credits(b.qp, 1)            # raised: one more from now
+    a.send(1, b"first")
+    assert b.completion().status == e.IBV_WC_SUCCESS
+    assert (shm0dv.take_count(b.qp), shm0dv.query_rq(b.qp).posted) == (1, 3)
+    shm0dv.set_recv_credits(b.qp, None)         # lifted
+    a.send(2, b"second")
+    a.send(3, b"third")
+    assert [b.completion().status for _ in range(2)] == [e.IBV_WC_SUCCESS] * 2
+    assert shm0dv.take_count(b.qp) == 3 and b.qp.qp_state == e.IBV_QPS_RTS
+    assert shm0dv.query_rq(b.qp) == (1, False, False)
+    with pytest.raises(PyverbsUserError, match="n must be"):
+        shm0dv.set_recv_credits(b.qp, -1)
+
+
 # Every function refuses what is not shm0's.
 
 def _foreign(kind):
@@ -411,6 +579,10 @@ FOREIGN = {
     shm0dv.watch: ("Context", ()),
     shm0dv.cm_channel_fd: ("CMEventChannel", ()),
     shm0dv.cm_set_private_data_limit: ("CMID", (LIMIT,)),
+    shm0dv.query_rq: ("QP", ()),
+    shm0dv.srq_available: ("SRQ", ()),
+    shm0dv.take_count: ("QP", ()),
+    shm0dv.set_recv_credits: ("QP", (1,)),
 }
 
 

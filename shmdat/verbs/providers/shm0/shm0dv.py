@@ -8,11 +8,14 @@ pyverbs on a NIC), as mlx5dv's calls fail on a device that is not mlx5.
 """
 
 import errno
+from typing import NamedTuple
 
 from ... import checks
 from ...cmid import CMID, CMEventChannel
 from ...device import Context, events_queued
 from ...pyverbs_error import PyverbsRDMAError
+from ...qp import QP
+from ...srq import SRQ
 
 
 def _shm0(obj, cls, name, what):
@@ -93,3 +96,44 @@ def cm_set_private_data_limit(cmid, nbytes):
     closed; EOPNOTSUPP)."""
     _shm0(cmid, CMID, "cmid", "cm_set_private_data_limit")
     cmid._limit_private_data(nbytes)
+
+
+class Shm0RqAttr(NamedTuple):
+    """query_rq's answer: receives on the QP's own queue (`posted`), whether a receive
+    (its own or one taken from its SRQ) is being filled by a message that has begun to
+    arrive (`filling`), and whether a message found its receive credits used up
+    (`credits_exhausted`, until RESET)."""
+    posted: int
+    filling: bool
+    credits_exhausted: bool
+
+
+def query_rq(qp):
+    """The state of the QP's receive side (Shm0RqAttr). Raises PyverbsUserError,
+    PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
+    return Shm0RqAttr(*_shm0(qp, QP, "qp", "query_rq")._receive_state())
+
+
+def srq_available(srq):
+    """How many receives are still on the SRQ (posted, not yet taken by a message).
+    Raises PyverbsUserError, PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
+    return _shm0(srq, SRQ, "srq", "srq_available")._available()
+
+
+def take_count(qp):
+    """How many receives (its own or its SRQ's) messages have taken at the QP since it
+    was created: it only grows. Raises PyverbsUserError, PyverbsRDMAError (EBADF:
+    closed; EOPNOTSUPP)."""
+    _shm0(qp, QP, "qp", "take_count")._check_open("Failed to count the QP's receives")
+    return qp._taken
+
+
+def set_recv_credits(qp, n):
+    """From now on the QP may take at most `n` more receives (None: no limit; RESET
+    lifts it too). A message that would need one more is given none: the receive
+    stays on the SRQ (or the QP's queue, which ERR then flushes), the QP goes to ERR
+    with IBV_EVENT_QP_FATAL, and query_rq(qp).credits_exhausted is true. Raises
+    PyverbsUserError (n not an int >= 0 or None), PyverbsRDMAError (EBADF: closed;
+    EOPNOTSUPP)."""
+    _shm0(qp, QP, "qp", "set_recv_credits")
+    qp._set_receive_credits(None if n is None else checks.uint(n, "n", 62))

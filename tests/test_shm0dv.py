@@ -2,6 +2,7 @@
 real processes wherever a peer is involved; every function's refusal of another
 provider's object (EOPNOTSUPP) and of a wrong type (PyverbsUserError)."""
 
+import ctypes
 import errno
 import fcntl
 import os
@@ -563,6 +564,37 @@ def test_take_count_and_credits_raised_or_lifted_between_messages(verbs_pair):
         shm0dv.set_recv_credits(b.qp, -1)
 
 
+# consumer_memory_remote_ok, max_mr_size
+
+def test_consumer_memory_remote_ok_says_what_mr_with_an_address_does():
+    ctx = Context(name="shm0")
+    try:
+        ok, why = shm0dv.consumer_memory_remote_ok(ctx)
+        assert isinstance(ok, bool) and why
+        buffer = ctypes.create_string_buffer(4096)
+        access = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ
+        if ok:
+            MR(PD(ctx), 4096, access, address=ctypes.addressof(buffer)).close()
+        else:
+            with pytest.raises(PyverbsRDMAError) as err:
+                MR(PD(ctx), 4096, access, address=ctypes.addressof(buffer))
+            assert err.value.error_code == errno.EOPNOTSUPP and why in str(err.value)
+    finally:
+        ctx.close()
+
+
+def test_max_mr_size_is_dev_shms_free_space():
+    ctx = Context(name="shm0")
+    try:
+        size = ctx.query_device().max_mr_size
+        st = os.statvfs("/dev/shm")
+        # Free space moves as other tests run: it is a whole number of the file
+        # system's blocks, and no more than /dev/shm holds (never 1 TiB, as it was).
+        assert 0 < size <= st.f_blocks * st.f_frsize and size % st.f_frsize == 0
+    finally:
+        ctx.close()
+
+
 # Every function refuses what is not shm0's.
 
 def _foreign(kind):
@@ -583,6 +615,7 @@ FOREIGN = {
     shm0dv.srq_available: ("SRQ", ()),
     shm0dv.take_count: ("QP", ()),
     shm0dv.set_recv_credits: ("QP", (1,)),
+    shm0dv.consumer_memory_remote_ok: ("Context", ()),
 }
 
 

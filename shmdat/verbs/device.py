@@ -72,7 +72,7 @@ _dropped = []                   # Contexts that became garbage unclosed, to clos
 # What the device can do: at least Soft-RoCE's where the issue names it, and
 # what the shared-memory hardware can hold.
 LIMITS = dict(
-    max_mr_size=(1 << 40), page_size_cap=0xFFFFF000, max_qp=4096, max_qp_wr=16384,
+    page_size_cap=0xFFFFF000, max_qp=4096, max_qp_wr=16384,
     max_sge=32, max_sge_rd=32, max_cq=4096, max_cqe=65535, max_mr=16383, max_pd=65536,
     max_qp_rd_atom=128, max_ee_rd_atom=0, max_res_rd_atom=4096 * 128, max_qp_init_rd_atom=128,
     max_ee_init_rd_atom=0, max_ee=0, max_rdd=0, max_mw=0, max_raw_ipv6_qp=0, max_raw_ethy_qp=0,
@@ -485,12 +485,13 @@ class Context(PyverbsCM):
         return 1
 
     def query_device(self):
-        """ibv_query_device -> DeviceAttr."""
+        """ibv_query_device -> DeviceAttr; max_mr_size is what /dev/shm has free now
+        (an MR's memory is a shared segment there)."""
         self.check_usable(f"Failed to query device {self.name}")
         return DeviceAttr(fw_version="1.0.0", node_guid=NODE_GUID, sys_image_guid=NODE_GUID,
                           vendor_id=VENDOR_ID, vendor_part_id=0, hw_ver=1,
                           device_cap_flags=int(DEVICE_CAP_FLAGS), atomic_caps=e.IBV_ATOMIC_HCA,
-                          phys_port_cnt=1, **LIMITS)
+                          phys_port_cnt=1, max_mr_size=shm.shm_free_bytes(), **LIMITS)
 
     def query_device_ex(self, ex_input=None):
         """ibv_query_device_ex -> DeviceAttrEx (its orig_attr is query_device()'s)."""

@@ -10,6 +10,7 @@ pyverbs on a NIC), as mlx5dv's calls fail on a device that is not mlx5.
 import errno
 from typing import NamedTuple
 
+from ....hw import cma
 from ... import checks
 from ...cmid import CMID, CMEventChannel
 from ...device import Context, events_queued
@@ -137,3 +138,13 @@ def set_recv_credits(qp, n):
     EOPNOTSUPP)."""
     _shm0(qp, QP, "qp", "set_recv_credits")
     qp._set_receive_credits(None if n is None else checks.uint(n, "n", 62))
+
+
+def consumer_memory_remote_ok(ctx):
+    """(ok, why): whether memory the program owns, registered with MR(pd, length,
+    access, address=addr), may have remote access here: peers reach it by cross-memory
+    attach, which the kernel may forbid (Yama's ptrace_scope); MR then refuses remote
+    access with EOPNOTSUPP. `why` says which rule decided. Raises PyverbsUserError,
+    PyverbsRDMAError (EOPNOTSUPP)."""
+    _shm0(ctx, Context, "ctx", "consumer_memory_remote_ok")
+    return cma.status()

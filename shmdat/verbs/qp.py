@@ -621,8 +621,9 @@ class QP(PyverbsCM):
     def post_recv(self, wr, bad_wr=None):
         """ibv_post_recv: the chain of RecvWRs. A receive whose SGEs fail their MR
         checks is found out when a message takes it (LOC_PROT_ERR; the requester
-        of an RC QP gets REM_OP_ERR). Raises PyverbsRDMAError (EINVAL in RESET,
-        over max_recv_wr or max_recv_sge)."""
+        of an RC QP gets REM_OP_ERR). The device runs here only if a message waits
+        in the ring for a receive. Raises PyverbsRDMAError (EINVAL in RESET, over
+        max_recv_wr or max_recv_sge)."""
         if wr.__class__ is not RecvWR:
             checks.instance(wr, RecvWR, "wr")
         with self.context.lock:
@@ -634,7 +635,8 @@ class QP(PyverbsCM):
                     wr = check_recv_wr(wr).next_wr
                 raise
             self._publish_credits()
-            if self.state in _MOVING:
+            qp = self._qp
+            if qp is not None and qp.message_waits() and self.state in _MOVING:
                 self._progress()
 
     def _post_recvs(self, wr):

@@ -50,7 +50,8 @@ def block(ctx, ready, deadline):
     _shm0(ctx, Context, "ctx", "block")
     if not callable(ready):
         raise checks.wrong("ready", "callable", ready)
-    if deadline is not None and (not isinstance(deadline, (int, float)) or isinstance(deadline, bool)):
+    if deadline is not None and (not isinstance(deadline, (int, float))
+                                 or isinstance(deadline, bool)):
         raise checks.wrong("deadline", "a time.monotonic() value or None", deadline)
     return ctx.wait(ready, deadline)
 

@@ -49,6 +49,7 @@ import os
 import random
 import socket
 import struct
+import threading
 
 from ..hw import cm_ports
 from ..hw.cm_ports import AddressInUse, PortsExhausted
@@ -304,7 +305,8 @@ class CMEventChannel(PyverbsCM):
 
     def _fd(self):
         """The channel's fd (see the class). Raises PyverbsRDMAError (EBADF: closed)."""
-        with _agent().ctx.lock:
+        agent = _live_agent()       # none yet: no id of this channel can queue an event
+        with agent.ctx.lock if agent is not None else _no_agent_lock:
             self._check_open("Failed to get the event channel's fd")
             if self._r is None:
                 self._r, self._w = os.pipe()
@@ -322,10 +324,14 @@ class CMEventChannel(PyverbsCM):
         """The next event, waiting for it while the device runs (each event goes to
         one of the threads waiting here); EAGAIN if none after one run of the device
         when the fd is non-blocking."""
+        non_blocking = self._r is not None and not os.get_blocking(self._r)
+        if non_blocking and not self._events and _live_agent() is None:
+            self._check_open(what)
+            raise PyverbsRDMAError(what, errno.EAGAIN)  # no id, no event: nor the device
         ctx = _agent().ctx
         with ctx.lock:
             self._check_open(what)
-            if not self._events and self._r is not None and not os.get_blocking(self._r):
+            if not self._events and non_blocking:
                 ctx.progress()
                 if not self._events:
                     raise PyverbsRDMAError(what, errno.EAGAIN)
@@ -484,6 +490,16 @@ class _Agent:
 _the_agent = None
 
 
+def _live_agent():
+    """The rdma_cm agent if it is open, else None (none is made)."""
+    if _the_agent is None or _the_agent.ctx._closed:
+        return None
+    return _the_agent
+
+
+_no_agent_lock = threading.Lock()
+
+
 def _agent():
     """This process's rdma_cm agent, made with the first CMID that needs the device."""
     global _the_agent
@@ -600,15 +616,21 @@ class CMID(PyverbsCM):
             raise
 
     def _take_over(self, cmid, what):
-        """CMID(creator=event): this object becomes the id the event is about."""
-        if not isinstance(cmid, CMID) or cmid._closed or cmid.state != REQUEST:
+        """CMID(creator=event): this object becomes the id the event is about (also when
+        the requester withdrew meanwhile: the id is then DONE, as rdma_cm still hands
+        it over, and the program must destroy it)."""
+        if not isinstance(cmid, CMID) or cmid._closed or cmid.state not in (REQUEST, DONE):
             raise PyverbsRDMAError(f"{what}: the event made no CM ID to take", errno.EINVAL)
         with cmid._agent.ctx.lock:
             self.__dict__.update({k: v for k, v in vars(cmid).items() if k != "logger"})
             cmid._closed = True                     # the event's object is now this one
             self._agent.cmids.discard(cmid)
             self._agent.cmids.add(self)
-            self._agent.ids[self._conn_id] = self
+            if self.state == REQUEST:
+                self._agent.ids[self._conn_id] = self
+            for event in self._channel._events:    # what was said of it since: said of this one
+                if event.id is cmid:
+                    event.id = self
 
     # What pyverbs shows.
 
@@ -1274,6 +1296,8 @@ class CMID(PyverbsCM):
             if self._sync:
                 self._channel.close()
             self.state = DONE
+        if not agent.cmids and not (agent.ctx._closed or agent.ctx._closing):
+            agent.ctx.close()       # the last id gone: the device too, as librdmacm's refcount
 
 
 def _next_completion(cq):

@@ -128,8 +128,8 @@ class Running:
 
 @pytest.fixture
 def unique_qual(conn_qual):
-    """A connection qualifier no parallel test uses: this worker's pid, then a per-test count."""
-    return str((os.getpid() << 20) + conn_qual)
+    """A connection qualifier no parallel test uses (each worker has its own device instance)."""
+    return str(conn_qual)
 
 
 def test_first_server_and_client_run_as_shown(tmp_path, unique_qual):

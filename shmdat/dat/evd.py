@@ -9,7 +9,7 @@ import collections
 import threading
 import time
 
-from . import aio
+from . import aio, seam
 from .args import check_int, check_qlen, check_timeout
 from .cno import CNO
 from .constants import (AsyncReason, CompletionFlags, EventNumber, EvdFlags, EvdState,
@@ -17,10 +17,10 @@ from .constants import (AsyncReason, CompletionFlags, EventNumber, EvdFlags, Evd
 from .errors import (Abort, InterruptedCall, InvalidState, QueueEmpty,
                      QueueFull, TimeoutExpired, bad_arg)
 from .handle import Handle, check_handle
-from ..hw.progress import SPIN_SECONDS, SignalError
 from .values import AsyncError, Event, EvdParam, SoftwareEvent
 
 _NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
+_DRAIN = 1 << 16                # completions taken from a CQ at once: all of them
 
 
 class EVD(Handle):
@@ -39,6 +39,23 @@ class EVD(Handle):
         self._notify_seq = 0            # counts notification events (what wakes a waiter)
         self._streams = []              # EPs, PSPs and RSPs whose events come here
         self._notifier = None           # a private CNO for wait_async, made on first use
+        self._cq = None                 # a DTO EVD's completions come through a verbs CQ
+        if flags & EvdFlags.DTO:
+            try:        # as large as the device allows: a CQ must never overrun (DAT drops instead)
+                self._cq = ia._dev.cq.CQ(ia._engine.ctx, ia._device_attr.max_cqe)
+            except ia._dev.pyverbs_error.PyverbsError as err:
+                raise seam.dat_error(err, "evd_create", subtype="RESOURCE_TEVD") from None
+            ia._engine.dto_evds.append(self)
+
+    def _drain(self):
+        """Move the CQ's completions into the queue (as dapl's dapls_evd_copy_cq)."""
+        n, wcs = self._cq.poll(_DRAIN)
+        if n:
+            slots = self._ia._engine.slots
+            for wc in wcs:
+                ep, cookie, flags, op, length = slots.pop(wc.wr_id)
+                (ep or self._ia._engine.eps_by_qp_num[wc.qp_num])._completed(
+                    self, wc, cookie, flags, op, length)
 
     # Producer side (called by progress, with the IA lock held).
 
@@ -56,9 +73,7 @@ class EVD(Handle):
                     self._cno._trigger(self)
                 if self._notifier is not None:
                     self._notifier._trigger(self)
-            prog = self._ia._progress
-            if prog.blocked:
-                prog.wake_local()
+            self._ia._engine.wake()
         return True
 
     def _overflow(self):
@@ -96,7 +111,7 @@ class EVD(Handle):
         EVD), TimeoutExpired and InterruptedCall (both with .nmore), Abort (EVD
         freed or IA closed meanwhile), InvalidHandle.
         """
-        prog = self._ia._progress
+        prog = self._ia._engine
         with prog.lock:
             self._check()
             seconds = check_timeout(timeout, 2)
@@ -134,7 +149,7 @@ class EVD(Handle):
         try:
             now = time.monotonic()
             deadline = None if seconds is None else now + seconds
-            spin_end = now + SPIN_SECONDS
+            spin_end = now + prog.spin_seconds
             if deadline is not None:
                 spin_end = min(spin_end, deadline)
             while True:
@@ -147,7 +162,7 @@ class EVD(Handle):
             with prog.lock:
                 try:
                     ok = prog.block(ready, deadline)
-                except SignalError:
+                except InterruptedError:
                     raise InterruptedCall("a signal interrupted the wait",
                                           nmore=len(self._q)) from None
                 return self._result(ok)
@@ -160,7 +175,7 @@ class EVD(Handle):
         The same rules and errors as wait(); the event loop runs while nothing
         has arrived. Built on a private CNO's file descriptor (see aio.py).
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             check_timeout(timeout, 2)
             if self._notifier is None:
@@ -185,7 +200,7 @@ class EVD(Handle):
 
         Raises QueueEmpty, InvalidState (a thread is waiting on it), InvalidHandle.
         """
-        prog = self._ia._progress
+        prog = self._ia._engine
         with prog.lock:
             if self._freed:
                 self._check()
@@ -203,7 +218,7 @@ class EVD(Handle):
         Raises InvalidParameter (EVD not created with EvdFlags.SOFTWARE),
         QueueFull (no room: nothing is queued and no overflow is raised), InvalidHandle.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             if not self._flags & EvdFlags.SOFTWARE:
                 raise bad_arg(2, "post_se needs an EVD created with EvdFlags.SOFTWARE")
@@ -214,7 +229,7 @@ class EVD(Handle):
     def resize(self, qlen):
         """dat_evd_resize. Raises InvalidParameter (qlen out of range), InvalidState
         (fewer than the events queued now, or a thread is waiting), InvalidHandle."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             check_qlen(qlen, 2)
             if self._waiter is not None:
@@ -228,7 +243,7 @@ class EVD(Handle):
 
     def query(self):
         """dat_evd_query -> EvdParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._ia._watch_peers()         # evd_count then includes a dead peer's flushes
             if self._overflowed:
@@ -245,32 +260,32 @@ class EVD(Handle):
 
     def set_unwaitable(self):
         """dat_evd_set_unwaitable: waits now raise InvalidState, and a blocked waiter wakes with it."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._unwaitable = True
-            self._ia._progress.wake_local()
+            self._ia._engine.wake()
 
     def clear_unwaitable(self):
         """dat_evd_clear_unwaitable."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._unwaitable = False
 
     def enable(self):
         """dat_evd_enable: events trigger the CNO again."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._enabled = True
 
     def disable(self):
         """dat_evd_disable: events still queue but no longer trigger the CNO."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._enabled = False
 
     def modify_cno(self, cno):
         """dat_evd_modify_cno: attach to another CNO, or to none. Raises InvalidHandle."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._cno = check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True, ia=self._ia)
 
@@ -278,7 +293,7 @@ class EVD(Handle):
         """dat_evd_free. Raises InvalidState while an EP, PSP or RSP still feeds it,
         or for the IA's async EVD; InvalidHandle."""
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             if self is ia._async_evd:
                 raise InvalidState("the async EVD lives as long as its IA",
@@ -292,6 +307,9 @@ class EVD(Handle):
         self._mark_freed()
         if self._notifier is not None:
             self._notifier._destroy()
+        if self._cq is not None:
+            self._ia._engine.dto_evds.remove(self)
+            self._cq.close()
         self._ia._evds.discard(self)
         self._q.clear()
-        self._ia._progress.wake_local()
+        self._ia._engine.wake()

@@ -1,7 +1,6 @@
 """Protection Zones (dat_pz_*)."""
 
-import secrets
-
+from . import seam
 from .errors import InvalidState
 from .handle import Handle
 from .values import PzParam
@@ -12,27 +11,29 @@ class PZ(Handle):
 
     def __init__(self, ia):
         super().__init__(ia)
-        # Published in registrations and exchanged at connection time, so that a
-        # peer's RDMA is checked against the PZ of the EP it arrives on.
-        self._id = secrets.randbits(62) + 1
+        try:
+            # The device checks a peer's RDMA against the PD of the QP it arrives on.
+            self._pd = ia._dev.pd.PD(ia._engine.ctx)
+        except ia._dev.pyverbs_error.PyverbsError as err:
+            raise seam.dat_error(err, "pz_create") from None
         self._users = set()             # LMRs, RMRs, EPs and SRQs in this PZ
 
     def query(self):
         """dat_pz_query -> PzParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             return PzParam(ia=self._ia)
 
     def rmr_create(self):
         """dat_rmr_create: an unbound RMR in this PZ. Raises InsufficientResources, InvalidHandle."""
         from .rmr import RMR
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             return RMR(self._ia, self)
 
     def free(self):
         """dat_pz_free. Raises InvalidState while an LMR, RMR, EP or SRQ uses it; InvalidHandle."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             if self._users:
                 kinds = sorted({u.kind.upper() for u in self._users})
@@ -43,4 +44,5 @@ class PZ(Handle):
 
     def _destroy(self):
         self._mark_freed()
+        self._pd.close()
         self._ia._pzs.discard(self)

@@ -25,4 +25,4 @@ def ia_open(name="shm0", async_evd_qlen=8):
         raise ProviderNotFound(f"no provider is registered as {name!r}; the registry has "
                                f"{', '.join(names)}", subtype="NAME_NOT_REGISTERED")
     check_qlen(async_evd_qlen, 2, "async_evd_qlen")
-    return IA(async_evd_qlen)
+    return IA(name, async_evd_qlen)

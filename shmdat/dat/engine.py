@@ -1,0 +1,134 @@
+"""One IA's verbs device: its Context, the IA lock, and the engine that turns the
+device's three event streams into DAT events (as dapl does, section 1 of
+docs/design/dat-over-verbs.md):
+
+  - completions: each DTO EVD's CQ, drained into the EVD's queue (evd.py);
+  - rdma_cm events: each service point's and connection's CMEventChannel,
+    handed to the connection manager (cm.py);
+  - async events: the Context's, handed to the EP, EVD or SRQ they are about.
+
+Progress is manual on shm0: it runs inside DAT's calls (poll), and a waiter
+sleeps on the device's doorbell, running it (block). Everything here runs under
+the IA lock, which on shm0 is the Context's own lock, so a waiter asleep in the
+device lets other threads of the IA in.
+"""
+
+import fcntl
+import os
+import time
+
+from . import seam
+from .constants import AsyncReason, EventNumber
+from .values import AsyncError
+
+_SPIN = float(os.environ.get("SHMDAT_SPIN_US", "100")) / 1e6
+
+
+class Engine:
+    def __init__(self, ia, dev):
+        self.ia = ia
+        self.dev = dev
+        self.ctx = dev.device.Context(name=dev.device_name)
+        self.lock = seam.lock(self.ctx)
+        self.spin_seconds = _SPIN
+        self.dto_evds = []              # EVDs with a CQ: drained every round
+        self.eps_by_qp_num = {}         # qp_num -> EP: an async event's element
+        self.slots = {}                 # wr_id -> (ep, cookie, flags, op, length) of a posted DTO
+        self.next_wr_id = 1
+        self.next_timer = None          # monotonic deadline of the earliest connect timer
+        self.cm = None                  # cm.ConnectionManager: set by the IA
+        self.blocked = 0                # threads inside block()
+        fd = self.ctx.async_fd
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+
+    # A round of progress (under the lock).
+
+    def poll(self):
+        if self.ia._freed:
+            return                      # closed: waiters are leaving
+        self.cm.drain()
+        self._drain_async()
+        for evd in self.dto_evds:
+            evd._drain()
+        if self.next_timer is not None:
+            now = time.monotonic()
+            if now >= self.next_timer:
+                self.cm.check_timers(now)
+
+    def _drain_async(self):
+        ctx = self.ctx
+        err = self.dev.pyverbs_error.PyverbsRDMAError
+        while True:
+            try:
+                event = ctx.get_async_event()
+            except err:
+                return                  # EAGAIN: none queued
+            event_type, element = event.event_type, event.element
+            event.ack()
+            self._async(event_type, element)
+
+    def _async(self, event_type, element):
+        e = self.dev.enums
+        ia = self.ia
+        if event_type in (e.IBV_EVENT_QP_FATAL, e.IBV_EVENT_QP_REQ_ERR, e.IBV_EVENT_QP_ACCESS_ERR):
+            ep = self.eps_by_qp_num.get(element.qp.qp_num) if element.qp is not None else None
+            if ep is not None:
+                ep._qp_fatal()
+        elif event_type == e.IBV_EVENT_CQ_ERR:
+            for evd in self.dto_evds:
+                if evd._cq is element.cq:
+                    evd._overflow()
+        elif event_type == e.IBV_EVENT_SRQ_LIMIT_REACHED:
+            for srq in ia._srqs:
+                if srq._verbs_srq is element.srq:
+                    srq._limit_reached()
+        elif event_type == e.IBV_EVENT_PORT_ERR:
+            ia._async_evd._post(EventNumber.ASYNC_ERROR_IA_CATASTROPHIC,
+                                AsyncError(ia, AsyncReason.IA_CATASTROPHIC_ERROR))
+        elif event_type == e.IBV_EVENT_DEVICE_FATAL:
+            ia._async_evd._post(EventNumber.ASYNC_ERROR_PROVIDER_INTERNAL_ERROR,
+                                AsyncError(ia, AsyncReason.OTHER))
+        # COMM_EST, SQ_DRAINED, QP_LAST_WQE_REACHED, PORT_ACTIVE: nothing for DAT (as dapl).
+
+    # DTO slots: wr_id -> what the completion needs.
+
+    def slot(self, entry):
+        """A wr_id for a DTO about to be posted, remembering `entry`."""
+        wr_id = self.next_wr_id
+        self.next_wr_id = wr_id + 1
+        self.slots[wr_id] = entry
+        return wr_id
+
+    # Waiting.
+
+    def block(self, ready, deadline):
+        """Run progress and sleep on the device until ready() or the monotonic deadline
+        (None: none); ready()'s last value. InterruptedError when a signal interrupts."""
+        self.blocked += 1
+        try:
+            return seam.block(self.ctx, lambda: self._round(ready), deadline)
+        finally:
+            self.blocked -= 1
+
+    def _round(self, ready):
+        self.poll()
+        return ready()
+
+    def wake(self):
+        """Blocked threads of this IA look at their ready() again (lock held)."""
+        if self.blocked:
+            seam.wake(self.ctx)
+
+    def drain_waiters(self, bound=1.0):
+        """With the lock held, let the threads blocked here leave (their ready() is now true)."""
+        end = time.monotonic() + bound
+        while self.blocked and time.monotonic() < end:
+            seam.wake(self.ctx)
+            self.lock.release()
+            try:
+                time.sleep(0.001)
+            finally:
+                self.lock.acquire()
+
+    def close(self):
+        self.ctx.close()

@@ -6,6 +6,7 @@ import os
 import sys
 
 from . import __version__
+from .dat.registry import registry_missing_providers
 from .hw import cm_ports, cma, port, qpn, shm
 from .verbs.__main__ import main as run_verbs
 from .verbs.link import link_set, link_show
@@ -34,10 +35,13 @@ def _bytes(n):
 
 
 def cmd_info(args):
-    """Providers, the attributes ia.query() reports, and what this machine allows."""
+    """Providers (and why a real NIC is not one), the attributes ia.query() reports, and
+    what this machine allows."""
     import shmdat
     for p in shmdat.registry_list_providers():
         print(f"provider {p.ia_name}: DAT {'.'.join(map(str, p.version))}, thread safe: {p.thread_safe}")
+    for why in registry_missing_providers():
+        print(f"no real-NIC provider: {why}")
     with shmdat.ia_open() as ia:
         ia_attr, provider_attr = ia.query()
         _show("IA attributes", _fields(ia_attr))

@@ -269,7 +269,7 @@ class ConnectionManager:
         """Hand every queued CM event to the owner of its CMID."""
         channel = self.channel
         while True:
-            event = seam.cm_event(channel)
+            event = seam.next_cm_event(channel)
             if event is None:
                 return
             owner = self.owners.get(event.listen_id if event.event_type
@@ -325,7 +325,7 @@ class ConnectionManager:
             cmid.listen()
         except dev.pyverbs_error.PyverbsError as err:
             self.close_cmid(cmid)
-            raise seam.dat_error(err, f"listening on conn_qual {conn_qual}") from None
+            raise seam.dat_error(err, "CMID.bind_addr") from None
         return cmid
 
     def stop_listening(self, sp):

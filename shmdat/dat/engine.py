@@ -18,7 +18,6 @@ import os
 import time
 
 from . import seam
-from .constants import AsyncReason, EventNumber
 from .values import AsyncError
 
 _SPIN = float(os.environ.get("SHMDAT_SPIN_US", "100")) / 1e6
@@ -28,7 +27,7 @@ class Engine:
     def __init__(self, ia, dev):
         self.ia = ia
         self.dev = dev
-        self.ctx = dev.device.Context(name=dev.device_name)
+        self.ctx = dev.device.Context(name=dev.name)
         self.lock = seam.lock(self.ctx)
         self.spin_seconds = _SPIN
         self.dto_evds = []              # EVDs with a CQ: drained every round
@@ -68,27 +67,25 @@ class Engine:
             self._async(event_type, element)
 
     def _async(self, event_type, element):
-        e = self.dev.enums
+        """An async event, to the DAT object its element is (seam.ASYNC_EVENT)."""
+        what = seam.ASYNC_EVENT.get(event_type)
+        if what is None:
+            return                      # nothing for DAT (COMM_EST, PORT_ACTIVE, ...)
         ia = self.ia
-        if event_type in (e.IBV_EVENT_QP_FATAL, e.IBV_EVENT_QP_REQ_ERR, e.IBV_EVENT_QP_ACCESS_ERR):
+        if what.handle == "ep":
             ep = self.eps_by_qp_num.get(element.qp.qp_num) if element.qp is not None else None
             if ep is not None:
                 ep._qp_fatal()
-        elif event_type == e.IBV_EVENT_CQ_ERR:
+        elif what.handle == "evd":
             for evd in self.dto_evds:
                 if evd._cq is element.cq:
                     evd._overflow()
-        elif event_type == e.IBV_EVENT_SRQ_LIMIT_REACHED:
+        elif what.handle == "srq":
             for srq in ia._srqs:
                 if srq._verbs_srq is element.srq:
-                    srq._limit_reached()
-        elif event_type == e.IBV_EVENT_PORT_ERR:
-            ia._async_evd._post(EventNumber.ASYNC_ERROR_IA_CATASTROPHIC,
-                                AsyncError(ia, AsyncReason.IA_CATASTROPHIC_ERROR))
-        elif event_type == e.IBV_EVENT_DEVICE_FATAL:
-            ia._async_evd._post(EventNumber.ASYNC_ERROR_PROVIDER_INTERNAL_ERROR,
-                                AsyncError(ia, AsyncReason.OTHER))
-        # COMM_EST, SQ_DRAINED, QP_LAST_WQE_REACHED, PORT_ACTIVE: nothing for DAT (as dapl).
+                    srq._async(what.number, what.reason)
+        else:
+            ia._async_evd._post(what.number, AsyncError(ia, what.reason))
 
     # DTO slots: wr_id -> what the completion needs.
 

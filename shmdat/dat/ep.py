@@ -73,7 +73,8 @@ _ERR_TRANSPORT = DtoStatus.ERR_TRANSPORT
 _RECEIVE = DtoOp.RECEIVE
 _UP = (S.CONNECTED, S.DISCONNECT_PENDING, S.COMPLETION_PENDING)    # a connection that can break
 _RESOLVE_MS = 2000
-_vrb = seam.verbs_enums()
+_CM = seam.CmEvent
+_vrb = seam.libibverbs_enums
 _WR_SEND, _WR_RDMA_WRITE, _WR_RDMA_READ = _vrb.IBV_WR_SEND, _vrb.IBV_WR_RDMA_WRITE, _vrb.IBV_WR_RDMA_READ
 _SIGNALED, _SEND_SOLICITED, _SEND_FENCE = (int(_vrb.IBV_SEND_SIGNALED), int(_vrb.IBV_SEND_SOLICITED),
                                            int(_vrb.IBV_SEND_FENCE))
@@ -216,13 +217,13 @@ class EP(Handle):
             if self._qp is not None:
                 self._qp.close()
                 self._qp = None
-            raise seam.dat_error(err, "ep_create", subtype="RESOURCE_TEP") from None
+            raise seam.dat_error(err, "QP") from None
         ia._engine.eps_by_qp_num[self._qp.qp_num] = self
 
     def _to_init(self):
         dev = self._ia._dev
         e = dev.enums
-        attr = dev.qp.QPAttr(port_num=dev.port_num)
+        attr = dev.qp.QPAttr(port_num=dev.port)
         attr.qp_access_flags = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ
                                 | e.IBV_ACCESS_REMOTE_WRITE)
         self._qp.to_init(attr)
@@ -351,38 +352,36 @@ class EP(Handle):
             self._refused(EventNumber.CONNECTION_EVENT_UNREACHABLE)
 
     def _cm_event(self, event):
-        """An rdma_cm event about this EP's CMID."""
-        ET = self._ia._cm.ET
-        kind = event.event_type
+        """An rdma_cm event about this EP's CMID, as the connection state machine's event."""
+        kind = seam.cm_event(event.event_type, event.status)
         state = self._state
         if state == S.ACTIVE_CONNECTION_PENDING:
-            if kind == ET.RDMA_CM_EVENT_ADDR_RESOLVED:
+            if kind is _CM.ADDR_RESOLVED:
                 self._cmid.resolve_route(_RESOLVE_MS)
-            elif kind == ET.RDMA_CM_EVENT_ROUTE_RESOLVED:
+            elif kind is _CM.ROUTE_RESOLVED:
                 self._send_request()
-            elif kind == ET.RDMA_CM_EVENT_CONNECT_RESPONSE:
+            elif kind is _CM.CONNECT_RESPONSE:
                 self._connected(event)
-            elif kind == ET.RDMA_CM_EVENT_REJECTED:
+            elif kind is _CM.REJECTED:
                 header = split_header(event.private_data)
                 if header is None:
                     self._refused(EventNumber.CONNECTION_EVENT_NON_PEER_REJECTED)
                 else:
                     self._refused(EventNumber.CONNECTION_EVENT_PEER_REJECTED, header[0])
-            elif kind in self._ia._cm.failures:
+            elif kind is _CM.UNREACHABLE:
                 self._refused(EventNumber.CONNECTION_EVENT_UNREACHABLE)
         elif state == S.COMPLETION_PENDING:
-            if kind == ET.RDMA_CM_EVENT_ESTABLISHED:
+            if kind is _CM.ESTABLISHED:
                 self._transition("established")
                 self._connect_evd._post(EventNumber.CONNECTION_EVENT_ESTABLISHED,
                                         ConnectionEvent(self, b""))
-            elif kind in self._ia._cm.failures or kind == ET.RDMA_CM_EVENT_DISCONNECTED:
+            elif kind in (_CM.UNREACHABLE, _CM.REJECTED, _CM.PEER_DISCONNECTED, _CM.QP_FATAL):
                 self._refused(EventNumber.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
         elif state in (S.CONNECTED, S.DISCONNECT_PENDING):
-            if kind == ET.RDMA_CM_EVENT_DISCONNECTED:
-                if seam.peer_died(event):
-                    self._break("the peer process died")
-                else:
-                    self._peer_disconnected()
+            if kind is _CM.PEER_DISCONNECTED:
+                self._peer_disconnected()
+            elif kind is _CM.QP_FATAL:
+                self._break("the peer process died")
         # Anything else is late (the EP left the handshake or the connection): ignored.
 
     def _send_request(self):
@@ -591,7 +590,7 @@ class EP(Handle):
         except dev.pyverbs_error.PyverbsError as err:
             self._requests -= 1
             self._ia._engine.slots.pop(wr_id, None)
-            raise seam.dat_error(err, "post") from None
+            raise seam.dat_error(err, "QP.post_send") from None
 
     def post_send(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.
@@ -647,7 +646,7 @@ class EP(Handle):
             except dev.pyverbs_error.PyverbsError as err:
                 self._recvs -= 1
                 self._ia._engine.slots.pop(wr_id, None)
-                raise seam.dat_error(err, "post_recv") from None
+                raise seam.dat_error(err, "QP.post_recv") from None
 
     def post_rdma_write(self, local_iov, user_cookie, remote_iov, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_rdma_write: write local_iov into the peer's memory at remote_iov,

@@ -44,7 +44,7 @@ class EVD(Handle):
             try:        # as large as the device allows: a CQ must never overrun (DAT drops instead)
                 self._cq = ia._dev.cq.CQ(ia._engine.ctx, ia._device_attr.max_cqe)
             except ia._dev.pyverbs_error.PyverbsError as err:
-                raise seam.dat_error(err, "evd_create", subtype="RESOURCE_TEVD") from None
+                raise seam.dat_error(err, "CQ") from None
             ia._engine.dto_evds.append(self)
 
     def _drain(self):

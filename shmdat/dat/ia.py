@@ -39,7 +39,7 @@ class IA(Handle):
         try:
             self._engine = Engine(self, self._dev)
         except self._dev.pyverbs_error.PyverbsError as err:
-            raise seam.dat_error(err, "ia_open") from None
+            raise seam.dat_error(err, "device.Context") from None
         self._device_attr = self._engine.ctx.query_device()
         self._pzs, self._evds, self._eps, self._cnos, self._srqs, self._rmrs = (set() for _ in range(6))
         self._lmrs = {}                 # lmr_context -> LMR

@@ -49,7 +49,7 @@ def register(ia, pz, length, priv, address=None):
             return dev.mr.MR(pz._pd, length, verbs_access(dev.enums, priv))
         return dev.mr.MR(pz._pd, length, verbs_access(dev.enums, priv), address=address)
     except dev.pyverbs_error.PyverbsError as err:
-        raise seam.dat_error(err, "memory registration", subtype="RESOURCE_MEMORY") from None
+        raise seam.dat_error(err, "MR") from None
 
 
 class LMR(Handle):

@@ -15,7 +15,7 @@ class PZ(Handle):
             # The device checks a peer's RDMA against the PD of the QP it arrives on.
             self._pd = ia._dev.pd.PD(ia._engine.ctx)
         except ia._dev.pyverbs_error.PyverbsError as err:
-            raise seam.dat_error(err, "pz_create") from None
+            raise seam.dat_error(err, "PD") from None
         self._users = set()             # LMRs, RMRs, EPs and SRQs in this PZ
 
     def query(self):

@@ -52,7 +52,7 @@ class SRQ(Handle):
             self._verbs_srq = dev.srq.SRQ(pz._pd, dev.srq.SrqInitAttr(
                 dev.srq.SrqAttr(max_wr=max_recv_dtos, max_sge=max_recv_iov)))
         except dev.pyverbs_error.PyverbsError as err:
-            raise seam.dat_error(err, "srq_create", subtype="RESOURCE_SRQ") from None
+            raise seam.dat_error(err, "SRQ") from None
         self._eps = set()               # EPs created with this SRQ (until they are freed)
         self._evds = set()              # every recv EVD those EPs have used: completions wait there
         self._posted = 0                # buffers posted, ever
@@ -90,9 +90,12 @@ class SRQ(Handle):
         self._verbs_srq.modify(dev.srq.SrqAttr(srq_limit=low_watermark), dev.enums.IBV_SRQ_LIMIT)
 
     def _limit_reached(self):
-        """IBV_EVENT_SRQ_LIMIT_REACHED (one-shot: quiet until set_lw again)."""
-        self._ia._async_evd._post(EventNumber.ASYNC_SRQ_LOW_WATERMARK,
-                                  AsyncError(self, AsyncReason.SRQ_LOW_WATERMARK))
+        """The low watermark fires (one-shot: quiet until set_lw again)."""
+        self._async(EventNumber.ASYNC_SRQ_LOW_WATERMARK, AsyncReason.SRQ_LOW_WATERMARK)
+
+    def _async(self, number, reason):
+        """An async event about this SRQ (IBV_EVENT_SRQ_LIMIT_REACHED, SRQ_ERR)."""
+        self._ia._async_evd._post(number, AsyncError(self, reason))
 
     # DAT calls.
 
@@ -123,7 +126,7 @@ class SRQ(Handle):
                                                         sg=sges or None))
             except dev.pyverbs_error.PyverbsError as err:
                 ia._engine.slots.pop(wr_id, None)
-                raise seam.dat_error(err, "srq post_recv") from None
+                raise seam.dat_error(err, "SRQ.post_recv") from None
             self._posted += 1
 
     def query(self):
@@ -164,7 +167,7 @@ class SRQ(Handle):
                 try:
                     self._verbs_srq.modify(dev.srq.SrqAttr(max_wr=max_recv_dtos), dev.enums.IBV_SRQ_MAX_WR)
                 except dev.pyverbs_error.PyverbsError as err:
-                    raise seam.dat_error(err, "srq resize", subtype="RESOURCE_SRQ") from None
+                    raise seam.dat_error(err, "SRQ.modify") from None
             self._max_recv_dtos = max_recv_dtos
 
     def set_lw(self, low_watermark):

@@ -1,6 +1,12 @@
 import itertools
 import os
 
+# Each test process (an xdist worker) has a device instance of its own, which the peers
+# it starts inherit: connection qualifiers are ports of the device's machine-wide
+# rdma_cm port table, and parallel workers would otherwise take one another's. Set
+# before shmdat is imported: the device reads it then.
+WORKER_NS = os.environ.setdefault("SHMDAT_DEVICE_NS", f"w{os.getpid()}")
+
 import pytest
 
 import shmdat
@@ -10,10 +16,6 @@ from tests.verbs_ends import End
 
 _quals = itertools.count(1)
 _namespaces = itertools.count(1)
-# Each test process (an xdist worker) has a device instance of its own, which the peers
-# it starts inherit: connection qualifiers are ports of the device's machine-wide
-# rdma_cm port table, and parallel workers would otherwise take one another's.
-WORKER_NS = os.environ.setdefault("SHMDAT_DEVICE_NS", f"w{os.getpid()}")
 
 
 class _Peers:

@@ -144,13 +144,14 @@ class CR(Handle):
         self._sp = sp
         self.conn_qual = conn_qual
         self._cmid = cmid
-        self.remote_ia_address = cmid.dst_addr[0] if cmid.dst_addr else None
+        self.remote_ia_address = cmid.dst_addr[0] if cmid is not None and cmid.dst_addr else None
         self.remote_port_qual = remote_port
         self.private_data = private_data
         self._local_ep = local_ep
-        self._withdrawn = False         # the requester gave up (REJECTED on our id)
+        self._withdrawn = cmid is None  # the requester gave up (REJECTED on our id)
         ia._cm.crs.add(self)
-        ia._cm.owners[cmid] = self
+        if cmid is not None:
+            ia._cm.owners[cmid] = self
 
     def _cm_event(self, event):
         if event.event_type in self._ia._cm.failures:
@@ -204,12 +205,7 @@ class CR(Handle):
             self._forget()
             if self._local_ep is not None:
                 self._local_ep._transition("reject")
-            if not self._withdrawn:
-                try:
-                    self._cmid.reject(with_header(private_data))
-                except ia._dev.pyverbs_error.PyverbsError:
-                    pass                # withdrawn meanwhile: nobody to tell
-            ia._cm.close_cmid(self._cmid)
+            self._refuse(with_header(private_data))
 
     def handoff(self, conn_qual):
         """dat_cr_handoff: pass the request to this IA's PSP on `conn_qual`, whose EVD
@@ -232,15 +228,20 @@ class CR(Handle):
         self._ia._cm.crs.discard(self)
         self._ia._cm.owners.pop(self._cmid, None)
 
+    def _refuse(self, private_data):
+        if self._cmid is None:
+            return
+        if not self._withdrawn:
+            try:
+                self._cmid.reject(private_data)
+            except self._ia._dev.pyverbs_error.PyverbsError:
+                pass                # withdrawn meanwhile: nobody to tell
+        self._ia._cm.close_cmid(self._cmid)
+
     def _destroy(self):
         """The IA closes: refuse the request."""
         self._forget()
-        if not self._withdrawn:
-            try:
-                self._cmid.reject(with_header(b""))
-            except self._ia._dev.pyverbs_error.PyverbsError:
-                pass
-        self._ia._cm.close_cmid(self._cmid)
+        self._refuse(with_header(b""))
 
 
 class ConnectionManager:
@@ -282,12 +283,16 @@ class ConnectionManager:
 
     def request(self, event, listen_cmid):
         """A CONNECT_REQUEST's (CMID, consumer private data, requester's port); None
-        (and the request refused) if it lacks DAT's header."""
+        (and the request refused) if it lacks DAT's header. The CMID is None when the
+        requester withdrew before the request was taken (its CR can only fail)."""
         header = split_header(event.private_data)
         if header is None:
             self._refuse(event)
             return None
-        cmid = self.dev.cmid.CMID(creator=event, listen_id=listen_cmid)
+        try:
+            cmid = self.dev.cmid.CMID(creator=event, listen_id=listen_cmid)
+        except self.dev.pyverbs_error.PyverbsError:
+            cmid = None
         return cmid, header[0], header[1]
 
     def _refuse(self, event):

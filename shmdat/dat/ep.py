@@ -7,6 +7,7 @@ requests; their completions come back through the EVDs' CQs (evd.py's drain).
 """
 
 import dataclasses
+import ipaddress
 
 from . import limits, seam
 from .args import (check_choice, check_conn_qual, check_flags, check_int, check_private_data,
@@ -336,10 +337,14 @@ class EP(Handle):
     def _connect(self, address, conn_qual, seconds, private_data):
         ia, dev = self._ia, self._ia._dev
         try:
-            where = dev.cmid.AddrInfo(dst=address, dst_service=str(conn_qual))
-        except dev.pyverbs_error.PyverbsError as err:
-            raise InvalidAddress(f"{address!r} is not an IA address: {err}",
+            if not isinstance(address, str):
+                raise ValueError(address)
+            ipaddress.IPv4Address(address)
+        except ValueError:
+            raise InvalidAddress(f"{address!r} is not an IA address (an IPv4 address in "
+                                 "dotted-quad form, as ia.address)",
                                  subtype="INVALID_ADDRESS_MALFORMED") from None
+        where = dev.cmid.AddrInfo(dst=address, dst_service=str(conn_qual))
         self._transition("connect")
         self.remote_ia_address, self.remote_port_qual = address, conn_qual
         self._service = (address, conn_qual)
@@ -350,6 +355,10 @@ class EP(Handle):
             self._cmid.resolve_addr(where, _RESOLVE_MS)
         except dev.pyverbs_error.PyverbsError:
             self._refused(EventNumber.CONNECTION_EVENT_UNREACHABLE)
+            return
+        # Resolution and the request go on now, as a NIC's CM would without us: the
+        # consumer may wait for the peer's answer in a call that runs no progress here.
+        ia._cm.drain()
 
     def _cm_event(self, event):
         """An rdma_cm event about this EP's CMID, as the connection state machine's event."""
@@ -423,10 +432,10 @@ class EP(Handle):
         self._transition("accept")
         self.remote_ia_address, self.remote_port_qual, self.local_port_qual = address, port, conn_qual
         self._cmid = cmid
-        self._ia._cm.owners[cmid] = self
         if withdrawn:
             self._refused(EventNumber.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
             return
+        self._ia._cm.owners[cmid] = self
         param = dev.cmid.ConnParam(retry=7, rnr_retry=7, qp_num=self._qp.qp_num)
         data = with_header(private_data)
         param.data_len = len(data)
@@ -580,7 +589,8 @@ class EP(Handle):
             send_flags |= _SEND_SOLICITED
         if flags & _FENCE:
             send_flags |= _SEND_FENCE
-        wr = dev.wr.SendWR(wr_id=wr_id, opcode=opcode, num_sge=len(sges), sg=sges or None,
+        sges = sges or self._pz._empty_sges()
+        wr = dev.wr.SendWR(wr_id=wr_id, opcode=opcode, num_sge=len(sges), sg=sges,
                            send_flags=send_flags)
         if remote is not None:
             wr.set_wr_rdma(remote.rmr_context, remote.target_address)
@@ -642,7 +652,8 @@ class EP(Handle):
             wr_id = self._ia._engine.slot((self, user_cookie, completion_flags, _RECEIVE, total))
             self._recvs += 1
             try:
-                self._qp.post_recv(dev.wr.RecvWR(wr_id=wr_id, num_sge=len(sges), sg=sges or None))
+                sges = sges or self._pz._empty_sges()
+                self._qp.post_recv(dev.wr.RecvWR(wr_id=wr_id, num_sge=len(sges), sg=sges))
             except dev.pyverbs_error.PyverbsError as err:
                 self._recvs -= 1
                 self._ia._engine.slots.pop(wr_id, None)

@@ -17,6 +17,7 @@ class PZ(Handle):
         except ia._dev.pyverbs_error.PyverbsError as err:
             raise seam.dat_error(err, "PD") from None
         self._users = set()             # LMRs, RMRs, EPs and SRQs in this PZ
+        self._empty = None              # the SGE list of an empty local_iov (made when needed)
 
     def query(self):
         """dat_pz_query -> PzParam."""
@@ -41,6 +42,18 @@ class PZ(Handle):
                                    f"({', '.join(kinds)}); free them first",
                                    subtype="INVALID_STATE_PZ_IN_USE")
             self._destroy()
+
+    def _empty_sges(self):
+        """A work request needs one SGE (pyverbs): an empty local_iov posts a zero-length
+        one in a one-byte MR of the PZ's own."""
+        if self._empty is None:
+            dev = self._ia._dev
+            try:
+                self._empty_mr = dev.mr.MR(self._pd, 1, dev.enums.IBV_ACCESS_LOCAL_WRITE)
+            except dev.pyverbs_error.PyverbsError as err:
+                raise seam.dat_error(err, "MR") from None
+            self._empty = [dev.wr.SGE(self._empty_mr.buf, 0, self._empty_mr.lkey)]
+        return self._empty
 
     def _destroy(self):
         self._mark_freed()

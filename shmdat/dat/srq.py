@@ -122,8 +122,8 @@ class SRQ(Handle):
             dev = ia._dev
             wr_id = ia._engine.slot((None, user_cookie, 0, _RECEIVE, total))
             try:
-                self._verbs_srq.post_recv(dev.wr.RecvWR(wr_id=wr_id, num_sge=len(sges),
-                                                        sg=sges or None))
+                sges = sges or self._pz._empty_sges()
+                self._verbs_srq.post_recv(dev.wr.RecvWR(wr_id=wr_id, num_sge=len(sges), sg=sges))
             except dev.pyverbs_error.PyverbsError as err:
                 ia._engine.slots.pop(wr_id, None)
                 raise seam.dat_error(err, "SRQ.post_recv") from None

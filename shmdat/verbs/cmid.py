@@ -563,15 +563,21 @@ class CMID(PyverbsCM):
             raise
 
     def _take_over(self, cmid, what):
-        """CMID(creator=event): this object becomes the id the event is about."""
-        if not isinstance(cmid, CMID) or cmid._closed or cmid.state != REQUEST:
+        """CMID(creator=event): this object becomes the id the event is about (also when
+        the requester withdrew meanwhile: the id is then DONE, as rdma_cm still hands
+        it over, and the program must destroy it)."""
+        if not isinstance(cmid, CMID) or cmid._closed or cmid.state not in (REQUEST, DONE):
             raise PyverbsRDMAError(f"{what}: the event made no CM ID to take", errno.EINVAL)
         with cmid._agent.ctx.lock:
             self.__dict__.update({k: v for k, v in vars(cmid).items() if k != "logger"})
             cmid._closed = True                     # the event's object is now this one
             self._agent.cmids.discard(cmid)
             self._agent.cmids.add(self)
-            self._agent.ids[self._conn_id] = self
+            if self.state == REQUEST:
+                self._agent.ids[self._conn_id] = self
+            for event in self._channel._events:    # what was said of it since: said of this one
+                if event.id is cmid:
+                    event.id = self
 
     # What pyverbs shows.
 
@@ -1211,6 +1217,8 @@ class CMID(PyverbsCM):
             if self._sync:
                 self._channel.close()
             self.state = DONE
+        if not agent.cmids and not (agent.ctx._closed or agent.ctx._closing):
+            agent.ctx.close()       # the last id gone: the device too, as librdmacm's refcount
 
 
 def _ud_private_data(param, limit, what):

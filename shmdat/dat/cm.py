@@ -23,6 +23,8 @@ from any other (dapl does the same for the same reasons). The port is the active
 side's own, which the passive side reports as the CR's remote_port_qual.
 """
 
+import fcntl
+import os
 import secrets
 import time
 
@@ -259,6 +261,8 @@ class ConnectionManager:
                          ET.RDMA_CM_EVENT_CONNECT_ERROR, ET.RDMA_CM_EVENT_ADDR_ERROR,
                          ET.RDMA_CM_EVENT_ROUTE_ERROR}
         self.channel = dev.cmid.CMEventChannel()
+        fd = dev.dv.cm_channel_fd(self.channel)     # drained without waiting
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
         self.owners = {}            # CMID -> the PSP, RSP, CR or EP its events go to
         self.sps = {}               # conn_qual -> PSP or RSP
         self.crs = set()            # CRs not yet accepted or rejected
@@ -270,9 +274,10 @@ class ConnectionManager:
         """Hand every queued CM event to the owner of its CMID."""
         channel = self.channel
         while True:
-            event = seam.next_cm_event(channel)
-            if event is None:
-                return
+            try:
+                event = self.dev.cmid.CMEvent(channel)
+            except self.dev.pyverbs_error.PyverbsRDMAError:
+                return                  # EAGAIN: none queued (the channel's fd is non-blocking)
             owner = self.owners.get(event.listen_id if event.event_type
                                     == self.ET.RDMA_CM_EVENT_CONNECT_REQUEST else event.id)
             if owner is not None:
@@ -307,7 +312,7 @@ class ConnectionManager:
     def new_cmid(self, owner):
         cmid = self.dev.cmid.CMID(self.channel)
         # DAT's private data and its header: more than rdma_cm's RoCE limits (shm0 allows it).
-        seam.cm_set_private_data_limit(cmid, limits.MAX_PRIVATE_DATA_SIZE + HEADER_BYTES)
+        self.dev.dv.cm_set_private_data_limit(cmid, limits.MAX_PRIVATE_DATA_SIZE + HEADER_BYTES)
         self.owners[cmid] = owner
         return cmid
 

@@ -28,7 +28,11 @@ class Engine:
         self.ia = ia
         self.dev = dev
         self.ctx = dev.device.Context(name=dev.name)
-        self.lock = seam.lock(self.ctx)
+        self.dv = dev.dv
+        # shm0 runs inside calls under its Context's lock; the IA lock is that lock, so a
+        # waiter asleep in the device (which releases it) lets the IA's other threads in.
+        self.lock = self.ctx.lock
+        self.events_seen = -1           # shm0dv.events_pending when the CM and async queues were last read
         self.spin_seconds = _SPIN
         self.dto_evds = []              # EVDs with a CQ: drained every round
         self.eps_by_qp_num = {}         # qp_num -> EP: an async event's element
@@ -45,8 +49,11 @@ class Engine:
     def poll(self):
         if self.ia._freed:
             return                      # closed: waiters are leaving
-        self.cm.drain()
-        self._drain_async()
+        pending = self.dv.events_pending(self.ctx)
+        if pending != self.events_seen:
+            self.events_seen = pending
+            self.cm.drain()
+            self._drain_async()
         for evd in self.dto_evds:
             evd._drain()
         if self.next_timer is not None:
@@ -103,7 +110,10 @@ class Engine:
         (None: none); ready()'s last value. InterruptedError when a signal interrupts."""
         self.blocked += 1
         try:
-            return seam.block(self.ctx, lambda: self._round(ready), deadline)
+            while not self.dv.block(self.ctx, lambda: self._round(ready), deadline):
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False        # else a wake() for another waiter: sleep again
+            return True
         finally:
             self.blocked -= 1
 
@@ -114,13 +124,13 @@ class Engine:
     def wake(self):
         """Blocked threads of this IA look at their ready() again (lock held)."""
         if self.blocked:
-            seam.wake(self.ctx)
+            self.dv.wake(self.ctx)
 
     def drain_waiters(self, bound=1.0):
         """With the lock held, let the threads blocked here leave (their ready() is now true)."""
         end = time.monotonic() + bound
         while self.blocked and time.monotonic() < end:
-            seam.wake(self.ctx)
+            self.dv.wake(self.ctx)
             self.lock.release()
             try:
                 time.sleep(0.001)

@@ -551,7 +551,7 @@ class EP(Handle):
         not yet completed."""
         if self._srq is None:
             return self._recvs
-        return seam.receives_filling(self._qp)
+        return self._ia._dev.dv.query_rq(self._qp).filling
 
     def _held(self):
         """What the high watermarks count: receive buffers the EP holds, i.e. allocated

@@ -93,7 +93,8 @@ class IA(Handle):
             provider_name=PROVIDER_NAME, provider_version_major=PROVIDER_VERSION[0],
             provider_version_minor=PROVIDER_VERSION[1], dapl_version_major=DAT_VERSION[0],
             dapl_version_minor=DAT_VERSION[1],
-            lmr_mem_types_supported=seam.lmr_mem_types(self._engine.ctx),
+            lmr_mem_types_supported=(("virtual", "shared") if self._dev.dv.consumer_memory_remote_ok(
+                self._engine.ctx)[0] else ("shared",)),
             max_private_data_size=limits.MAX_PRIVATE_DATA_SIZE, is_thread_safe=True,
             completion_flags_supported=(CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
                                         | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE
@@ -109,7 +110,7 @@ class IA(Handle):
     def _watch_peers(self):
         """Notice dead peers on paths that run no progress (a post, a wait that finds
         events queued, the queries): one clock read unless the device's look is due."""
-        seam.watch(self._engine.ctx)
+        self._dev.dv.watch(self._engine.ctx)
 
     # Creators.
 

@@ -22,8 +22,6 @@ import os
 import types
 from typing import Any, NamedTuple
 
-from ..hw import cma
-from ..hw.progress import SignalError
 from ..verbs import (cmid, cq, device, libibverbs_enums, librdmacm_enums, mr, pd,
                      pyverbs_error, qp, srq, wr)
 from ..verbs.libibverbs_enums import ibv_event_type, ibv_port_state, ibv_wc_status
@@ -494,54 +492,17 @@ def dat_error(exc, call, position=None):
 
 
 
-# -- the shm0 extension, until shm0dv lands (issue 12 step 3) ----------------------------
-# BRANCH STUB: each of these becomes a call of shm0dv (section 5 of the design).
+# -- what pyverbs does not say, read where the device says it -----------------------------
 
-def lock(ctx):
-    """The IA lock: on shm0 the Context's own, so that a waiter asleep in the device
-    lets the IA's other threads in."""
-    return ctx.lock
-
-
-def block(ctx, ready, deadline):
-    """Run the device and sleep until ready() or the deadline; InterruptedError on a signal."""
-    with ctx.lock:
-        try:
-            return ctx._progress.block(ready, deadline)
-        except SignalError:
-            raise InterruptedError(errno.EINTR, "a signal interrupted the wait") from None
-
-
-def wake(ctx):
-    ctx.wake_waiters()
-
-
-def next_cm_event(channel):
-    """The channel's next CM event, or None."""
-    if not channel._events:
-        return None
-    return cmid.CMEvent(channel)
-
-
-def watch(ctx):
-    ctx.progress()
-
-
-def lmr_mem_types(ctx):
-    return ("virtual", "shared") if cma.status()[0] else ("shared",)
-
-
-def cm_set_private_data_limit(cmid_, nbytes):
-    os.environ.setdefault("SHMDAT_CM_PRIVATE_DATA", str(nbytes))
+def local_port(cmid_):
+    """The port an active CMID was bound to by resolve_addr (pyverbs wraps no
+    rdma_get_src_port; shm0's CMID has src_addr, as the C id's route does)."""
+    src = getattr(cmid_, "src_addr", None)
+    return src[1] if src else 0
 
 
 def wc_solicited(wc):
+    """Whether a receive's sender asked for a solicited event: ibv_wc has no such bit;
+    a solicited-only EVD is woken through the CQ's solicited notification instead.
+    BRANCH STUB: every receive counts as solicited until that is built."""
     return True
-
-
-def receives_filling(qp_):
-    return 0
-
-
-def local_port(cmid_):
-    return cmid_.src_addr[1] if cmid_.src_addr else 0

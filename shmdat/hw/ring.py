@@ -748,6 +748,11 @@ class QueuePair:
             self.peer.ring()
         return consumed
 
+    def message_waits(self):
+        """Whether the peer has put a record in our receive ring that we have not consumed
+        (one word read: a driver may skip its poll_recv when not)."""
+        return self.rx_tail != self.words[self.w_rx_head]
+
     def _nak(self, pos, reason):
         """Refuse the message at `pos` of our receive ring (written once per message and reason)."""
         nak = (pos + 1) << 8 | reason

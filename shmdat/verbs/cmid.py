@@ -59,7 +59,7 @@ from . import librdmacm_enums as ce
 from .addr import AH, AHAttr, GlobalRoute
 from .base import PyverbsCM, PyverbsObject
 from .cq import CQ, CompChannel
-from .device import DEVICE_NAME, PORT, Context
+from .device import DEVICE_NAME, PORT, Context, events_queued
 from .gid import GID
 from .mr import MR
 from .pd import PD
@@ -291,25 +291,57 @@ class _Event:
 
 
 class CMEventChannel(PyverbsCM):
-    """rdma_create_event_channel: where the events of the CMIDs made on it queue."""
+    """rdma_create_event_channel: where the events of the CMIDs made on it queue.
+
+    Its fd (C's rdma_event_channel.fd; shm0dv.cm_channel_fd, made when first asked
+    for) polls readable while an event waits; with O_NONBLOCK set on it, CMEvent
+    runs the device once and raises EAGAIN if still none waits."""
 
     def __init__(self):
         super().__init__()
         self._events = collections.deque()
+        self._r = self._w = None            # the fd's pipe: one byte in it while events wait
+
+    def _fd(self):
+        """The channel's fd (see the class). Raises PyverbsRDMAError (EBADF: closed)."""
+        with _agent().ctx.lock:
+            self._check_open("Failed to get the event channel's fd")
+            if self._r is None:
+                self._r, self._w = os.pipe()
+                if self._events:
+                    os.write(self._w, b"\1")
+            return self._r
+
+    def _queue(self, event):
+        """An event arrives (under the agent's Context lock)."""
+        if not self._events and self._w is not None:
+            os.write(self._w, b"\1")
+        self._events.append(event)
 
     def _get(self, what):
         """The next event, waiting for it while the device runs (each event goes to
-        one of the threads waiting here)."""
+        one of the threads waiting here); EAGAIN if none after one run of the device
+        when the fd is non-blocking."""
         ctx = _agent().ctx
         with ctx.lock:
             self._check_open(what)
+            if not self._events and self._r is not None and not os.get_blocking(self._r):
+                ctx.progress()
+                if not self._events:
+                    raise PyverbsRDMAError(what, errno.EAGAIN)
             ctx.block(lambda: bool(self._events) or self._closed)
             self._check_open(what)
-            return self._events.popleft()
+            event = self._events.popleft()
+            if not self._events and self._r is not None:
+                os.read(self._r, 1)
+            return event
 
     def _release(self):
         """rdma_destroy_event_channel: a thread waiting on it raises EBADF."""
         self._events.clear()
+        if self._r is not None:
+            os.close(self._r)
+            os.close(self._w)
         if _the_agent is not None and not _the_agent.ctx._closed:
             _the_agent.ctx.wake_waiters()
 
@@ -318,11 +350,14 @@ class CMEvent(PyverbsObject):
     """rdma_get_cm_event: `CMEvent(channel)` waits for the channel's next event.
 
     `event_type`, `status` (a REJECTED event's IB CM reason: 28 when the peer
-    rejected, 8 when nobody listens there; -ETIMEDOUT when UNREACHABLE),
+    rejected, 8 when nobody listens there; -ETIMEDOUT when UNREACHABLE;
+    -ECONNRESET on a DISCONNECTED whose cause is the peer process's death, 0 on one
+    its DREQ caused: shm0's, real rdma_cm says 0),
     `private_data` (the message's whole field), `id` (the CMID it is about: a new
     one for CONNECT_REQUEST) and `listen_id`, as the C struct has them;
     event_str(), ack_cm_event(). Raises PyverbsUserError (not a channel),
-    PyverbsRDMAError (EBADF: the channel is closed).
+    PyverbsRDMAError (EBADF: the channel is closed; EAGAIN: none waits and the
+    channel's fd, shm0dv.cm_channel_fd, is O_NONBLOCK, as rdma_get_cm_event).
     """
 
     def __init__(self, channel):
@@ -366,7 +401,8 @@ class _Agent:
     def event(self, cmid, event_type, about=None, **kwargs):
         """Queue an event on `cmid`'s channel about `cmid` (or `about`: the new id of a
         CONNECT_REQUEST), under the context's lock."""
-        cmid._channel._events.append(_Event(event_type, about or cmid, **kwargs))
+        cmid._channel._queue(_Event(event_type, about or cmid, **kwargs))
+        events_queued.bump()
         self.ctx.wake_waiters()
 
     def send(self, cmid, kind, **fields):
@@ -513,6 +549,7 @@ class CMID(PyverbsCM):
         self._disconnected_got = False
         self._addrinfo = None                       # resolve_addrinfo's, until queried
         self._resolving = False
+        self._private_data_limit = None             # shm0dv's, for every message; None: IB CM's
         if creator is None:
             return                                  # the agent's, for a request
         what = "Failed to create CM ID"
@@ -718,6 +755,7 @@ class CMID(PyverbsCM):
         event = self._channel._get(what)
         if event.event_type == ET.RDMA_CM_EVENT_DISCONNECTED:
             self._disconnected_got = True
+            return event                    # its status (a dead peer's) is no error of the call
         if event.status:
             code = errno.ECONNREFUSED if event.event_type == ET.RDMA_CM_EVENT_REJECTED \
                 else abs(event.status)
@@ -759,6 +797,7 @@ class CMID(PyverbsCM):
         self.src_addr = (str(ipaddress.IPv4Address(m.dst)), m.port)
         self.dst_addr = (str(ipaddress.IPv4Address(m.src)), 0)
         self.ctx, self.pd = listener.ctx, listener.pd
+        self._private_data_limit = listener._private_data_limit
         self._peer_address, self._peer_id = m.address, m.frm
         self._remote = (m.qpn, m.psn, m.param)
         resources, depth, retry, rnr_retry = m.param
@@ -809,7 +848,7 @@ class CMID(PyverbsCM):
             self._check(what, (REQUEST,))
             if param is None and self.qp is None:
                 raise PyverbsRDMAError(f"{what}: an id without a QP needs a ConnParam", errno.EINVAL)
-            data = _ud_private_data(param, PRIVATE_DATA_SIDR_REP, what)
+            data = self._ud_private_data(param, PRIVATE_DATA_SIDR_REP, what)
             self._agent.send(self, SIDR_REP, reason=SIDR_SUCCESS, qpn=self._qpn_for(param),
                              psn=RDMA_UDP_QKEY, private_data=data)
             self._end()
@@ -826,9 +865,7 @@ class CMID(PyverbsCM):
                                else (PRIVATE_DATA_REJECT, REJ, REJ_CONSUMER_DEFINED))
         with self._agent.ctx.lock:
             self._check(what, (REQUEST,))
-            if len(data) > _limit(limit):
-                raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes",
-                                       errno.EINVAL)
+            self._check_private_data(data, limit, what)
             self._agent.send(self, kind, reason=reason, private_data=bytes(data))
             self._end()
 
@@ -858,7 +895,7 @@ class CMID(PyverbsCM):
         with self._agent.ctx.lock:
             self._check(what, (ROUTE_RESOLVED,))
             if self._ud:
-                data = _ud_private_data(param, PRIVATE_DATA_SIDR_REQ, what)
+                data = self._ud_private_data(param, PRIVATE_DATA_SIDR_REQ, what)
             else:
                 data = self._use_param(param, PRIVATE_DATA_CONNECT, what)
             address, port = self.dst_addr
@@ -884,8 +921,7 @@ class CMID(PyverbsCM):
             if self.qp is None:
                 raise PyverbsRDMAError(f"{what}: an id without a QP needs a ConnParam", errno.EINVAL)
             return b""
-        if len(param.private_data) > _limit(limit):
-            raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes", errno.EINVAL)
+        self._check_private_data(param.private_data, limit, what)
         values = list(param._values())
         if not all(isinstance(v, int) for v in (*values, param.qp_num)):
             raise PyverbsUserError(f"{what}: the ConnParam's values must be ints")
@@ -897,6 +933,31 @@ class CMID(PyverbsCM):
                                        f"most {MAX_RD_ATOMIC}", errno.EINVAL)
         self._param = tuple(values)
         return param.private_data
+
+    def _ud_private_data(self, param, size, what):
+        """A UD connect's or accept's private data (SIDR's limits); its ConnParam's other
+        values mean nothing to UD."""
+        data = b"" if param is None else param.private_data
+        self._check_private_data(data, size, what)
+        return data
+
+    def _check_private_data(self, data, size, what):
+        """EINVAL for private data over this id's limit for a message whose IB CM field
+        holds `size` bytes (SHMDAT_CM_PRIVATE_DATA's, or shm0dv's for this id)."""
+        limit = _limit(size) if self._private_data_limit is None else self._private_data_limit
+        if len(data) > limit:
+            raise PyverbsRDMAError(f"{what}: private data over {limit} bytes", errno.EINVAL)
+
+    def _limit_private_data(self, nbytes):
+        """shm0dv.cm_set_private_data_limit: the private data of this id's messages, and
+        of the ids made from its events, may be up to `nbytes` (EINVAL over 65000)."""
+        what = "Failed to set the private data limit"
+        nbytes = checks.uint(nbytes, "nbytes")
+        self._check_open(what)
+        if nbytes > LARGEST_PRIVATE_DATA:
+            raise PyverbsRDMAError(f"{what}: {nbytes} is over {LARGEST_PRIVATE_DATA} bytes, what "
+                                   "one CM message carries", errno.EINVAL)
+        self._private_data_limit = nbytes
 
     def _on_sidr_rep(self, m):
         if self.state != CONNECTING or not self._ud:
@@ -994,16 +1055,18 @@ class CMID(PyverbsCM):
         if self.state == DISCONNECTING:
             self._disconnected()
 
-    def _disconnected(self):
+    def _disconnected(self, status=0):
         self.state = DISCONNECTED
         self._agent.ids.pop(self._conn_id, None)
-        self._agent.event(self, ET.RDMA_CM_EVENT_DISCONNECTED)
+        self._agent.event(self, ET.RDMA_CM_EVENT_DISCONNECTED, status=status)
 
     def _peer_died(self):
-        """The peer process is gone: a connection ends in DISCONNECTED, a handshake in
+        """The peer process is gone: a connection ends in DISCONNECTED with status
+        -ECONNRESET (shm0's: the kernel of a killed process sends DREQ for it, so real
+        rdma_cm says 0; this tells a death from the peer's DREQ), a handshake in
         UNREACHABLE (-ETIMEDOUT, as IB CM's timeout would say)."""
         if self.state in (CONNECTED, RESPONSE, DISCONNECTING):
-            self._disconnected()
+            self._disconnected(-errno.ECONNRESET)
         elif self.state in (CONNECTING, ACCEPTED):
             self._end()
             self._agent.event(self, ET.RDMA_CM_EVENT_UNREACHABLE, status=-errno.ETIMEDOUT)
@@ -1219,15 +1282,6 @@ class CMID(PyverbsCM):
             self.state = DONE
         if not agent.cmids and not (agent.ctx._closed or agent.ctx._closing):
             agent.ctx.close()       # the last id gone: the device too, as librdmacm's refcount
-
-
-def _ud_private_data(param, limit, what):
-    """A UD connect's or accept's private data (SIDR's limits); its ConnParam's other
-    values mean nothing to UD."""
-    data = b"" if param is None else param.private_data
-    if len(data) > _limit(limit):
-        raise PyverbsRDMAError(f"{what}: private data over {_limit(limit)} bytes", errno.EINVAL)
-    return data
 
 
 def _next_completion(cq):

@@ -14,6 +14,7 @@ import hashlib
 import ipaddress
 import os
 import socket
+import threading
 import time
 import weakref
 
@@ -21,7 +22,7 @@ from ..hw import cm_ports, shm
 from ..hw.errors import NoRoom
 from ..hw.hca import Hca
 from ..hw.port import Port
-from ..hw.progress import LIVENESS_SLICE, Progress
+from ..hw.progress import LIVENESS_SLICE, Progress, SignalError
 from ..hw.qpn import QpnTable
 from . import checks, libibverbs_enums as e
 from .datagrams import parse_notice
@@ -47,13 +48,31 @@ def _machine_guid():
 
 
 NODE_GUID = _machine_guid()
+
+
+class _EventCount:
+    """How many async and rdma_cm events the device has queued in this process
+    (shm0dv.events_pending). The Contexts that queue them hold different locks, so
+    the count has one of its own; a reader needs none (an int is read whole)."""
+    __slots__ = ("value", "_lock")
+
+    def __init__(self):
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def bump(self):
+        with self._lock:
+            self.value += 1
+
+
+events_queued = _EventCount()
 _contexts = weakref.WeakSet()   # this process's open Contexts: one device moves them all
 _dropped = []                   # Contexts that became garbage unclosed, to close at the next Context()
 
 # What the device can do: at least Soft-RoCE's where the issue names it, and
 # what the shared-memory hardware can hold.
 LIMITS = dict(
-    max_mr_size=(1 << 40), page_size_cap=0xFFFFF000, max_qp=4096, max_qp_wr=16384,
+    page_size_cap=0xFFFFF000, max_qp=4096, max_qp_wr=16384,
     max_sge=32, max_sge_rd=32, max_cq=4096, max_cqe=65535, max_mr=16383, max_pd=65536,
     max_qp_rd_atom=128, max_ee_rd_atom=0, max_res_rd_atom=4096 * 128, max_qp_init_rd_atom=128,
     max_ee_init_rd_atom=0, max_ee=0, max_rdd=0, max_mw=0, max_raw_ipv6_qp=0, max_raw_ethy_qp=0,
@@ -216,6 +235,7 @@ class Context(PyverbsCM):
         self.active_qps = []            # QPs with work the device must move (progress visits them)
         self.owner = (shm.MY_PID, shm.MY_START, self.hca.n)
         self._next_liveness = 0.0
+        self._wakes = 0                 # wake() calls: each ends the wait() calls under way
         self._closing = False
         self._async_events = collections.deque()
         self._unacked = collections.Counter()       # element object -> events got, not acked
@@ -286,12 +306,25 @@ class Context(PyverbsCM):
         for qp in self.active_qps[:] if len(self.active_qps) > 1 else self.active_qps:
             qp._progress()
         if time.monotonic() >= self._next_liveness:     # a dead peer is seen within a slice
-            self._next_liveness = time.monotonic() + LIVENESS_SLICE
-            for qp in self.active_qps[:]:
-                qp._check_peer()
-            if self.cm is not None:
-                self.cm.check_peers()
-            self.check_device()
+            self._liveness()
+
+    def _liveness(self):
+        """The look at the peers (under the lock): QPs whose peer process died go to
+        ERR, rdma_cm's handshakes and connections with one end; and at the device."""
+        self._next_liveness = time.monotonic() + LIVENESS_SLICE
+        for qp in self.active_qps[:]:
+            qp._check_peer()
+        if self.cm is not None:
+            self.cm.check_peers()
+        self.check_device()
+
+    def watch(self):
+        """shm0dv.watch: the look at the peers if LIVENESS_SLICE has passed since the
+        last, for paths that run no progress; one clock read otherwise."""
+        if time.monotonic() >= self._next_liveness:
+            with self._progress.lock:
+                if not self._closed:
+                    self._liveness()
 
     def _inbox(self):
         """The messages in the HCA's inbox (hw/hca.py): a UD sender's new connection goes
@@ -358,6 +391,31 @@ class Context(PyverbsCM):
         with self._progress.lock:
             self._progress.wake_local()
 
+    def wait(self, ready, deadline):
+        """shm0dv.block: run progress and sleep on the doorbell until ready() (checked
+        under the lock), the monotonic `deadline` (None: none) or another thread's
+        wake(); ready()'s value then. Raises InterruptedError when a signal handler
+        returns during the sleep, PyverbsRDMAError (EBADF) when the Context is or gets
+        closed."""
+        with self._progress.lock:
+            self._check_open("Failed to wait on the device")
+            wakes = self._wakes
+            try:
+                self._progress.block(lambda: self._wakes != wakes or self._closing or ready(),
+                                     deadline)
+            except SignalError:
+                raise InterruptedError(errno.EINTR, "a signal interrupted the wait") from None
+            if self._closing:
+                raise PyverbsRDMAError("Failed to wait on the device: the Context is closed",
+                                       errno.EBADF)
+            return bool(ready())
+
+    def wake(self):
+        """shm0dv.wake: the threads in wait() look at ready() once more and return."""
+        with self._progress.lock:
+            self._wakes += 1
+            self._progress.wake_local()
+
     @property
     def lock(self):
         return self._progress.lock
@@ -392,6 +450,7 @@ class Context(PyverbsCM):
     def _async_event(self, event_type, **element):
         """The device raises an async event (under the lock)."""
         self._async_events.append(AsyncEvent(event_type, AsyncElement(**element), self))
+        events_queued.bump()
         os.write(self._async_w, b"\1")
         self._progress.wake_local()
 
@@ -426,12 +485,13 @@ class Context(PyverbsCM):
         return 1
 
     def query_device(self):
-        """ibv_query_device -> DeviceAttr."""
+        """ibv_query_device -> DeviceAttr; max_mr_size is what /dev/shm has free now
+        (an MR's memory is a shared segment there)."""
         self.check_usable(f"Failed to query device {self.name}")
         return DeviceAttr(fw_version="1.0.0", node_guid=NODE_GUID, sys_image_guid=NODE_GUID,
                           vendor_id=VENDOR_ID, vendor_part_id=0, hw_ver=1,
                           device_cap_flags=int(DEVICE_CAP_FLAGS), atomic_caps=e.IBV_ATOMIC_HCA,
-                          phys_port_cnt=1, **LIMITS)
+                          phys_port_cnt=1, max_mr_size=shm.shm_free_bytes(), **LIMITS)
 
     def query_device_ex(self, ex_input=None):
         """ibv_query_device_ex -> DeviceAttrEx (its orig_attr is query_device()'s)."""

@@ -30,6 +30,7 @@ _HW_PRIV = ((e.IBV_ACCESS_REMOTE_READ, hw.PRIV_REMOTE_READ),
             (e.IBV_ACCESS_REMOTE_ATOMIC, hw.PRIV_REMOTE_ATOMIC))
 _REREG_FLAGS = int(e.IBV_REREG_MR_CHANGE_TRANSLATION | e.IBV_REREG_MR_CHANGE_PD
                    | e.IBV_REREG_MR_CHANGE_ACCESS)
+SGE_CACHE_ENTRIES = 4096                # resolved SGEs a PD keeps (work_request)
 
 
 def check_access(access, what):
@@ -135,8 +136,17 @@ class MR(PyverbsCM):
         ctx.hca.deregister(self.lkey)
         ctx.mrs_by_lkey.pop(self.lkey, None)
         self.pd.mrs.discard(self)
+        self._forget_sges()
         self._free_buffer()
         self.buf = 0
+
+    def _forget_sges(self):
+        """Drop the SGEs the PD's cache resolved within this MR (before its buffer goes:
+        they hold views of it)."""
+        cache = self.pd.sge_cache
+        with self.pd.ctx.lock:                  # posts of other threads fill it meanwhile
+            for key in [key for key in cache if key[0] == self.lkey]:
+                del cache[key]
 
     def _check_range(self, length, offset, what):
         self._check_open(what)
@@ -174,6 +184,7 @@ class MR(PyverbsCM):
         if flags & e.IBV_REREG_MR_CHANGE_PD and pd.ctx is not self.pd.ctx:
             raise PyverbsRDMAError(f"{what}: the PD is of another context", errno.EINVAL)
         new_access = check_access(access, what) if flags & e.IBV_REREG_MR_CHANGE_ACCESS else self.access
+        self._forget_sges()
         if flags & e.IBV_REREG_MR_CHANGE_TRANSLATION:
             addr, length = checks.uint(addr, "addr", 64), checks.uint(length, "length", 64)
             if not addr or length <= 0:
@@ -203,22 +214,38 @@ class MR(PyverbsCM):
 def work_request(pd, op, sges, need, ctx):
     """A hardware WorkRequest for the SGEs of a verbs WR, each checked against the
     MRs of `pd` (and the access `need`ed): status LOCAL_PROTECTION if one fails,
-    as the device reports it in the completion."""
-    mrs, out, total = pd.ctx.mrs_by_lkey, [], 0
+    as the device reports it in the completion. An SGE checked once is found in the
+    PD's cache (pd.sge_cache) from then on, until its MR closes or is reregistered."""
+    cache, out, total = pd.sge_cache, [], 0
     status = ring.OK
     for sge in sges:
-        mr = mrs.get(sge.lkey)
-        off = sge.addr - (mr.buf if mr is not None else 0)
-        # (a negative length is one no uint32 holds: outside the MR, as a huge one is)
-        if mr is None or mr.pd is not pd or off < 0 or sge.length < 0 or off + sge.length > mr.length \
-                or (need and not mr.access & need):
+        key = (sge.lkey, sge.addr, sge.length)
+        resolved = cache.get(key)
+        if resolved is None:
+            resolved = _resolve(pd, sge, key)
+        if resolved is None or (need and not resolved[1] & need):
             status = ring.LOCAL_PROTECTION
             break
-        out.append(_sge(mr, off, sge.length))
+        out.append(resolved[0])
         total += sge.length
     work = ring.WorkRequest(op, out, total, None, 0, ctx)
     work.status = status
     return work
+
+
+def _resolve(pd, sge, key):
+    """(the hardware Sge, the MR's access) of an SGE within an MR of `pd`, kept in the
+    PD's cache under `key`; None if it is not within one."""
+    mr = pd.ctx.mrs_by_lkey.get(sge.lkey)
+    off = sge.addr - (mr.buf if mr is not None else 0)
+    # (a negative length is one no uint32 holds: outside the MR, as a huge one is)
+    if mr is None or mr.pd is not pd or off < 0 or sge.length < 0 or off + sge.length > mr.length:
+        return None
+    cache = pd.sge_cache
+    if len(cache) >= SGE_CACHE_ENTRIES:         # a program whose buffers keep moving
+        cache.clear()
+    resolved = cache[key] = (_sge(mr, off, sge.length), mr.access)
+    return resolved
 
 
 class Receive:

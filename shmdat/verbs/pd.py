@@ -27,6 +27,7 @@ class PD(PyverbsCM):
         # The registration table's PD field: a peer's RDMA must name this PD's MR.
         self.pd_id = secrets.randbits(62) + 1
         self.mrs, self.qps, self.srqs, self.ahs = (set(), set(), set(), set())
+        self.sge_cache = {}     # (lkey, addr, length) -> (hardware Sge, access): mr.work_request
 
     def add_ref(self, obj):
         """Keep `obj` (an MR, QP, SRQ or AH) to close it with the PD."""

@@ -113,6 +113,7 @@ _INLINE = int(e.IBV_SEND_INLINE)
 _INLINE_OPS = (ring.OP_SEND, ring.OP_RDMA_WRITE)      # the man page: inline is for sends and RDMA writes
 _SGE_BYTES = 16                                       # sizeof(struct ibv_sge)
 _ACK_TIMEOUT_UNIT = 4.096e-6              # seconds: the transport timer is 4.096 us * 2**timeout
+_UNLIMITED = 1 << 62                      # receive credits (shm0dv.set_recv_credits) of None
 
 
 class QPCap(PyverbsObject):
@@ -304,13 +305,15 @@ class QP(PyverbsCM):
         self._drain_notify = False              # SQD with en_sqd_async_notify: SQ_DRAINED still to come
         self._datagrams = Datagrams(self) if self.qp_type == UD else None
         self._retries_end = None                # while the port is down: when the sends give up
+        self._taken = 0                         # receives taken by messages (shm0dv.take_count)
+        self._take_limit = _UNLIMITED           # _taken may not pass it (shm0dv.set_recv_credits)
+        self._credits_exhausted = False         # a message found the limit reached
         ctx.add_ref(self)
         creator.add_ref(self)
         self.send_cq.qps.add(self)
         self.recv_cq.qps.add(self)
         if srq is not None:
             srq.qps.add(self)
-            self._take_recv = srq.take      # receives come from the SRQ
         if qp_attr is not None:
             (self.to_rts if self.qp_type == UD else self.to_init)(qp_attr)     # as pyverbs
 
@@ -395,6 +398,7 @@ class QP(PyverbsCM):
             self._leave()
             self._rq.clear()
             self._recvs_posted = 0
+            self._take_limit, self._credits_exhausted = _UNLIMITED, False
             self._waiting.clear()
             self.send_cq._purge(self.qp_num)
             self.recv_cq._purge(self.qp_num)
@@ -454,9 +458,12 @@ class QP(PyverbsCM):
         self._publish_credits()
 
     def _publish_credits(self):
-        """Tell the requester how many receives we have posted (see the module docstring)."""
+        """Tell the requester how many receives we have posted (see the module docstring),
+        less those the receive credits will not let messages take."""
         if self._credits and self._qp is not None:
-            self._qp.publish_credits(self._recvs_posted)
+            held = len(self._rq)
+            self._qp.publish_credits(self._recvs_posted - held
+                                     + min(held, self._take_limit - self._taken))
 
     def _sq_drained(self):
         """In SQD, with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once no send WR
@@ -492,6 +499,8 @@ class QP(PyverbsCM):
             return
         if self._datagrams is not None:
             self._datagrams.progress()
+            if self._credits_exhausted:
+                self._fatal()
             return
         qp = self._qp
         if qp is None:
@@ -512,6 +521,9 @@ class QP(PyverbsCM):
             qp.poll_recv()
             qp.poll_send()
         except RingCorrupt:
+            self._fatal()
+            return
+        if self._credits_exhausted:
             self._fatal()
             return
         if self._drain_notify:
@@ -609,8 +621,9 @@ class QP(PyverbsCM):
     def post_recv(self, wr, bad_wr=None):
         """ibv_post_recv: the chain of RecvWRs. A receive whose SGEs fail their MR
         checks is found out when a message takes it (LOC_PROT_ERR; the requester
-        of an RC QP gets REM_OP_ERR). Raises PyverbsRDMAError (EINVAL in RESET,
-        over max_recv_wr or max_recv_sge)."""
+        of an RC QP gets REM_OP_ERR). The device runs here only if a message waits
+        in the ring for a receive. Raises PyverbsRDMAError (EINVAL in RESET, over
+        max_recv_wr or max_recv_sge)."""
         if wr.__class__ is not RecvWR:
             checks.instance(wr, RecvWR, "wr")
         with self.context.lock:
@@ -622,7 +635,8 @@ class QP(PyverbsCM):
                     wr = check_recv_wr(wr).next_wr
                 raise
             self._publish_credits()
-            if self.state in _MOVING:
+            qp = self._qp
+            if qp is not None and qp.message_waits() and self.state in _MOVING:
                 self._progress()
 
     def _post_recvs(self, wr):
@@ -737,7 +751,38 @@ class QP(PyverbsCM):
     # The ring's completion sink and receive source.
 
     def _take_recv(self):
-        return self._rq.popleft().take() if self._rq else None
+        """The ring's take_recv: the receive (the QP's own, or its SRQ's) for a message
+        that begins, or None (not ready). None too once the receive credits are used up:
+        the receive stays where it is, and _progress breaks the QP."""
+        if self._taken >= self._take_limit:
+            self._credits_exhausted = True
+            return None
+        if self.srq is not None:
+            work = self.srq.take()
+        elif self._rq:
+            work = self._rq.popleft().take()
+        else:
+            return None
+        if work is not None:
+            self._taken += 1
+        return work
+
+    # shm0dv's receive accounting (providers/shm0/shm0dv.py).
+
+    def _receive_state(self):
+        """(receives on the QP's own queue, whether a message that has begun to arrive
+        is being placed into a receive, whether the receive credits ran out)."""
+        with self.context.lock:
+            self._check_open("Failed to query the QP's receive queue")
+            filling = self._qp is not None and self._qp.rx_cur is not None
+            return len(self._rq), filling, self._credits_exhausted
+
+    def _set_receive_credits(self, n):
+        """At most `n` more receives taken (None: no limit), until RESET."""
+        with self.context.lock:
+            self._check_open("Failed to set the QP's receive credits")
+            self._take_limit = _UNLIMITED if n is None else self._taken + n
+            self._publish_credits()
 
     def send_done(self, work):
         wr_id, wc_op, signaled = work.ctx

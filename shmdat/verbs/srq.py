@@ -137,6 +137,12 @@ class SRQ(PyverbsCM):
                 self.srq_limit = attr.srq_limit
             self.max_wr = max_wr
 
+    def _available(self):
+        """shm0dv.srq_available: the receives on the SRQ."""
+        with self.context.lock:
+            self._check_open("Failed to query SRQ")
+            return len(self._q)
+
     def query(self):
         """ibv_query_srq -> SrqAttr(max_wr, max_sge, srq_limit)."""
         self._check_open("Failed to query SRQ")

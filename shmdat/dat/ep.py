@@ -601,6 +601,10 @@ class EP(Handle):
             self._requests -= 1
             self._ia._engine.slots.pop(wr_id, None)
             raise seam.dat_error(err, "QP.post_send") from None
+        if self._request_evd is not None:
+            # What completed at the post (a receive was waiting for it) is queued now, as
+            # a completion that came before any later wait.
+            self._request_evd._drain()
 
     def post_send(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.

@@ -52,8 +52,8 @@ class Engine:
         pending = self.dv.events_pending(self.ctx)
         if pending != self.events_seen:
             self.events_seen = pending
+            self._drain_async()         # first: a QP error is told from a disconnect (ep.py)
             self.cm.drain()
-            self._drain_async()
         for evd in self.dto_evds:
             evd._drain()
         if self.next_timer is not None:
@@ -82,7 +82,7 @@ class Engine:
         if what.handle == "ep":
             ep = self.eps_by_qp_num.get(element.qp.qp_num) if element.qp is not None else None
             if ep is not None:
-                ep._qp_fatal()
+                ep._qp_error(event_type == self.dev.enums.IBV_EVENT_QP_FATAL)
         elif what.handle == "evd":
             for evd in self.dto_evds:
                 if evd._cq is element.cq:

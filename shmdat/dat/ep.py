@@ -486,13 +486,14 @@ class EP(Handle):
         self._drain()
         self._teardown("disconnect", EventNumber.CONNECTION_EVENT_DISCONNECTED)
 
-    def _qp_fatal(self):
-        """The device put the QP in error (the peer died, a corrupt ring, an access
-        violation). A disconnect the peer sent first wins: the CM events are looked at
-        before the connection is declared broken."""
-        if self._state in (S.CONNECTED, S.DISCONNECT_PENDING, S.COMPLETION_PENDING):
+    def _qp_error(self, fatal):
+        """The device put the QP in error: QP_FATAL (the peer died or left, a corrupt
+        ring), or an access or request error found here as the responder. A QP_FATAL
+        that follows the peer's orderly disconnect is that disconnect: the CM events
+        are looked at first (its DREQ was sent before its QP left)."""
+        if fatal and self._state in _UP:
             self._ia._cm.drain()
-        if self._state in (S.CONNECTED, S.DISCONNECT_PENDING, S.COMPLETION_PENDING):
+        if self._state in _UP:
             self._break("the device reported the QP in error")
 
     def _break(self, why):

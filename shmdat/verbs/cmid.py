@@ -49,6 +49,7 @@ import os
 import random
 import socket
 import struct
+import threading
 
 from ..hw import cm_ports
 from ..hw.cm_ports import AddressInUse, PortsExhausted
@@ -304,7 +305,8 @@ class CMEventChannel(PyverbsCM):
 
     def _fd(self):
         """The channel's fd (see the class). Raises PyverbsRDMAError (EBADF: closed)."""
-        with _agent().ctx.lock:
+        agent = _live_agent()       # none yet: no id of this channel can queue an event
+        with agent.ctx.lock if agent is not None else _no_agent_lock:
             self._check_open("Failed to get the event channel's fd")
             if self._r is None:
                 self._r, self._w = os.pipe()
@@ -322,10 +324,14 @@ class CMEventChannel(PyverbsCM):
         """The next event, waiting for it while the device runs (each event goes to
         one of the threads waiting here); EAGAIN if none after one run of the device
         when the fd is non-blocking."""
+        non_blocking = self._r is not None and not os.get_blocking(self._r)
+        if non_blocking and not self._events and _live_agent() is None:
+            self._check_open(what)
+            raise PyverbsRDMAError(what, errno.EAGAIN)  # no id, no event: nor the device
         ctx = _agent().ctx
         with ctx.lock:
             self._check_open(what)
-            if not self._events and self._r is not None and not os.get_blocking(self._r):
+            if not self._events and non_blocking:
                 ctx.progress()
                 if not self._events:
                     raise PyverbsRDMAError(what, errno.EAGAIN)
@@ -482,6 +488,16 @@ class _Agent:
 
 
 _the_agent = None
+
+
+def _live_agent():
+    """The rdma_cm agent if it is open, else None (none is made)."""
+    if _the_agent is None or _the_agent.ctx._closed:
+        return None
+    return _the_agent
+
+
+_no_agent_lock = threading.Lock()
 
 
 def _agent():

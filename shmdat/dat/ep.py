@@ -503,21 +503,28 @@ class EP(Handle):
                                   AsyncError(self, AsyncReason.EP_TRANSFER_TO_ERROR))
 
     def _teardown(self, event, number, private_data=b""):
-        """Tell the peer (DREQ before the QP leaves), flush everything outstanding, go
-        DISCONNECTED, and report `number` (if any)."""
+        """Flush everything outstanding, go DISCONNECTED, and report `number` (if any).
+
+        An orderly end tells the peer first (DREQ before the QP leaves: the peer sees a
+        disconnect). A broken connection only moves the QP to ERR: the peer sees its QP
+        fail (BROKEN there too); the CMID goes, with its DREQ, at reset or free."""
+        self._ia._cm.stop_timer(self)
+        if event != "broken":
+            self._close_cmid()
+        self._to_error()
+        self._transition(event)
+        if number is not None and self._connect_evd is not None:
+            self._connect_evd._post(number, ConnectionEvent(self, private_data))
+
+    def _close_cmid(self):
         cmid = self._cmid
         if cmid is not None:
             self._cmid = None
-            self._ia._cm.stop_timer(self)
             try:
                 cmid.disconnect()
             except self._ia._dev.pyverbs_error.PyverbsError:
                 pass                    # not connected (yet, or any more)
             self._ia._cm.close_cmid(cmid)
-        self._to_error()
-        self._transition(event)
-        if number is not None and self._connect_evd is not None:
-            self._connect_evd._post(number, ConnectionEvent(self, private_data))
 
     # Completions (the EVD's drain calls this for each of the EP's).
 
@@ -809,6 +816,7 @@ class EP(Handle):
             self._check()
             self._require("reset")
             e = self._ia._dev.enums
+            self._close_cmid()          # a broken connection's
             self._to_error()            # receives posted meanwhile flush
             self._qp.modify(self._ia._dev.qp.QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
             self._to_init()
@@ -826,10 +834,10 @@ class EP(Handle):
             self._destroy()
 
     def _destroy(self):
-        if self._cmid is not None:
+        if self._state in _UP or self._state == S.ACTIVE_CONNECTION_PENDING:
             self._teardown("disconnect", None)
-        else:
-            self._to_error()
+        self._close_cmid()
+        self._to_error()
         self._destroy_qp()
         self._unlink()
         self._mark_freed()

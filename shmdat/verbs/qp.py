@@ -522,8 +522,8 @@ class QP(PyverbsCM):
             self._fatal()
             return
         try:
+            qp.poll_send()          # acks first: as on a wire, a send's ack comes before the reply
             qp.poll_recv()
-            qp.poll_send()
         except RingCorrupt:
             self._fatal()
             return

@@ -536,7 +536,7 @@ class EP(Handle):
                 self._srq._completed += 1
             transferred = wc.byte_len
             notify = not (flags & _UNSIGNALLED
-                          or (self._recv_solicited_only and not seam.wc_solicited(wc)))
+                          or (self._recv_solicited_only and not self._ia._dev.dv.wc_solicited(wc)))
             soft = self._soft_hw != WATERMARK_INFINITE
         else:
             self._requests -= 1

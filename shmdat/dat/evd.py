@@ -1,19 +1,18 @@
 """Event Dispatchers (dat_evd_*).
 
 An EVD is an in-process queue of events. Progress (see progress.py) fills it;
-wait and dequeue empty it. Its states, in the bands DAT gives them:
-waitable/unwaitable, enabled/disabled, and whether a thread owns it by waiting.
+wait and dequeue empty it. Its states, in the bands DAT gives them
+(waitable/unwaitable, enabled/disabled, whether a thread owns it by waiting,
+overflowed), are evd_state.py's tables: the calls check and move them there.
 """
 
 import collections
-import threading
 import time
 
-from . import aio, seam
+from . import aio, evd_state, seam
 from .args import check_int, check_qlen, check_timeout
 from .cno import CNO
-from .constants import (AsyncReason, CompletionFlags, DtoOp, EventNumber, EvdFlags, EvdState,
-                        TIMEOUT_INFINITE)
+from .constants import AsyncReason, CompletionFlags, DtoOp, EventNumber, EvdFlags, TIMEOUT_INFINITE
 from .errors import (Abort, InterruptedCall, InvalidState, QueueEmpty,
                      QueueFull, TimeoutExpired, bad_arg)
 from .handle import Handle, check_handle
@@ -23,6 +22,9 @@ _NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
 _RECEIVE = DtoOp.RECEIVE
 _DTO_EVENT = EventNumber.DTO_COMPLETION_EVENT
 _DRAIN = 1 << 16                # completions taken from a CQ at once: all of them
+W = evd_state.EvdEvent
+_WAITER, _UNWAITABLE, _DISABLED, _OVERFLOWED = (evd_state.WAITER, evd_state.UNWAITABLE,
+                                               evd_state.DISABLED, evd_state.OVERFLOWED)
 
 
 def unreaped_receives(evds, match):
@@ -48,10 +50,7 @@ class EVD(Handle):
         self._qlen = qlen
         self._flags = flags
         self._cno = cno
-        self._waiter = None             # thread id of the one waiter, if any
-        self._unwaitable = False
-        self._enabled = True
-        self._overflowed = False
+        evd_state.start(self)           # _bands: waiter, unwaitable, disabled, overflowed
         self._notify_seq = 0            # counts notification events (what wakes a waiter)
         self._streams = []              # EPs, PSPs and RSPs whose events come here
         self._notifier = None           # a private CNO for wait_async, made on first use
@@ -62,6 +61,11 @@ class EVD(Handle):
             except ia._dev.pyverbs_error.PyverbsError as err:
                 raise seam.dat_error(err, "CQ") from None
             ia._engine.dto_evds.append(self)
+
+    @property
+    def _waiter(self):
+        """Whether a thread owns the EVD by waiting: its WAITER band, or None."""
+        return self._bands & _WAITER or None
 
     def _drain(self):
         """Move the CQ's completions into the queue (as dapl's dapls_evd_copy_cq)."""
@@ -84,8 +88,9 @@ class EVD(Handle):
         q.append(Event(number, self, data))
         if notify:
             self._notify_seq += 1
-            if self._waiter is None:
-                if self._cno is not None and self._enabled:
+            bands = self._bands
+            if not bands & _WAITER:         # only an enabled EVD with no waiter triggers its CNO
+                if self._cno is not None and not bands & _DISABLED:
                     self._cno._trigger(self)
                 if self._notifier is not None:
                     self._notifier._trigger(self)
@@ -93,9 +98,10 @@ class EVD(Handle):
         return True
 
     def _overflow(self):
-        if self._overflowed:
-            return
-        self._overflowed = True
+        if not self._bands & _OVERFLOWED:       # once, until there is room again
+            evd_state.fire(self, W.OVERFLOW)
+
+    def _post_overflow(self):
         async_evd = self._ia._async_evd
         if async_evd is not None and async_evd is not self:
             async_evd._post(EventNumber.ASYNC_ERROR_EVD_OVERFLOW,
@@ -112,8 +118,8 @@ class EVD(Handle):
 
     def _take(self):
         event = self._q.popleft()
-        if self._overflowed and len(self._q) < self._qlen:
-            self._overflowed = False
+        if self._bands & _OVERFLOWED and len(self._q) < self._qlen:
+            evd_state.fire(self, W.ROOM)
         data = event.data
         if data.__class__ is DtoCompletion and data.operation is _RECEIVE:
             data.ep._reaped()           # its receive buffers held went down (the watermarks)
@@ -140,12 +146,7 @@ class EVD(Handle):
                 raise InvalidState("threshold must be 1 on an EVD fed by a stream with "
                                    "UNSIGNALLED or SOLICITED_WAIT completions",
                                    subtype="INVALID_STATE_EVD_CONFIG_THRESHOLD")
-            if self._waiter is not None:
-                raise InvalidState("another thread is already waiting on this EVD",
-                                   subtype="INVALID_STATE_EVD_WAITER")
-            if self._unwaitable:
-                raise InvalidState("the EVD is unwaitable (set_unwaitable)",
-                                   subtype="INVALID_STATE_EVD_UNWAITABLE")
+            evd_state.check_call(self, "wait")
             if len(self._q) >= threshold:       # already queued: returned whatever their notification
                 self._ia._watch_peers()         # no progress round on this path
                 event = self._take()
@@ -159,10 +160,10 @@ class EVD(Handle):
                 return event, len(self._q)
             if seconds == 0:
                 raise TimeoutExpired("no event arrived within the timeout", nmore=len(self._q))
-            self._waiter = threading.get_ident()
+            evd_state.fire(self, W.WAIT)
 
         def ready():
-            return (self._freed or self._unwaitable or self._ia._freed
+            return (self._freed or self._bands & _UNWAITABLE or self._ia._freed
                     or (self._notify_seq != seq and len(self._q) >= threshold))
 
         try:
@@ -186,7 +187,7 @@ class EVD(Handle):
                                           nmore=len(self._q)) from None
                 return self._result(ok)
         finally:
-            self._waiter = None
+            evd_state.fire(self, W.WAIT_DONE)
 
     async def wait_async(self, timeout=TIMEOUT_INFINITE, threshold=1):
         """dat_evd_wait for asyncio: `event, nmore = await evd.wait_async(timeout)`.
@@ -204,9 +205,7 @@ class EVD(Handle):
     def _result(self, ok):
         if self._freed or self._ia._freed:
             raise Abort("the EVD was freed or its IA closed during the wait")
-        if self._unwaitable:
-            raise InvalidState("the EVD was made unwaitable during the wait",
-                               subtype="INVALID_STATE_EVD_UNWAITABLE")
+        evd_state.check_call(self, "waiting")
         if not ok:
             raise TimeoutExpired("no event arrived within the timeout", nmore=len(self._q))
         event = self._take()
@@ -223,9 +222,7 @@ class EVD(Handle):
         with prog.lock:
             if self._freed:
                 self._check()
-            if self._waiter is not None:
-                raise InvalidState("a thread is waiting on this EVD; dequeue would race it",
-                                   subtype="INVALID_STATE_EVD_WAITER")
+            evd_state.check_call(self, "dequeue")
             prog.poll()
             if not self._q:
                 raise QueueEmpty("the EVD holds no event")
@@ -251,56 +248,45 @@ class EVD(Handle):
         with self._ia._engine.lock:
             self._check()
             check_qlen(qlen, 2)
-            if self._waiter is not None:
-                raise InvalidState("a thread is waiting on this EVD; resize it when none is",
-                                   subtype="INVALID_STATE_EVD_WAITER")
+            evd_state.check_call(self, "resize")
             if qlen < len(self._q):
                 raise InvalidState(f"the EVD holds {len(self._q)} events; it cannot shrink to {qlen}")
             self._qlen = qlen
-            if len(self._q) < qlen:
-                self._overflowed = False
+            if self._bands & _OVERFLOWED and len(self._q) < qlen:
+                evd_state.fire(self, W.ROOM)
 
     def query(self):
         """dat_evd_query -> EvdParam."""
         with self._ia._engine.lock:
             self._check()
             self._ia._watch_peers()         # evd_count then includes a dead peer's flushes
-            if self._overflowed:
-                state = EvdState.OVERFLOWED
-            elif not self._enabled:
-                state = EvdState.DISABLED
-            elif self._unwaitable:
-                state = EvdState.UNWAITABLE
-            else:
-                state = EvdState.WAITABLE
-            return EvdParam(ia=self._ia, evd_qlen=self._qlen, evd_state=state,
+            return EvdParam(ia=self._ia, evd_qlen=self._qlen, evd_state=evd_state.query_state(self),
                             evd_flags=self._flags, cno=self._cno, evd_count=len(self._q),
-                            overflowed=self._overflowed)
+                            overflowed=bool(self._bands & _OVERFLOWED))
 
     def set_unwaitable(self):
         """dat_evd_set_unwaitable: waits now raise InvalidState, and a blocked waiter wakes with it."""
         with self._ia._engine.lock:
             self._check()
-            self._unwaitable = True
-            self._ia._engine.wake()
+            evd_state.fire(self, W.SET_UNWAITABLE)
 
     def clear_unwaitable(self):
         """dat_evd_clear_unwaitable."""
         with self._ia._engine.lock:
             self._check()
-            self._unwaitable = False
+            evd_state.fire(self, W.CLEAR_UNWAITABLE)
 
     def enable(self):
         """dat_evd_enable: events trigger the CNO again."""
         with self._ia._engine.lock:
             self._check()
-            self._enabled = True
+            evd_state.fire(self, W.ENABLE)
 
     def disable(self):
         """dat_evd_disable: events still queue but no longer trigger the CNO."""
         with self._ia._engine.lock:
             self._check()
-            self._enabled = False
+            evd_state.fire(self, W.DISABLE)
 
     def modify_cno(self, cno):
         """dat_evd_modify_cno: attach to another CNO, or to none. Raises InvalidHandle."""
@@ -332,3 +318,11 @@ class EVD(Handle):
         self._ia._evds.discard(self)
         self._q.clear()
         self._ia._engine.wake()
+
+    def _wake_waiter(self):
+        self._ia._engine.wake()
+
+    _actions = {
+        "wake_waiter": _wake_waiter,
+        "post_overflow": _post_overflow,
+    }

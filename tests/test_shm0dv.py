@@ -564,6 +564,21 @@ def test_take_count_and_credits_raised_or_lifted_between_messages(verbs_pair):
         shm0dv.set_recv_credits(b.qp, -1)
 
 
+# wc_solicited
+
+def test_wc_solicited_says_which_receives_a_solicited_send_took(verbs_pair):
+    a, b = verbs_pair
+    b.recv(1, 0, 64)
+    b.recv(2, 64, 64)
+    a.send(1, b"plain")
+    a.send(2, b"wake up", 128, e.IBV_SEND_SIGNALED | e.IBV_SEND_SOLICITED)
+    plain, solicited = b.completion(), b.completion()
+    assert (plain.wr_id, solicited.wr_id) == (1, 2)
+    assert (shm0dv.wc_solicited(plain), shm0dv.wc_solicited(solicited)) == (False, True)
+    with pytest.raises(PyverbsUserError, match="wc must be"):
+        shm0dv.wc_solicited("a WC")
+
+
 # consumer_memory_remote_ok, max_mr_size
 
 def test_consumer_memory_remote_ok_says_what_mr_with_an_address_does():
@@ -616,6 +631,7 @@ FOREIGN = {
     shm0dv.take_count: ("QP", ()),
     shm0dv.set_recv_credits: ("QP", (1,)),
     shm0dv.consumer_memory_remote_ok: ("Context", ()),
+    shm0dv.wc_solicited: ("WC", ()),
 }
 
 

@@ -49,17 +49,28 @@ class Engine:
     def poll(self):
         if self.ia._freed:
             return                      # closed: waiters are leaving
-        pending = self.dv.events_pending(self.ctx)
-        if pending != self.events_seen:
-            self.events_seen = pending
-            self._drain_async()         # first: a QP error is told from a disconnect (ep.py)
-            self.cm.drain()
+        self._drain_events()
         for evd in self.dto_evds:
             evd._drain()
         if self.next_timer is not None:
             now = time.monotonic()
             if now >= self.next_timer:
                 self.cm.check_timers(now)
+
+    def _drain_events(self):
+        """The CM and async events, if any was queued since the last look."""
+        pending = self.dv.events_pending(self.ctx)
+        if pending != self.events_seen:
+            self.events_seen = pending
+            self._drain_async()         # first: a QP error is told from a disconnect (ep.py)
+            self.cm.drain()
+
+    def watch(self):
+        """On paths that run no progress (a post, a query, a wait that finds events
+        queued): the device's look at its peers, due once a LIVENESS_SLICE, and what
+        it found (a dead peer's QP_FATAL)."""
+        self.dv.watch(self.ctx)
+        self._drain_events()
 
     def _drain_async(self):
         ctx = self.ctx

@@ -17,11 +17,10 @@ from .constants import (AsyncReason, CloseFlags, CompletionFlags, ConnectFlags, 
                         WATERMARK_INFINITE)
 from .errors import (InsufficientResources, InternalError, InvalidAddress, InvalidHandle,
                      InvalidState, LengthError, ModelNotSupported, bad_arg)
-from .evd import EVD
+from .evd import EVD, unreaped_receives
 from .handle import Handle, check_handle
 from .lmr import resolve_iov
 from .private_data import split_header, with_header
-from .pz import PZ
 from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam
 
 S = EpState
@@ -503,21 +502,28 @@ class EP(Handle):
                                   AsyncError(self, AsyncReason.EP_TRANSFER_TO_ERROR))
 
     def _teardown(self, event, number, private_data=b""):
-        """Tell the peer (DREQ before the QP leaves), flush everything outstanding, go
-        DISCONNECTED, and report `number` (if any)."""
+        """Flush everything outstanding, go DISCONNECTED, and report `number` (if any).
+
+        An orderly end tells the peer first (DREQ before the QP leaves: the peer sees a
+        disconnect). A broken connection only moves the QP to ERR: the peer sees its QP
+        fail (BROKEN there too); the CMID goes, with its DREQ, at reset or free."""
+        self._ia._cm.stop_timer(self)
+        if event != "broken":
+            self._close_cmid()
+        self._to_error()
+        self._transition(event)
+        if number is not None and self._connect_evd is not None:
+            self._connect_evd._post(number, ConnectionEvent(self, private_data))
+
+    def _close_cmid(self):
         cmid = self._cmid
         if cmid is not None:
             self._cmid = None
-            self._ia._cm.stop_timer(self)
             try:
                 cmid.disconnect()
             except self._ia._dev.pyverbs_error.PyverbsError:
                 pass                    # not connected (yet, or any more)
             self._ia._cm.close_cmid(cmid)
-        self._to_error()
-        self._transition(event)
-        if number is not None and self._connect_evd is not None:
-            self._connect_evd._post(number, ConnectionEvent(self, private_data))
 
     # Completions (the EVD's drain calls this for each of the EP's).
 
@@ -530,14 +536,18 @@ class EP(Handle):
                 self._srq._completed += 1
             transferred = wc.byte_len
             notify = not (flags & _UNSIGNALLED
-                          or (self._recv_solicited_only and not seam.wc_solicited(wc)))
+                          or (self._recv_solicited_only and not self._ia._dev.dv.wc_solicited(wc)))
+            soft = self._soft_hw != WATERMARK_INFINITE
         else:
             self._requests -= 1
             transferred = length if status == _SUCCESS else 0
             notify = not flags & _UNSIGNALLED
+            soft = False
         if status == _SUCCESS:
             if not flags & _SUPPRESS:
                 evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op), notify)
+            if soft and self._held() > self._soft_hw:
+                self._soft_exceeded()
         else:
             evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op))
             if status != _ERR_FLUSHED and self._state in _UP:
@@ -557,7 +567,6 @@ class EP(Handle):
     def _held(self):
         """What the high watermarks count: receive buffers the EP holds, i.e. allocated
         ones and completed ones whose completion is still in the recv EVD."""
-        from .srq import unreaped_receives
         return self._allocated() + unreaped_receives((self._recv_evd,), lambda ep: ep is self)
 
     def _soft_exceeded(self):
@@ -755,6 +764,22 @@ class EP(Handle):
                 self._soft_exceeded()
             if held > hard_high_watermark and self._state in _UP:
                 self._break("the EP is past its hard high watermark of receive buffers")
+            self._limit_takes()
+
+    def _limit_takes(self):
+        """The hard mark on an SRQ's EP: the device lets the QP take only the buffers
+        that keep it at or below the mark; the one past it is not taken (it stays on
+        the SRQ) and the QP fails (QP_FATAL: BROKEN). Recounted as receives are reaped."""
+        if self._srq is None:
+            return
+        hard = self._hard_hw
+        n = None if hard == WATERMARK_INFINITE else max(hard - self._held(), 0)
+        self._ia._dev.dv.set_recv_credits(self._qp, n)
+
+    def _reaped(self):
+        """A receive completion of this EP left its EVD (the consumer took it)."""
+        if self._hard_hw != WATERMARK_INFINITE:
+            self._limit_takes()
 
     def query(self):
         """dat_ep_query -> EpParam."""
@@ -785,7 +810,9 @@ class EP(Handle):
             for name in fields:
                 if name not in attr_names | handles or name in _NOT_IN_ATTR_MODIFY:
                     raise bad_arg(2, f"{name!r} is not a field dat_ep_modify can change")
-            pz = check_handle(fields.get("pz", self._pz), PZ, "pz", "INVALID_HANDLE_PZ", ia=self._ia)
+            # (a PZ is of its class: ep.py does not import pz.py, which imports rmr.py, which imports this)
+            pz = check_handle(fields.get("pz", self._pz), type(self._pz), "pz", "INVALID_HANDLE_PZ",
+                              ia=self._ia)
             recv = check_evd(fields.get("recv_evd", self._recv_evd), EvdFlags.DTO, "recv_evd",
                              "INVALID_HANDLE_EVD_RECV", self._ia)
             req = check_evd(fields.get("request_evd", self._request_evd), EvdFlags.DTO,
@@ -809,6 +836,7 @@ class EP(Handle):
             self._check()
             self._require("reset")
             e = self._ia._dev.enums
+            self._close_cmid()          # a broken connection's
             self._to_error()            # receives posted meanwhile flush
             self._qp.modify(self._ia._dev.qp.QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
             self._to_init()
@@ -826,10 +854,10 @@ class EP(Handle):
             self._destroy()
 
     def _destroy(self):
-        if self._cmid is not None:
+        if self._state in _UP or self._state == S.ACTIVE_CONNECTION_PENDING:
             self._teardown("disconnect", None)
-        else:
-            self._to_error()
+        self._close_cmid()
+        self._to_error()
         self._destroy_qp()
         self._unlink()
         self._mark_freed()

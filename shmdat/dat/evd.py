@@ -12,15 +12,31 @@ import time
 from . import aio, seam
 from .args import check_int, check_qlen, check_timeout
 from .cno import CNO
-from .constants import (AsyncReason, CompletionFlags, EventNumber, EvdFlags, EvdState,
+from .constants import (AsyncReason, CompletionFlags, DtoOp, EventNumber, EvdFlags, EvdState,
                         TIMEOUT_INFINITE)
 from .errors import (Abort, InterruptedCall, InvalidState, QueueEmpty,
                      QueueFull, TimeoutExpired, bad_arg)
 from .handle import Handle, check_handle
-from .values import AsyncError, Event, EvdParam, SoftwareEvent
+from .values import AsyncError, DtoCompletion, Event, EvdParam, SoftwareEvent
 
 _NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
+_RECEIVE = DtoOp.RECEIVE
+_DTO_EVENT = EventNumber.DTO_COMPLETION_EVENT
 _DRAIN = 1 << 16                # completions taken from a CQ at once: all of them
+
+
+def unreaped_receives(evds, match):
+    """How many receive completions in `evds` (not yet dequeued) satisfy match(ep)."""
+    n = 0
+    for evd in evds:
+        if evd is None or evd._freed:
+            continue
+        for e in evd._q:
+            d = e.data
+            if e.number == _DTO_EVENT and type(d) is DtoCompletion and d.operation == _RECEIVE \
+                    and match(d.ep):
+                n += 1
+    return n
 
 
 class EVD(Handle):
@@ -98,6 +114,9 @@ class EVD(Handle):
         event = self._q.popleft()
         if self._overflowed and len(self._q) < self._qlen:
             self._overflowed = False
+        data = event.data
+        if data.__class__ is DtoCompletion and data.operation is _RECEIVE:
+            data.ep._reaped()           # its receive buffers held went down (the watermarks)
         return event
 
     # dat_evd_wait

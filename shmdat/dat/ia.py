@@ -110,7 +110,7 @@ class IA(Handle):
     def _watch_peers(self):
         """Notice dead peers on paths that run no progress (a post, a wait that finds
         events queued, the queries): one clock read unless the device's look is due."""
-        self._dev.dv.watch(self._engine.ctx)
+        self._engine.watch()
 
     # Creators.
 

@@ -3,6 +3,7 @@
 from . import seam
 from .errors import InvalidState
 from .handle import Handle
+from .rmr import RMR
 from .values import PzParam
 
 
@@ -27,7 +28,6 @@ class PZ(Handle):
 
     def rmr_create(self):
         """dat_rmr_create: an unbound RMR in this PZ. Raises InsufficientResources, InvalidHandle."""
-        from .rmr import RMR
         with self._ia._engine.lock:
             self._check()
             return RMR(self._ia, self)

@@ -6,6 +6,7 @@ from .constants import CompletionFlags, DtoStatus, EpState, EventNumber, MemPriv
 from .errors import (InsufficientResources, InvalidState,
                      PrivilegesViolation, ProtectionViolation, bad_arg)
 from .handle import Handle, check_handle
+from .ep import EP
 from .lmr import REMOTE, check_privileges, register
 from .values import LmrTriplet, RmrBindCompletion, RmrParam
 
@@ -42,7 +43,6 @@ class RMR(Handle):
         (LMR, RMR and EP in different PZs), PrivilegesViolation (the LMR lacks the
         local privilege the remote one needs), InsufficientResources, InvalidHandle.
         """
-        from .ep import EP
         ia = self._ia
         with ia._engine.lock:
             self._check()

@@ -299,7 +299,7 @@ CALLS = frozenset({
     *(f"shm0dv.{name}" for name in (
         "query_rq", "srq_available", "set_recv_credits", "take_count",
         "cm_set_private_data_limit", "cm_channel_fd", "events_pending", "block", "wake",
-        "watch", "consumer_memory_remote_ok")),
+        "watch", "consumer_memory_remote_ok", "wc_solicited")),
     "Shm0RqAttr.posted", "Shm0RqAttr.filling", "Shm0RqAttr.credits_exhausted",
 })
 
@@ -499,10 +499,3 @@ def local_port(cmid_):
     rdma_get_src_port; shm0's CMID has src_addr, as the C id's route does)."""
     src = getattr(cmid_, "src_addr", None)
     return src[1] if src else 0
-
-
-def wc_solicited(wc):
-    """Whether a receive's sender asked for a solicited event: ibv_wc has no such bit;
-    a solicited-only EVD is woken through the CQ's solicited notification instead.
-    BRANCH STUB: every receive counts as solicited until that is built."""
-    return True

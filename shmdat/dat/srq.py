@@ -18,25 +18,12 @@ from . import limits, seam
 from .args import check_int
 from .constants import AsyncReason, DtoOp, EventNumber, MemPriv, SrqState
 from .errors import InsufficientResources, InvalidState
+from .evd import unreaped_receives
 from .handle import Handle
 from .lmr import resolve_iov
-from .values import AsyncError, DtoCompletion, SrqParam
+from .values import AsyncError, SrqParam
 
-_DTO = EventNumber.DTO_COMPLETION_EVENT
 _RECEIVE = DtoOp.RECEIVE
-
-
-def unreaped_receives(evds, match):
-    """How many receive completions in `evds` (not yet dequeued) satisfy match(ep)."""
-    n = 0
-    for evd in evds:
-        if evd is None or evd._freed:
-            continue
-        for e in evd._q:
-            d = e.data
-            if e.number == _DTO and type(d) is DtoCompletion and d.operation == _RECEIVE and match(d.ep):
-                n += 1
-    return n
 
 
 class SRQ(Handle):

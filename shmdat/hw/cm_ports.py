@@ -82,12 +82,12 @@ def _rows(create, path=None):
 
 
 def _drop_dead(rows):
-    taken = np.flatnonzero(rows[:, W_STATE])
-    alive = {}
-    for i in taken:
-        owner = int(rows[i, W_PID]), int(rows[i, W_START])
-        if not alive.setdefault(owner, shm.is_alive(*owner)):
-            rows[i] = 0
+    """Free the rows of dead owners: one look per owner (a process may hold thousands)."""
+    taken = rows[:, W_STATE] != 0
+    owners = np.unique(rows[taken][:, [W_PID, W_START]], axis=0)
+    for pid, start in owners:
+        if not shm.is_alive(int(pid), int(start)):
+            rows[taken & (rows[:, W_PID] == pid) & (rows[:, W_START] == start)] = 0
 
 
 def _conflicts(rows, address, port):

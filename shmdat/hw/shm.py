@@ -88,6 +88,11 @@ def refresh_identity():
     MY_START = process_start_time(MY_PID)
 
 
+# A forked child is another process: the names it makes are its own. (Registered before any
+# user of hw registers its own handler, since they import this module first.)
+os.register_at_fork(after_in_child=refresh_identity)
+
+
 def is_alive(pid, start):
     return process_start_time(pid) == start
 

@@ -24,7 +24,8 @@ _NOT_ARMED, _ARMED_ALL, _ARMED_SOLICITED = 0, 1, 2
 class WC:
     """ibv_wc: one work completion (a plain slotted class: one is made per completion)."""
     __slots__ = ("wr_id", "status", "opcode", "vendor_err", "byte_len", "qp_num", "src_qp",
-                 "imm_data", "wc_flags", "pkey_index", "slid", "sl", "dlid_path_bits")
+                 "imm_data", "wc_flags", "pkey_index", "slid", "sl", "dlid_path_bits",
+                 "solicited")      # shm0's: the sender asked for a solicited event (shm0dv.wc_solicited)
 
     def __init__(self, wr_id=0, status=0, opcode=0, vendor_err=0, byte_len=0, qp_num=0, src_qp=0,
                  imm_data=0, wc_flags=0, pkey_index=0, slid=0, sl=0, dlid_path_bits=0):
@@ -32,6 +33,7 @@ class WC:
         self.byte_len, self.qp_num, self.src_qp, self.imm_data = byte_len, qp_num, src_qp, imm_data
         self.wc_flags, self.pkey_index, self.slid, self.sl = wc_flags, pkey_index, slid, sl
         self.dlid_path_bits = dlid_path_bits
+        self.solicited = False
 
     def __str__(self):
         return "".join(f"{name:<22}: {getattr(self, name)}\n" for name in self.__slots__)
@@ -168,6 +170,7 @@ class CQ(PyverbsCM):
                 for qp in list(self.qps):
                     qp._fatal()
             return
+        wc.solicited = solicited
         self._wcs.append(wc)
         armed = self._armed
         if armed and (armed == _ARMED_ALL or solicited or wc.status != e.IBV_WC_SUCCESS):

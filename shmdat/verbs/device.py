@@ -616,7 +616,7 @@ def _close_dropped():
 
 def _forget_parent_contexts():
     """In a child made by fork(): the parent's Contexts are not ours to move or close
-    (shmdat's ia.py refreshes the process identity for both APIs)."""
+    (hw/shm.py has refreshed the process identity by then)."""
     for ctx in list(_contexts) + _dropped:
         ctx._ours = False
         ctx.hca.forget_inherited()

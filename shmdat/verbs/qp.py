@@ -515,11 +515,15 @@ class QP(PyverbsCM):
             qp.post_send(self._waiting.popleft())       # was down, or in SQD
 
         if qp.words[qp.w_peer_state] > ring.S_UP:     # CLOSED or BROKEN (INIT: not joined yet)
+            try:
+                qp.poll_recv()      # what the peer sent before it left was delivered, as on a wire
+            except RingCorrupt:
+                pass
             self._fatal()
             return
         try:
+            qp.poll_send()          # acks first: as on a wire, a send's ack comes before the reply
             qp.poll_recv()
-            qp.poll_send()
         except RingCorrupt:
             self._fatal()
             return
@@ -622,7 +626,7 @@ class QP(PyverbsCM):
         """ibv_post_recv: the chain of RecvWRs. A receive whose SGEs fail their MR
         checks is found out when a message takes it (LOC_PROT_ERR; the requester
         of an RC QP gets REM_OP_ERR). The device runs here only if a message waits
-        in the ring for a receive. Raises PyverbsRDMAError (EINVAL in RESET, over
+        in the ring for a receive, or the QP has not joined its peer yet. Raises PyverbsRDMAError (EINVAL in RESET, over
         max_recv_wr or max_recv_sge)."""
         if wr.__class__ is not RecvWR:
             checks.instance(wr, RecvWR, "wr")
@@ -636,8 +640,8 @@ class QP(PyverbsCM):
                 raise
             self._publish_credits()
             qp = self._qp
-            if qp is not None and qp.message_waits() and self.state in _MOVING:
-                self._progress()
+            if self.state in _MOVING and (qp is None or qp.message_waits()):
+                self._progress()        # not joined yet (its credits then go out), or a message waits
 
     def _post_recvs(self, wr):
         while wr is not None:

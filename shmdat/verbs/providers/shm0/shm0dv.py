@@ -13,6 +13,7 @@ from typing import NamedTuple
 from ....hw import cma
 from ... import checks
 from ...cmid import CMID, CMEventChannel
+from ...cq import WC
 from ...device import Context, events_queued
 from ...pyverbs_error import PyverbsRDMAError
 from ...qp import QP
@@ -114,6 +115,14 @@ def query_rq(qp):
     """The state of the QP's receive side (Shm0RqAttr). Raises PyverbsUserError,
     PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
     return Shm0RqAttr(*_shm0(qp, QP, "qp", "query_rq")._receive_state())
+
+
+def wc_solicited(wc):
+    """Whether the send a receive completion (a WC of a shm0 CQ) took asked for a
+    solicited event (IBV_SEND_SOLICITED): ibv_wc has no such bit, and a DAT provider
+    that polls its CQ must still tell which receives wake a solicited-only waiter.
+    Raises PyverbsUserError (not a WC), PyverbsRDMAError (EOPNOTSUPP: not shm0's)."""
+    return _shm0(wc, WC, "wc", "wc_solicited").solicited
 
 
 def srq_available(srq):

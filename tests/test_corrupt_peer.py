@@ -74,22 +74,21 @@ def _corrupt_peer(ch, address, conn_qual, corruption):
 
 
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
-def test_garbage_breaks_only_that_connection(spawn, conn_qual, corruption):
+def test_garbage_breaks_only_that_connection(spawn, corruption):
     victim = Node(qlen=64)
     try:
-        # conn_quals are ports of one table: the healthy peer below listens on conn_qual.
         psp = victim.ia.psp_create_any(victim.cr_evd)
         bad = spawn(_corrupt_peer, victim.address, psp.conn_qual, corruption)
         bad_ep = victim.ep
         victim.accept()
         assert bad.recv() == "connected"
-        # A healthy second connection, to another process.
+        # A healthy second connection, from another process.
         good = Remote(spawn)
-        good.listen(conn_qual)
         good_ep = victim.new_ep()
-        good_ep.connect(good.address, conn_qual, WAIT)
-        good.accept()
-        assert victim.expect(victim.conn_evd, E.CONNECTION_EVENT_ESTABLISHED).ep is good_ep
+        good.connect(victim.address, psp.conn_qual)
+        good.start("wait_conn")                 # the peer takes our reply while we accept
+        victim.accept(ep=good_ep)
+        assert good.result()[0] == "CONNECTION_EVENT_ESTABLISHED"
         bad_ep.post_recv([victim.lmr.triplet(0, 4096)], "victim's receive")
         bad.send("go")
         assert bad.recv() == "corrupted"

@@ -31,14 +31,14 @@ def test_bad_async_qlen_is_invalid_parameter(qlen):
     assert e.value.code == Return.INVALID_PARAMETER
 
 
-def test_addresses_are_the_devices_ip_and_ports_tell_connections_apart(ia, conn_qual):
+def test_addresses_are_the_devices_ip_and_ports_tell_connections_apart(ia):
     attr, _ = ia.query()
     assert ipaddress.ip_address(ia.address).version == 4
     assert ia.address == attr.ia_address == "127.0.0.1"         # shm0's port is on loopback
     with shmdat.ia_open() as other:
         assert other.address == ia.address          # one device, one address: ports decide
         cr_evd = other.evd_create(4, EvdFlags.CR)
-        other.psp_create(conn_qual, cr_evd)
+        conn_qual = other.psp_create_any(cr_evd).conn_qual
         with pytest.raises(shmdat.ConnQualInUse) as e:
             ia.psp_create(conn_qual, ia.evd_create(4, EvdFlags.CR))    # one port table
         assert e.value.code == Return.CONN_QUAL_IN_USE

@@ -118,12 +118,12 @@ def connection_segments(pids):
 
 
 @pytest.mark.parametrize("first", ["our EP", "the peer's EP"])
-def test_connection_segments_are_unlinked_once_both_sides_have_them(ia, spawn, conn_qual, first):
+def test_connection_segments_are_unlinked_once_both_sides_have_them(ia, spawn, first):
     pz = ia.pz_create()
     lmr = ia.lmr_create(pz, 64)
     evd = ia.evd_create(8)
     cr_evd = ia.evd_create(8, EvdFlags.CR)
-    ia.psp_create(conn_qual, cr_evd)
+    psp = ia.psp_create_any(cr_evd)
     # Which is created first decides (as QP numbers go) which side creates the segment.
     if first == "our EP":
         ep = ia.ep_create(pz, evd, evd, evd)
@@ -131,7 +131,7 @@ def test_connection_segments_are_unlinked_once_both_sides_have_them(ia, spawn, c
     if first == "the peer's EP":
         ep = ia.ep_create(pz, evd, evd, evd)
     pids = {os.getpid(), peer.peer.pid}
-    peer.connect(ia.address, conn_qual)     # the request is out; the peer calls nothing more
+    peer.connect(ia.address, psp.conn_qual)     # the request is out; the peer calls nothing more
     cr_evd.wait(WAIT)[0].data.cr.accept(ep)
     # The side with the lower qp_num creates the segment when its QP reaches RTR, the other
     # maps and unlinks it when its QP gets there or at its next progress after that: so it

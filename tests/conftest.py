@@ -5,7 +5,8 @@ import os
 # it starts inherit: connection qualifiers are ports of the device's machine-wide
 # rdma_cm port table, and parallel workers would otherwise take one another's. Set
 # before shmdat is imported: the device reads it then.
-WORKER_NS = os.environ.setdefault("SHMDAT_DEVICE_NS", f"w{os.getpid()}")
+# (Assigned, not defaulted: an xdist worker inherits its controller's environment.)
+WORKER_NS = os.environ["SHMDAT_DEVICE_NS"] = f"w{os.getpid()}"
 
 import pytest
 

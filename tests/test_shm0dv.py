@@ -564,6 +564,29 @@ def test_take_count_and_credits_raised_or_lifted_between_messages(verbs_pair):
         shm0dv.set_recv_credits(b.qp, -1)
 
 
+# context_lock
+
+def test_context_lock_is_the_lock_block_releases_while_asleep():
+    ctx = Context(name="shm0")
+    try:
+        lock = shm0dv.context_lock(ctx)
+        entered = threading.Event()
+
+        def other_thread():
+            with lock:                      # gets in while the owner sleeps in block()
+                entered.set()
+                shm0dv.wake(ctx)
+
+        with lock:
+            thread = threading.Thread(target=other_thread)
+            thread.start()
+            assert shm0dv.block(ctx, entered.is_set, time.monotonic() + 30) is True
+        thread.join(30)
+        assert not thread.is_alive()
+    finally:
+        ctx.close()
+
+
 # wc_solicited
 
 def test_wc_solicited_says_which_receives_a_solicited_send_took(verbs_pair):
@@ -621,6 +644,7 @@ def _foreign(kind):
 # function -> the kind of object it takes first, and the arguments after it
 FOREIGN = {
     shm0dv.events_pending: ("Context", ()),
+    shm0dv.context_lock: ("Context", ()),
     shm0dv.block: ("Context", (lambda: True, None)),
     shm0dv.wake: ("Context", ()),
     shm0dv.watch: ("Context", ()),

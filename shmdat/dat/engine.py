@@ -31,7 +31,7 @@ class Engine:
         self.dv = dev.dv
         # shm0 runs inside calls under its Context's lock; the IA lock is that lock, so a
         # waiter asleep in the device (which releases it) lets the IA's other threads in.
-        self.lock = self.ctx.lock
+        self.lock = self.dv.context_lock(self.ctx)
         self.events_seen = -1           # shm0dv.events_pending when the CM and async queues were last read
         self.spin_seconds = _SPIN
         self.dto_evds = []              # EVDs with a CQ: drained every round

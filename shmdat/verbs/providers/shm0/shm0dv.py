@@ -40,6 +40,15 @@ def events_pending(ctx):
     return events_queued.value
 
 
+def context_lock(ctx):
+    """The lock the Context's progress runs under (a reentrant lock). shm0 runs only
+    inside calls: a layer above that runs it from its own calls (a DAT provider) takes
+    this lock as its own, so that block() releasing it while asleep lets that layer's
+    other threads in, and no second lock is ever waited on under it. Raises
+    PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
+    return _shm0(ctx, Context, "ctx", "context_lock").lock
+
+
 def block(ctx, ready, deadline):
     """Sleep on the device's doorbell, running its progress (no core spins meanwhile),
     until ready() is true (-> True), the time.monotonic() `deadline` passes (-> False;

@@ -2,7 +2,8 @@
 Requests, and the handshake that connects two EPs' QPs (as dapl's openib_cma).
 
 Every CMID of an IA reports on the IA's one CMEventChannel; an event goes to the
-owner of the CMID it is about (an EP, a CR, a PSP or RSP). The EP's QP exists
+owner of the CMID it is about (an EP, a CR, a PSP or RSP), through cm_state's table
+(the CMID's state, what the event becomes, late ones ignored). The EP's QP exists
 from ep_create; a connection only attaches a CMID to it by qp_num (rdma_cm's
 external-QP flow), and DAT moves the QP itself:
 
@@ -28,10 +29,10 @@ import os
 import secrets
 import time
 
-from . import limits, seam
+from . import cm_state, ep_state, limits, seam
 from .args import check_choice, check_conn_qual, check_private_data
 from .constants import EventNumber, PspFlags
-from .ep import EP, S, invalid_state
+from .ep import EP, S
 from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidHandle,
                      InvalidState, ModelNotSupported, bad_arg)
 from .handle import Handle, check_handle
@@ -39,6 +40,9 @@ from .private_data import HEADER_BYTES, split_header, with_header
 from .values import CrArrival, CrParam, PspParam, RspParam
 
 E = EventNumber
+V = ep_state.EpEvent
+T = cm_state.CmidState
+_REQUEST = seam.CmEvent.REQUEST
 EPHEMERAL = range(32768, 61000)         # where psp_create_any looks (Linux's ephemeral ports)
 
 
@@ -56,16 +60,16 @@ class PSP(Handle):
         evd._streams.append(self)
         ia._cm.sps[conn_qual] = self
 
-    def _cm_event(self, event):
+    def _cm_request(self, event):
         """A request for this PSP: a CR on its EVD."""
-        if event.event_type != self._ia._dev.cm_enums.RDMA_CM_EVENT_CONNECT_REQUEST:
-            return
         request = self._ia._cm.request(event, self._cmid)
         if request is not None:
             cmid, private_data, port = request
             cr = CR(self._ia, self, self.conn_qual, cmid, port, private_data, None)
             self._evd._post(E.CONNECTION_REQUEST_EVENT,
                             CrArrival(self, self._ia._dev.address, self.conn_qual, cr))
+
+    _cm_actions = {"request": _cm_request}
 
     def query(self):
         """dat_psp_query -> PspParam."""
@@ -96,26 +100,26 @@ class RSP(Handle):
         self._ep = ep
         self._evd = evd
         self._cmid = ia._cm.listen(self, conn_qual)
-        ep._transition("reserve")
+        ep_state.fire(ep, V.RESERVE)
         ep.local_port_qual = conn_qual
         evd._streams.append(self)
         ia._cm.sps[conn_qual] = self
 
-    def _cm_event(self, event):
+    def _cm_request(self, event):
         """The one request this RSP takes: its EP goes PASSIVE_CONNECTION_PENDING."""
-        if event.event_type != self._ia._dev.cm_enums.RDMA_CM_EVENT_CONNECT_REQUEST:
-            return
         request = self._ia._cm.request(event, self._cmid)
         if request is None:
             return
         cmid, private_data, port = request
         ep = self._ep
         self._destroy()                 # DAT: a reserved SP is used up by its request
-        ep._transition("request")
+        ep_state.fire(ep, V.REQUEST)
         cr = CR(self._ia, None, self.conn_qual, cmid, port, private_data, ep)
         ep.remote_ia_address = cr.remote_ia_address
         self._evd._post(E.CONNECTION_REQUEST_EVENT,
                         CrArrival(None, self._ia._dev.address, self.conn_qual, cr))
+
+    _cm_actions = {"request": _cm_request}
 
     def query(self):
         """dat_rsp_query -> RspParam."""
@@ -128,7 +132,7 @@ class RSP(Handle):
         with self._ia._engine.lock:
             self._check()
             if self._ep._state == S.RESERVED:
-                self._ep._transition("unreserve")
+                ep_state.fire(self._ep, V.UNRESERVE)
             self._destroy()
 
     def _destroy(self):
@@ -150,14 +154,17 @@ class CR(Handle):
         self.remote_port_qual = remote_port
         self.private_data = private_data
         self._local_ep = local_ep
-        self._withdrawn = cmid is None  # the requester gave up (REJECTED on our id)
         ia._cm.crs.add(self)
-        if cmid is not None:
+        if cmid is None:                # the requester withdrew before the request was taken
+            cm_state.end(self)
+        else:
+            cm_state.begin(self, T.REQUEST)
             ia._cm.owners[cmid] = self
 
-    def _cm_event(self, event):
-        if event.event_type in self._ia._cm.failures:
-            self._withdrawn = True
+    @property
+    def _withdrawn(self):
+        """The requester gave up, or died (its CMID's handshake is DONE): an accept can only fail."""
+        return self._cm_state is T.DONE
 
     def query(self):
         """dat_cr_query -> CrParam."""
@@ -184,8 +191,7 @@ class CR(Handle):
                     raise InvalidHandle("this CR came to an RSP: accept it with its own EP (ep=None)",
                                         subtype="INVALID_HANDLE_EP")
                 ep = self._local_ep
-                if ep._state != S.PASSIVE_CONNECTION_PENDING:
-                    raise invalid_state(ep, "accept")
+                ep._require("accept_reserved", "accept")
             else:
                 if ep is None:
                     raise InvalidHandle("accept needs an EP", subtype="INVALID_HANDLE_EP")
@@ -206,7 +212,7 @@ class CR(Handle):
             private_data = check_private_data(private_data, 2)
             self._forget()
             if self._local_ep is not None:
-                self._local_ep._transition("reject")
+                ep_state.fire(self._local_ep, V.REJECT)
             self._refuse(with_header(private_data))
 
     def handoff(self, conn_qual):
@@ -222,7 +228,8 @@ class CR(Handle):
                 raise InvalidState("a CR that came to an RSP cannot be handed off")
             self._forget()
             cr = CR(ia, sp, conn_qual, self._cmid, self.remote_port_qual, self.private_data, None)
-            cr._withdrawn = self._withdrawn
+            if self._withdrawn:
+                cm_state.end(cr)
             sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(sp, ia._dev.address, conn_qual, cr))
 
     def _forget(self):
@@ -256,10 +263,6 @@ class ConnectionManager:
         self.dev = dev
         ET = dev.cm_enums.rdma_cm_event_type
         self.ET = ET
-        # An event that ends a handshake without a connection.
-        self.failures = {ET.RDMA_CM_EVENT_REJECTED, ET.RDMA_CM_EVENT_UNREACHABLE,
-                         ET.RDMA_CM_EVENT_CONNECT_ERROR, ET.RDMA_CM_EVENT_ADDR_ERROR,
-                         ET.RDMA_CM_EVENT_ROUTE_ERROR}
         self.channel = dev.cmid.CMEventChannel()
         fd = dev.dv.cm_channel_fd(self.channel)     # drained without waiting
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
@@ -280,11 +283,16 @@ class ConnectionManager:
                 return                  # EAGAIN: none queued (the channel's fd is non-blocking)
             owner = self.owners.get(event.listen_id if event.event_type
                                     == self.ET.RDMA_CM_EVENT_CONNECT_REQUEST else event.id)
-            if owner is not None:
-                owner._cm_event(event)
-            elif event.event_type == self.ET.RDMA_CM_EVENT_CONNECT_REQUEST:
-                self._refuse(event)     # its service point went meanwhile
-            event.ack_cm_event()
+            try:
+                kind = seam.cm_event(event.event_type, event.status)
+                if kind is None:
+                    pass                # one rdma_cm delivers unasked (seam.CM_EVENT)
+                elif owner is not None:
+                    cm_state.fire(owner, kind, event)
+                elif kind is _REQUEST:
+                    self._refuse(event)     # its service point went meanwhile
+            finally:
+                event.ack_cm_event()
 
     def request(self, event, listen_cmid):
         """A CONNECT_REQUEST's (CMID, consumer private data, requester's port); None
@@ -328,6 +336,7 @@ class ConnectionManager:
             raise InsufficientResources(f"the IA has {limits.MAX_PSPS} service points already")
         dev = self.dev
         cmid = self.new_cmid(sp)
+        cm_state.begin(sp, cm_state.CmidState.LISTENING)
         try:
             cmid.bind_addr(dev.cmid.AddrInfo(src=dev.address, src_service=str(conn_qual),
                                              port_space=dev.cm_enums.RDMA_PS_TCP,

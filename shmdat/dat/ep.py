@@ -4,19 +4,24 @@ An EP is an RC QP of the verbs device from ep_create to ep_free (as dapl's): in
 INIT while unconnected, moved to RTR and RTS by the handshake (over rdma_cm, whose
 CM events come here), to ERR when the connection ends. DTOs are verbs work
 requests; their completions come back through the EVDs' CQs (evd.py's drain).
+
+Its states are ep_state.py's tables: consumer calls are checked there, every move is
+ep_state.fire, and the verbs side effects of each move are the methods bound in
+EP._actions. The rdma_cm events about its CMID come through cm_state.fire, whose
+actions (EP._cm_actions) fire the EP's events.
 """
 
 import dataclasses
 import ipaddress
 
-from . import limits, seam
+from . import cm_state, ep_state, limits, seam
 from .args import (check_choice, check_conn_qual, check_flags, check_int, check_private_data,
                    check_rmr_triplet, check_timeout, expected)
 from .constants import (AsyncReason, CloseFlags, CompletionFlags, ConnectFlags, DtoOp, DtoStatus,
                         EpState, EventNumber, EvdFlags, MemPriv, Qos, ServiceType, TIMEOUT_INFINITE,
                         WATERMARK_INFINITE)
-from .errors import (InsufficientResources, InternalError, InvalidAddress, InvalidHandle,
-                     InvalidState, LengthError, ModelNotSupported, bad_arg)
+from .errors import (InsufficientResources, InvalidAddress, InvalidHandle, InvalidState,
+                     LengthError, ModelNotSupported, bad_arg)
 from .evd import EVD, unreaped_receives
 from .handle import Handle, check_handle
 from .lmr import resolve_iov
@@ -25,46 +30,8 @@ from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam
 
 S = EpState
 
-# The transitions of the EP state machine (DAT 1.2, dat_ep_* and dat_cr_* pages).
-# Anything not here is a provider bug; consumer calls are checked against ALLOWED first.
-TRANSITIONS = {
-    (S.UNCONNECTED, "connect"): S.ACTIVE_CONNECTION_PENDING,
-    (S.ACTIVE_CONNECTION_PENDING, "established"): S.CONNECTED,
-    (S.ACTIVE_CONNECTION_PENDING, "refused"): S.DISCONNECTED,   # rejected, timed out, unreachable
-    (S.ACTIVE_CONNECTION_PENDING, "disconnect"): S.DISCONNECTED,
-    (S.UNCONNECTED, "reserve"): S.RESERVED,                     # rsp_create
-    (S.RESERVED, "unreserve"): S.UNCONNECTED,                   # rsp_free
-    (S.RESERVED, "request"): S.PASSIVE_CONNECTION_PENDING,      # a CR arrived at its RSP
-    (S.PASSIVE_CONNECTION_PENDING, "reject"): S.UNCONNECTED,
-    (S.UNCONNECTED, "accept"): S.COMPLETION_PENDING,
-    (S.PASSIVE_CONNECTION_PENDING, "accept"): S.COMPLETION_PENDING,
-    (S.COMPLETION_PENDING, "established"): S.CONNECTED,
-    (S.COMPLETION_PENDING, "refused"): S.DISCONNECTED,          # accept completion error
-    (S.COMPLETION_PENDING, "disconnect"): S.DISCONNECTED,
-    (S.CONNECTED, "disconnect_graceful"): S.DISCONNECT_PENDING,
-    (S.CONNECTED, "disconnect"): S.DISCONNECTED,
-    (S.CONNECTED, "broken"): S.DISCONNECTED,
-    (S.DISCONNECT_PENDING, "disconnect"): S.DISCONNECTED,       # drained, abrupt, or the peer closed
-    (S.DISCONNECT_PENDING, "broken"): S.DISCONNECTED,
-    (S.COMPLETION_PENDING, "broken"): S.DISCONNECTED,
-    (S.DISCONNECTED, "reset"): S.UNCONNECTED,
-    (S.UNCONNECTED, "reset"): S.UNCONNECTED,
-}
-
-_ALL = frozenset(S)
-ALLOWED = {
-    "connect": {S.UNCONNECTED},
-    "post_send": {S.CONNECTED, S.DISCONNECTED},      # DISCONNECTED: accepted and flushed at once
-    "post_recv": _ALL,
-    "disconnect": {S.ACTIVE_CONNECTION_PENDING, S.COMPLETION_PENDING, S.CONNECTED,
-                   S.DISCONNECT_PENDING, S.DISCONNECTED},
-    "reset": {S.UNCONNECTED, S.DISCONNECTED},
-    "free": _ALL - {S.RESERVED, S.PASSIVE_CONNECTION_PENDING, S.TENTATIVE_CONNECTION_PENDING},
-    "modify": {S.UNCONNECTED, S.TENTATIVE_CONNECTION_PENDING},
-    "accept": {S.UNCONNECTED},
-    "reserve": {S.UNCONNECTED},
-}
-
+V = ep_state.EpEvent
+_POST_SEND = ep_state.ALLOWED["post_send"]
 _DTO_EVENT = EventNumber.DTO_COMPLETION_EVENT
 _DTO_STATUS = seam.DTO_STATUS
 _SUCCESS = DtoStatus.SUCCESS
@@ -95,15 +62,6 @@ DEFAULT_FLAGS = int(CF.DEFAULT)     # a plain int default: the flag check's fast
 _QOS = int(Qos.BEST_EFFORT | Qos.HIGH_THROUGHPUT | Qos.LOW_LATENCY | Qos.ECONOMY | Qos.PREMIUM)
 _CONNECT_FLAGS = int(ConnectFlags.DEFAULT | ConnectFlags.MULTIPATH_REQUESTED
                      | ConnectFlags.MULTIPATH_REQUIRED)
-
-
-def invalid_state(ep, what):
-    name = ep._state.name
-    short = {"ACTIVE_CONNECTION_PENDING": "ACTCONNPENDING", "PASSIVE_CONNECTION_PENDING": "PASSCONNPENDING",
-             "TENTATIVE_CONNECTION_PENDING": "TENTCONNPENDING", "COMPLETION_PENDING": "COMPLPENDING",
-             "DISCONNECT_PENDING": "DISCPENDING"}.get(name, name)
-    return InvalidState(f"{what} is not allowed on an EP in state {name}",
-                        subtype=f"INVALID_STATE_EP_{short}")
 
 
 def check_ep_attr(attr, recv_evd, request_evd, srq=None):
@@ -176,9 +134,12 @@ class EP(Handle):
         self._connect_evd = connect_evd
         self._srq = srq
         self._attr = attr
-        self._state = S.UNCONNECTED
+        ep_state.start(self)
         self._service = None                # (address, conn_qual) connected to, for dup_connect
+        self._timeout = None                # the connect's timeout in seconds (None: infinite)
+        self._private_data = b""            # the consumer's, for the connect or accept in flight
         self._cmid = None                   # the CMID of the connection being made or made
+        cm_state.end(self)                  # ... and its state: none yet
         self._requests = 0                  # requests posted and not yet completed
         self._recvs = 0                     # receives posted to the EP and not yet completed
         self.remote_ia_address = None
@@ -269,15 +230,12 @@ class EP(Handle):
 
     # The state machine.
 
-    def _transition(self, event):
-        new = TRANSITIONS.get((self._state, event))
-        if new is None:
-            raise InternalError(f"EP state machine: no transition for {event!r} in {self._state.name}")
-        self._state = new
-
     def _require(self, call, what=None):
-        if self._state not in ALLOWED[call]:
-            raise invalid_state(self, what or call)
+        ep_state.check_call(self._state, call, what)
+
+    def _post_connection_event(self, number, private_data):
+        if self._connect_evd is not None:
+            self._connect_evd._post(number, ConnectionEvent(self, private_data))
 
     @property
     def state(self):
@@ -334,7 +292,6 @@ class EP(Handle):
         return seconds, private_data
 
     def _connect(self, address, conn_qual, seconds, private_data):
-        ia, dev = self._ia, self._ia._dev
         try:
             if not isinstance(address, str):
                 raise ValueError(address)
@@ -343,56 +300,34 @@ class EP(Handle):
             raise InvalidAddress(f"{address!r} is not an IA address (an IPv4 address in "
                                  "dotted-quad form, as ia.address)",
                                  subtype="INVALID_ADDRESS_MALFORMED") from None
-        where = dev.cmid.AddrInfo(dst=address, dst_service=str(conn_qual))
-        self._transition("connect")
         self.remote_ia_address, self.remote_port_qual = address, conn_qual
         self._service = (address, conn_qual)
-        self._private_data = private_data
-        self._cmid = ia._cm.new_cmid(self)
-        ia._cm.start_timer(self, seconds)
-        try:
-            self._cmid.resolve_addr(where, _RESOLVE_MS)
-        except dev.pyverbs_error.PyverbsError:
-            self._refused(EventNumber.CONNECTION_EVENT_UNREACHABLE)
-            return
+        self._timeout, self._private_data = seconds, private_data
+        ep_state.fire(self, V.CONNECT)
         # Resolution and the request go on now, as a NIC's CM would without us: the
         # consumer may wait for the peer's answer in a call that runs no progress here.
-        ia._cm.drain()
+        self._ia._cm.drain()
 
-    def _cm_event(self, event):
-        """An rdma_cm event about this EP's CMID, as the connection state machine's event."""
-        kind = seam.cm_event(event.event_type, event.status)
-        state = self._state
-        if state == S.ACTIVE_CONNECTION_PENDING:
-            if kind is _CM.ADDR_RESOLVED:
-                self._cmid.resolve_route(_RESOLVE_MS)
-            elif kind is _CM.ROUTE_RESOLVED:
-                self._send_request()
-            elif kind is _CM.CONNECT_RESPONSE:
-                self._connected(event)
-            elif kind is _CM.REJECTED:
-                header = split_header(event.private_data)
-                if header is None:
-                    self._refused(EventNumber.CONNECTION_EVENT_NON_PEER_REJECTED)
-                else:
-                    self._refused(EventNumber.CONNECTION_EVENT_PEER_REJECTED, header[0])
-            elif kind is _CM.UNREACHABLE:
-                self._refused(EventNumber.CONNECTION_EVENT_UNREACHABLE)
-        elif state == S.COMPLETION_PENDING:
-            if kind is _CM.ESTABLISHED:
-                self._transition("established")
-                self._connect_evd._post(EventNumber.CONNECTION_EVENT_ESTABLISHED,
-                                        ConnectionEvent(self, b""))
-            elif kind in (_CM.UNREACHABLE, _CM.REJECTED, _CM.PEER_DISCONNECTED, _CM.QP_FATAL):
-                self._refused(EventNumber.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
-        elif state in (S.CONNECTED, S.DISCONNECT_PENDING):
-            if kind is _CM.PEER_DISCONNECTED:
-                self._peer_disconnected()
-            elif kind is _CM.QP_FATAL:
-                self._break("the peer process died")
-        # Anything else is late (the EP left the handshake or the connection): ignored.
+    # The actions of the active side (ep_state.ACTIONS).
+
+    def _resolve_addr(self):
+        """CONNECT: a CMID on the IA's channel, the connect timer, resolve_addr."""
+        ia, dev = self._ia, self._ia._dev
+        self._cmid = ia._cm.new_cmid(self)
+        cm_state.begin(self, cm_state.CmidState.RESOLVING_ADDR)
+        ia._cm.start_timer(self, self._timeout)
+        address, conn_qual = self._service
+        try:
+            self._cmid.resolve_addr(dev.cmid.AddrInfo(dst=address, dst_service=str(conn_qual)),
+                                    _RESOLVE_MS)
+        except dev.pyverbs_error.PyverbsError:
+            ep_state.fire(self, V.UNREACHABLE)
+
+    def _resolve_route(self):
+        self._cmid.resolve_route(_RESOLVE_MS)
 
     def _send_request(self):
+        """ROUTE_RESOLVED: connect(qp_num, DAT's header + the consumer's private data)."""
         dev = self._ia._dev
         cmid = self._cmid
         self.local_port_qual = seam.local_port(cmid)
@@ -403,10 +338,19 @@ class EP(Handle):
         try:
             cmid.connect(param)
         except dev.pyverbs_error.PyverbsError:
-            self._refused(EventNumber.CONNECTION_EVENT_UNREACHABLE)
+            ep_state.fire(self, V.UNREACHABLE)
 
-    def _connected(self, event):
-        """CONNECT_RESPONSE: our QP to RTR and RTS, the passive side told, ESTABLISHED."""
+    # The rdma_cm events about the EP's CMID (cm_state.TRANSITIONS' actions).
+
+    def _cm_addr_resolved(self, event):
+        ep_state.fire(self, V.ADDR_RESOLVED)
+
+    def _cm_route_resolved(self, event):
+        ep_state.fire(self, V.ROUTE_RESOLVED)
+
+    def _cm_connect_response(self, event):
+        """The peer accepted: our QP to RTR and RTS and the CMID established first (the
+        connection exists only if they succeed), then CONNECT_RESPONSE with its private data."""
         dev = self._ia._dev
         header = split_header(event.private_data)
         try:
@@ -414,29 +358,73 @@ class EP(Handle):
             self._move_qp(self._cmid, dev.enums.IBV_QPS_RTS)
             self._cmid.establish()
         except dev.pyverbs_error.PyverbsError:
-            self._refused(EventNumber.CONNECTION_EVENT_UNREACHABLE)
+            ep_state.fire(self, V.UNREACHABLE)
             return
-        self._ia._cm.stop_timer(self)
-        self._transition("established")
-        self._connect_evd._post(EventNumber.CONNECTION_EVENT_ESTABLISHED,
-                                ConnectionEvent(self, header[0] if header else b""))
+        ep_state.fire(self, V.CONNECT_RESPONSE, header[0] if header else b"")
+
+    def _cm_rejected(self, event):
+        """PEER_REJECTED with the consumer's private data if DAT's header is there, else
+        NON_PEER_REJECTED (nobody listens, or rdma_cm itself refused)."""
+        header = split_header(event.private_data)
+        if header is None:
+            ep_state.fire(self, V.NON_PEER_REJECTED)
+        else:
+            ep_state.fire(self, V.PEER_REJECTED, header[0])
+
+    def _cm_unreachable(self, event):
+        ep_state.fire(self, V.UNREACHABLE)
+
+    def _cm_established(self, event):
+        ep_state.fire(self, V.ESTABLISHED)
+
+    def _cm_connect_error(self, event):
+        ep_state.fire(self, V.CONNECT_ERROR)
+
+    def _cm_peer_disconnected(self, event):
+        ep_state.fire(self, V.PEER_DISCONNECTED)
+
+    def _cm_qp_fatal(self, event):
+        ep_state.fire(self, V.BROKEN)           # the peer process died
+
+    _cm_actions = {
+        "addr_resolved": _cm_addr_resolved,
+        "route_resolved": _cm_route_resolved,
+        "connect_response": _cm_connect_response,
+        "rejected": _cm_rejected,
+        "unreachable": _cm_unreachable,
+        "established": _cm_established,
+        "connect_error": _cm_connect_error,
+        "peer_disconnected": _cm_peer_disconnected,
+        "qp_fatal": _cm_qp_fatal,
+    }
 
     def _timed_out(self):
-        self._refused(EventNumber.CONNECTION_EVENT_TIMED_OUT)
+        ep_state.fire(self, V.TIMER_EXPIRED)
 
     # The passive side (cm.py's CR calls it).
 
     def _accept(self, cmid, address, port, conn_qual, private_data, withdrawn):
-        dev = self._ia._dev
-        self._transition("accept")
         self.remote_ia_address, self.remote_port_qual, self.local_port_qual = address, port, conn_qual
         self._cmid = cmid
+        self._private_data = private_data
         if withdrawn:
-            self._refused(EventNumber.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+            cm_state.end(self)
+        else:
+            self._ia._cm.owners[cmid] = self
+            cm_state.begin(self, cm_state.CmidState.ACCEPTED)
+        ep_state.fire(self, V.ACCEPT)
+
+    def _accept_request(self):
+        """ACCEPT: the QP to RTR and RTS by the request's CMID, then accept(qp_num, DAT's
+        header + the consumer's private data). A request withdrawn before or meanwhile is
+        an ACCEPT_COMPLETION_ERROR event, not the consumer's error."""
+        dev = self._ia._dev
+        cmid = self._cmid
+        if self._cm_state is cm_state.CmidState.DONE:
+            ep_state.fire(self, V.CONNECT_ERROR)
             return
-        self._ia._cm.owners[cmid] = self
         param = dev.cmid.ConnParam(retry=7, rnr_retry=7, qp_num=self._qp.qp_num)
-        data = with_header(private_data)
+        data = with_header(self._private_data)
         param.data_len = len(data)
         param.set_private_data(data)
         try:
@@ -444,13 +432,7 @@ class EP(Handle):
             self._move_qp(cmid, dev.enums.IBV_QPS_RTS)
             cmid.accept(param)
         except dev.pyverbs_error.PyverbsError:
-            # The request was withdrawn meanwhile: an event, not the consumer's error.
-            self._refused(EventNumber.CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
-
-    def _refused(self, number, private_data=b""):
-        """The connection attempt failed: PEER/NON_PEER_REJECTED, TIMED_OUT, UNREACHABLE
-        or ACCEPT_COMPLETION_ERROR."""
-        self._teardown("refused", number, private_data)
+            ep_state.fire(self, V.CONNECT_ERROR)
 
     # Disconnection.
 
@@ -465,25 +447,7 @@ class EP(Handle):
             self._check()
             flags = check_choice(flags, 2, "flags", (CloseFlags.ABRUPT, CloseFlags.GRACEFUL))
             self._require("disconnect")
-            state = self._state
-            if state == S.DISCONNECTED:
-                return
-            if state == S.CONNECTED and flags == CloseFlags.GRACEFUL:
-                self._transition("disconnect_graceful")
-                self._check_drained()
-            else:
-                self._teardown("disconnect", EventNumber.CONNECTION_EVENT_DISCONNECTED)
-
-    def _check_drained(self):
-        """A graceful disconnect completes once every request has completed (an RC send
-        completes once the peer took it)."""
-        if self._requests == 0:
-            self._teardown("disconnect", EventNumber.CONNECTION_EVENT_DISCONNECTED)
-
-    def _peer_disconnected(self):
-        """The peer disconnected: what it sent before arrives first, then the rest flushes."""
-        self._drain()
-        self._teardown("disconnect", EventNumber.CONNECTION_EVENT_DISCONNECTED)
+            ep_state.fire(self, V.DISCONNECT_GRACEFUL if flags == CloseFlags.GRACEFUL else V.DISCONNECT)
 
     def _qp_error(self, fatal):
         """The device put the QP in error: QP_FATAL (the peer died or left, a corrupt
@@ -493,30 +457,18 @@ class EP(Handle):
         if fatal and self._state in _UP:
             self._ia._cm.drain()
         if self._state in _UP:
-            self._break("the device reported the QP in error")
+            ep_state.fire(self, V.BROKEN)
 
-    def _break(self, why):
-        """The connection is broken (peer died, corrupt ring, protection error)."""
-        self._teardown("broken", EventNumber.CONNECTION_EVENT_BROKEN)
-        self._ia._async_evd._post(EventNumber.ASYNC_ERROR_EP_BROKEN,
-                                  AsyncError(self, AsyncReason.EP_TRANSFER_TO_ERROR))
+    # The actions of teardown (ep_state.ACTIONS).
 
-    def _teardown(self, event, number, private_data=b""):
-        """Flush everything outstanding, go DISCONNECTED, and report `number` (if any).
-
-        An orderly end tells the peer first (DREQ before the QP leaves: the peer sees a
-        disconnect). A broken connection only moves the QP to ERR: the peer sees its QP
-        fail (BROKEN there too); the CMID goes, with its DREQ, at reset or free."""
+    def _stop_timer(self):
         self._ia._cm.stop_timer(self)
-        if event != "broken":
-            self._close_cmid()
-        self._to_error()
-        self._transition(event)
-        if number is not None and self._connect_evd is not None:
-            self._connect_evd._post(number, ConnectionEvent(self, private_data))
 
     def _close_cmid(self):
+        """Our own end: DREQ (if connected) before the QP leaves, so the peer sees a
+        disconnect (R3); the CMID closed, its late events dropped."""
         cmid = self._cmid
+        cm_state.end(self)
         if cmid is not None:
             self._cmid = None
             try:
@@ -524,6 +476,30 @@ class EP(Handle):
             except self._ia._dev.pyverbs_error.PyverbsError:
                 pass                    # not connected (yet, or any more)
             self._ia._cm.close_cmid(cmid)
+
+    def _retire_cmid(self):
+        """A broken connection keeps its CMID (no DREQ: the peer sees its QP fail, BROKEN
+        there too) until reset or free; its late events are ignored."""
+        cm_state.end(self)
+
+    def _check_requests_drained(self):
+        """A graceful disconnect completes once every request has completed (an RC send
+        completes once the peer took it): now, or at the completion of the last."""
+        if self._requests == 0:
+            ep_state.fire(self, V.REQUESTS_DRAINED)
+
+    def _post_ep_broken(self):
+        self._ia._async_evd._post(EventNumber.ASYNC_ERROR_EP_BROKEN,
+                                  AsyncError(self, AsyncReason.EP_TRANSFER_TO_ERROR))
+
+    def _reset_qp(self):
+        """The QP (in ERR) through RESET back to INIT, ready for the next connection."""
+        e = self._ia._dev.enums
+        self._qp.modify(self._ia._dev.qp.QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
+        self._to_init()
+
+    def _clear_addresses(self):
+        self.remote_ia_address = self.remote_port_qual = self.local_port_qual = None
 
     # Completions (the EVD's drain calls this for each of the EP's).
 
@@ -551,9 +527,9 @@ class EP(Handle):
         else:
             evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op))
             if status != _ERR_FLUSHED and self._state in _UP:
-                self._break(f"a DTO completed with {status.name}")     # as dapl does
+                ep_state.fire(self, V.BROKEN)       # an error completion breaks it, as dapl's
         if self._state == S.DISCONNECT_PENDING and self._requests == 0:
-            self._teardown("disconnect", EventNumber.CONNECTION_EVENT_DISCONNECTED)
+            ep_state.fire(self, V.REQUESTS_DRAINED)
 
     # Receive buffers held (the watermarks and recv_query).
 
@@ -627,8 +603,8 @@ class EP(Handle):
         with self._ia._engine.lock:
             if self._freed:
                 self._check()
-            if self._state not in ALLOWED["post_send"]:
-                raise invalid_state(self, "post_send")
+            if self._state not in _POST_SEND:
+                raise ep_state.refusal(self._state, "post_send")
             completion_flags = self._request_room(completion_flags, 5)
             sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_READ,
                                       self._attr.max_request_iov, 3, "EP")
@@ -696,8 +672,8 @@ class EP(Handle):
         with self._ia._engine.lock:
             if self._freed:
                 self._check()
-            if self._state not in ALLOWED["post_send"]:
-                raise invalid_state(self, "post_rdma_write" if write else "post_rdma_read")
+            if self._state not in _POST_SEND:
+                raise ep_state.refusal(self._state, "post_rdma_write" if write else "post_rdma_read")
             completion_flags = self._request_room(completion_flags, 6)
             remote = check_rmr_triplet(remote_iov, 5)
             need = _LOCAL_READ if write else _LOCAL_WRITE
@@ -763,7 +739,7 @@ class EP(Handle):
             if held > soft_high_watermark:
                 self._soft_exceeded()
             if held > hard_high_watermark and self._state in _UP:
-                self._break("the EP is past its hard high watermark of receive buffers")
+                ep_state.fire(self, V.BROKEN)       # past its hard high watermark of receive buffers
             self._limit_takes()
 
     def _limit_takes(self):
@@ -835,13 +811,7 @@ class EP(Handle):
         with self._ia._engine.lock:
             self._check()
             self._require("reset")
-            e = self._ia._dev.enums
-            self._close_cmid()          # a broken connection's
-            self._to_error()            # receives posted meanwhile flush
-            self._qp.modify(self._ia._dev.qp.QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
-            self._to_init()
-            self._transition("reset")
-            self.remote_ia_address = self.remote_port_qual = self.local_port_qual = None
+            ep_state.fire(self, V.RESET)
 
     def free(self):
         """dat_ep_free: disconnect abruptly (outstanding DTOs flush) and destroy.
@@ -854,13 +824,27 @@ class EP(Handle):
             self._destroy()
 
     def _destroy(self):
-        if self._state in _UP or self._state == S.ACTIVE_CONNECTION_PENDING:
-            self._teardown("disconnect", None)
-        self._close_cmid()
-        self._to_error()
-        self._destroy_qp()
+        ep_state.fire(self, V.FREE)
         self._unlink()
         self._mark_freed()
+
+    # ep_state.ACTIONS' names, bound ("post_*" ones are ep_state.POSTS: _post_connection_event).
+    _actions = {
+        "resolve_addr": _resolve_addr,
+        "resolve_route": _resolve_route,
+        "send_request": _send_request,
+        "accept_request": _accept_request,
+        "stop_timer": _stop_timer,
+        "close_cmid": _close_cmid,
+        "retire_cmid": _retire_cmid,
+        "qp_to_error": _to_error,
+        "drain_completions": _drain,
+        "check_requests_drained": _check_requests_drained,
+        "post_ep_broken": _post_ep_broken,
+        "qp_to_init": _reset_qp,
+        "clear_addresses": _clear_addresses,
+        "destroy_qp": _destroy_qp,
+    }
 
 
 def _trim(sge_class, sges, length):

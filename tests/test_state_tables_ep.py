@@ -152,8 +152,7 @@ def test_calls_the_table_refuses(spawn, conn_qual, state):
                 CALLS[name][1](b)
             assert e.value.code == shmdat.Return.INVALID_STATE, name
             assert state.name in str(e.value), name
-            if name != "dat_rmr_bind":      # rmr.py spells the subtype itself until step 4
-                assert e.value.subtype == ep_state.SUBTYPE[state], name
+            assert e.value.subtype == ep_state.SUBTYPE[state], name
             assert b.ep.query().ep_state == state, name
     finally:
         b.close()

@@ -99,7 +99,7 @@ ALLOWED = {
     # dat_rsp_create: "an Endpoint was not in the Idle state" (Unconnected).
     "reserve": frozenset({S.UNCONNECTED}),
     # dat_rmr_bind: the page allows CONNECTED and DISCONNECTED (flushed at once); this
-    # provider binds on a CONNECTED EP only. rmr.py checks it itself until step 4.
+    # provider binds on a CONNECTED EP only.
     "rmr_bind": frozenset({S.CONNECTED}),
 }
 

@@ -2,9 +2,8 @@
 
 from . import limits
 from .args import check_flags, check_lmr_triplet
-from .constants import CompletionFlags, DtoStatus, EpState, EventNumber, MemPriv
-from .errors import (InsufficientResources, InvalidState,
-                     PrivilegesViolation, ProtectionViolation, bad_arg)
+from .constants import CompletionFlags, DtoStatus, EventNumber, MemPriv
+from .errors import InsufficientResources, PrivilegesViolation, ProtectionViolation, bad_arg
 from .handle import Handle, check_handle
 from .ep import EP
 from .lmr import REMOTE, check_privileges, register
@@ -53,9 +52,7 @@ class RMR(Handle):
             ctx, addr, length = check_lmr_triplet(lmr_triplet, 2, "lmr_triplet")
             completion_flags = check_flags(completion_flags, 6, "completion_flags", _BIND_FLAGS,
                                            "CompletionFlags of a bind (SUPPRESS, UNSIGNALLED)")
-            if ep._state != EpState.CONNECTED:
-                raise InvalidState(f"binding needs a connected EP; it is {ep._state.name}",
-                                   subtype=f"INVALID_STATE_EP_{ep._state.name}")
+            ep._require("rmr_bind", "bind")
             if ep._pz is not self._pz:
                 raise ProtectionViolation("the EP and the RMR are in different PZs")
             if length:

@@ -13,6 +13,7 @@ from shmdat import DtoStatus, EpState, EventNumber as E
 from shmdat.hw import ring
 
 from tests.nodes import WAIT, Node
+from tests.recording_verbs import unwrap
 from tests.remote import Remote
 
 # What the corrupt peer does to the ring its victim reads: a hw ring.QueuePair, found
@@ -54,8 +55,9 @@ CORRUPTIONS = {
 
 
 def _ring_of(ep):
-    """The hw ring under a connected DAT EP: the verbs QP's QueuePair."""
-    ring_qp = ep._qp._qp
+    """The hw ring under a connected DAT EP: the verbs QP's QueuePair (a test peer reaches
+    under DAT on purpose; under the recording module ep._qp is the QP's recording proxy)."""
+    ring_qp = unwrap(ep._qp)._qp
     assert ring_qp is not None, "the verbs QP has not joined its connection segment"
     return ring_qp
 

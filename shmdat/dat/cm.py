@@ -150,7 +150,7 @@ class CR(Handle):
         self._sp = sp
         self.conn_qual = conn_qual
         self._cmid = cmid
-        self.remote_ia_address = cmid.dst_addr[0] if cmid is not None and cmid.dst_addr else None
+        self.remote_ia_address = seam.peer_address(cmid) if cmid is not None else None
         self.remote_port_qual = remote_port
         self.private_data = private_data
         self._local_ep = local_ep
@@ -261,8 +261,6 @@ class ConnectionManager:
         self.ia = ia
         dev = ia._dev
         self.dev = dev
-        ET = dev.cm_enums.rdma_cm_event_type
-        self.ET = ET
         self.channel = dev.cmid.CMEventChannel()
         fd = dev.dv.cm_channel_fd(self.channel)     # drained without waiting
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
@@ -281,10 +279,9 @@ class ConnectionManager:
                 event = self.dev.cmid.CMEvent(channel)
             except self.dev.pyverbs_error.PyverbsRDMAError:
                 return                  # EAGAIN: none queued (the channel's fd is non-blocking)
-            owner = self.owners.get(event.listen_id if event.event_type
-                                    == self.ET.RDMA_CM_EVENT_CONNECT_REQUEST else event.id)
             try:
                 kind = seam.cm_event(event.event_type, event.status)
+                owner = self.owners.get(event.listen_id if kind is _REQUEST else event.id)
                 if kind is None:
                     pass                # one rdma_cm delivers unasked (seam.CM_EVENT)
                 elif owner is not None:

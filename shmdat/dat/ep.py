@@ -207,6 +207,14 @@ class EP(Handle):
         for evd in {self._recv_evd, self._request_evd} - {None}:
             evd._drain()
 
+    def _conn_param(self, private_data):
+        """The ConnParam of a connect or accept: the EP's QP, retries for ever (a message
+        that finds no receive waits, as DAT promises), and the private data."""
+        param = self._ia._dev.cmid.ConnParam(retry=7, rnr_retry=7, qp_num=self._qp.qp_num,
+                                             data_len=len(private_data))
+        param.set_private_data(private_data)
+        return param
+
     def _move_qp(self, cmid, state):
         attr, mask = cmid.init_qp_attr(state)
         self._qp.modify(attr, mask)
@@ -331,10 +339,7 @@ class EP(Handle):
         dev = self._ia._dev
         cmid = self._cmid
         self.local_port_qual = seam.local_port(cmid)
-        param = dev.cmid.ConnParam(retry=7, rnr_retry=7, qp_num=self._qp.qp_num)
-        data = with_header(self._private_data, self.local_port_qual)
-        param.data_len = len(data)
-        param.set_private_data(data)
+        param = self._conn_param(with_header(self._private_data, self.local_port_qual))
         try:
             cmid.connect(param)
         except dev.pyverbs_error.PyverbsError:
@@ -423,10 +428,7 @@ class EP(Handle):
         if self._cm_state is cm_state.CmidState.DONE:
             ep_state.fire(self, V.CONNECT_ERROR)
             return
-        param = dev.cmid.ConnParam(retry=7, rnr_retry=7, qp_num=self._qp.qp_num)
-        data = with_header(self._private_data)
-        param.data_len = len(data)
-        param.set_private_data(data)
+        param = self._conn_param(with_header(self._private_data))
         try:
             self._move_qp(cmid, dev.enums.IBV_QPS_RTR)
             self._move_qp(cmid, dev.enums.IBV_QPS_RTS)

@@ -18,7 +18,7 @@ with shmdat.ia_open() as ia:
     ep.connect(server_address, conn_qual, private_data=b"hello?")
     event, _ = conn_evd.wait(10_000_000)
     if event.number != EventNumber.CONNECTION_EVENT_ESTABLISHED:
-        sys.exit(f"client: {event.number.name}")         # e.g. UNREACHABLE: that server has gone
+        sys.exit(f"client: {event.number.name}")         # e.g. NON_PEER_REJECTED: nobody listens there
     print("client: connected, private data", event.data.private_data)
     lmr.buffer[:5] = list(b"hello")                      # lmr.buffer: a numpy view of the LMR
     ep.post_send([lmr.triplet(0, 5)], "my cookie")

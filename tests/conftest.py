@@ -1,6 +1,13 @@
 import itertools
 import os
 
+# Each test process (an xdist worker) has a device instance of its own, which the peers
+# it starts inherit: connection qualifiers are ports of the device's machine-wide
+# rdma_cm port table, and parallel workers would otherwise take one another's. Set
+# before shmdat is imported: the device reads it then.
+# (Assigned, not defaulted: an xdist worker inherits its controller's environment.)
+WORKER_NS = os.environ["SHMDAT_DEVICE_NS"] = f"w{os.getpid()}"
+
 import pytest
 
 import shmdat
@@ -96,8 +103,18 @@ def _assert_no_leak(pids):
 
 @pytest.fixture
 def conn_qual():
-    """A connection qualifier unique to this test (IAs differ per process anyway)."""
+    """A connection qualifier (a port of this worker's device instance) unique to this test."""
     return 1000 + next(_quals)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worker_device_instance():
+    """Remove this worker's device instance (its QP table, port and port table) at the end."""
+    yield
+    shm.reclaim_dead()
+    qpn.reclaim_unused(WORKER_NS)
+    cm_ports.reclaim_unused(WORKER_NS)
+    port.reclaim_unused(WORKER_NS, even_down=True)
 
 
 @pytest.fixture

@@ -1,5 +1,9 @@
 """A peer that writes garbage into a connection breaks that one connection: the victim
-neither crashes nor hangs nor reads out of bounds, and its other connections go on."""
+neither crashes nor hangs nor reads out of bounds, and its other connections go on.
+
+The corrupt peer is a DAT client of the victim's PSP that then scribbles over its own
+connection's ring through the hardware layer (a test peer may use shmdat.hw; the DAT
+provider may not), as a buggy or hostile program on the machine could."""
 
 import secrets
 
@@ -9,10 +13,11 @@ from shmdat import DtoStatus, EpState, EventNumber as E
 from shmdat.hw import ring
 
 from tests.nodes import WAIT, Node
+from tests.recording_verbs import unwrap
 from tests.remote import Remote
 
-# What the corrupt peer does to the ring its victim reads (white box: the test helper
-# reaches into its own QueuePair, as a buggy or hostile peer could).
+# What the corrupt peer does to the ring its victim reads: a hw ring.QueuePair, found
+# under its DAT EP (ep._qp is the verbs QP, whose _qp is the ring once joined).
 
 
 def _record(qp, kind, length, aux, payload_words=()):
@@ -49,35 +54,43 @@ CORRUPTIONS = {
 }
 
 
+def _ring_of(ep):
+    """The hw ring under a connected DAT EP: the verbs QP's QueuePair (a test peer reaches
+    under DAT on purpose; under the recording module ep._qp is the QP's recording proxy)."""
+    ring_qp = unwrap(ep._qp)._qp
+    assert ring_qp is not None, "the verbs QP has not joined its connection segment"
+    return ring_qp
+
+
 def _corrupt_peer(ch, address, conn_qual, corruption):
     n = Node()
-    n.ep.connect(address, conn_qual, WAIT)
-    n.expect(n.conn_evd, E.CONNECTION_EVENT_ESTABLISHED)
+    n.connect(address, conn_qual)
+    ring_qp = _ring_of(n.ep)
     ch.send("connected")
     ch.recv(timeout=60)
-    CORRUPTIONS[corruption](n.ep._qp)
-    n.ep._qp.peer.ring()
+    CORRUPTIONS[corruption](ring_qp)
+    ring_qp.peer.ring()
     ch.send("corrupted")
     ch.recv(timeout=60)
     n.close()
 
 
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
-def test_garbage_breaks_only_that_connection(spawn, conn_qual, corruption):
+def test_garbage_breaks_only_that_connection(spawn, corruption):
     victim = Node(qlen=64)
     try:
-        victim.listen(conn_qual)
-        bad = spawn(_corrupt_peer, victim.address, conn_qual, corruption)
+        psp = victim.ia.psp_create_any(victim.cr_evd)
+        bad = spawn(_corrupt_peer, victim.address, psp.conn_qual, corruption)
         bad_ep = victim.ep
         victim.accept()
         assert bad.recv() == "connected"
-        # A healthy second connection, to another process.
+        # A healthy second connection, from another process.
         good = Remote(spawn)
-        good.listen(conn_qual)
         good_ep = victim.new_ep()
-        good_ep.connect(good.address, conn_qual, WAIT)
-        good.accept()
-        assert victim.expect(victim.conn_evd, E.CONNECTION_EVENT_ESTABLISHED).ep is good_ep
+        good.connect(victim.address, psp.conn_qual)
+        good.start("wait_conn")                 # the peer takes our reply while we accept
+        victim.accept(ep=good_ep)
+        assert good.result()[0] == "CONNECTION_EVENT_ESTABLISHED"
         bad_ep.post_recv([victim.lmr.triplet(0, 4096)], "victim's receive")
         bad.send("go")
         assert bad.recv() == "corrupted"
@@ -86,6 +99,8 @@ def test_garbage_breaks_only_that_connection(spawn, conn_qual, corruption):
         event, _ = victim.conn_evd.wait(WAIT)
         assert (event.number, event.data.ep) == (E.CONNECTION_EVENT_BROKEN, bad_ep)
         assert bad_ep.state == EpState.DISCONNECTED
+        broken = victim.ia.async_evd.dequeue()
+        assert (broken.number, broken.data.handle) == (E.ASYNC_ERROR_EP_BROKEN, bad_ep)
         flushed = victim.dto_done()
         assert flushed.status in (DtoStatus.ERR_FLUSHED, DtoStatus.SUCCESS)
         # The other connection goes on.

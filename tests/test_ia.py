@@ -1,9 +1,13 @@
 """dat_ia_open / close / query, the registry, and handles in general."""
 
+import ipaddress
+
 import pytest
 
 import shmdat
-from shmdat import CloseFlags, EvdFlags, Return
+from shmdat import CloseFlags, EventNumber, EvdFlags, Return
+
+from tests.nodes import WAIT
 
 
 def test_registry_lists_shm0():
@@ -27,11 +31,35 @@ def test_bad_async_qlen_is_invalid_parameter(qlen):
     assert e.value.code == Return.INVALID_PARAMETER
 
 
-def test_addresses_are_unique_and_reported(ia):
-    with shmdat.ia_open() as other:
-        assert ia.address != other.address
+def test_addresses_are_the_devices_ip_and_ports_tell_connections_apart(ia):
     attr, _ = ia.query()
-    assert attr.ia_address == ia.address
+    assert ipaddress.ip_address(ia.address).version == 4
+    assert ia.address == attr.ia_address == "127.0.0.1"         # shm0's port is on loopback
+    with shmdat.ia_open() as other:
+        assert other.address == ia.address          # one device, one address: ports decide
+        cr_evd = other.evd_create(4, EvdFlags.CR)
+        conn_qual = other.psp_create_any(cr_evd).conn_qual
+        with pytest.raises(shmdat.ConnQualInUse) as e:
+            ia.psp_create(conn_qual, ia.evd_create(4, EvdFlags.CR))    # one port table
+        assert e.value.code == Return.CONN_QUAL_IN_USE
+        evd, other_evd = ia.evd_create(8), other.evd_create(8)
+        ep = ia.ep_create(ia.pz_create(), evd, evd, evd)
+        other_ep = other.ep_create(other.pz_create(), other_evd, other_evd, other_evd)
+        ep.connect(other.address, conn_qual, WAIT)
+        cr = cr_evd.wait(WAIT)[0].data.cr
+        request = cr.query()
+        cr.accept(other_ep)
+        assert evd.wait(WAIT)[0].number == EventNumber.CONNECTION_EVENT_ESTABLISHED
+        assert other_evd.wait(WAIT)[0].number == EventNumber.CONNECTION_EVENT_ESTABLISHED
+        active, passive = ep.query(), other_ep.query()
+        port = active.local_port_qual                # the active side's own port
+        assert 1 <= port <= 65535 and port != conn_qual
+        assert (active.local_ia_address, active.remote_ia_address, active.remote_port_qual) == \
+            (ia.address, other.address, conn_qual)
+        assert (request.remote_ia_address, request.remote_port_qual) == (ia.address, port)
+        assert (passive.local_ia_address, passive.local_port_qual,
+                passive.remote_ia_address, passive.remote_port_qual) == \
+            (other.address, conn_qual, ia.address, port)
 
 
 def test_query_tells_true_values(ia):

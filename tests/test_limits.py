@@ -2,6 +2,7 @@
 create objects up to the limit, get the right error, clean up, leak nothing."""
 
 import os
+import re
 import stat
 
 import pytest
@@ -9,6 +10,9 @@ import pytest
 import shmdat
 from shmdat import EvdFlags, Return
 from shmdat.hw import shm
+
+from tests.nodes import WAIT
+from tests.remote import Remote
 
 
 def objects_of(ia):
@@ -107,21 +111,45 @@ def test_objects_are_private_to_the_user(ia):
         assert stat.S_IMODE(mode) == 0o600, o["name"]
 
 
-def test_connection_segments_are_unlinked_once_both_sides_have_them(ia):
+def connection_segments(pids):
+    """The named connection segments of these processes: the verbs QPs' `v<lo>-<hi>`."""
+    return [o["name"] for o in shm.list_objects()
+            if o["pid"] in pids and re.fullmatch(r"v\d+-\d+", o["what"])]
+
+
+@pytest.mark.parametrize("first", ["our EP", "the peer's EP"])
+def test_connection_segments_are_unlinked_once_both_sides_have_them(ia, spawn, first):
     pz = ia.pz_create()
+    lmr = ia.lmr_create(pz, 64)
     evd = ia.evd_create(8)
     cr_evd = ia.evd_create(8, EvdFlags.CR)
-    ia.psp_create(5, cr_evd)
-    a, b = ia.ep_create(pz, evd, evd, evd), ia.ep_create(pz, evd, evd, evd)
-    a.connect(ia.address, 5, 5_000_000)
-    def connection_segments():
-        return [n for n in objects_of(ia) if n.rsplit(".", 1)[1].startswith("c")]
-
-    assert len(connection_segments()) == 1          # named while the passive side has not mapped it
-    cr_evd.wait(5_000_000)[0].data.cr.accept(b)
-    for _ in range(2):
-        assert evd.wait(5_000_000)[0].number == shmdat.EventNumber.CONNECTION_EVENT_ESTABLISHED
-    assert connection_segments() == []
+    psp = ia.psp_create_any(cr_evd)
+    # Which is created first decides (as QP numbers go) which side creates the segment.
+    if first == "our EP":
+        ep = ia.ep_create(pz, evd, evd, evd)
+    peer = Remote(spawn)
+    if first == "the peer's EP":
+        ep = ia.ep_create(pz, evd, evd, evd)
+    pids = {os.getpid(), peer.peer.pid}
+    peer.connect(ia.address, psp.conn_qual)     # the request is out; the peer calls nothing more
+    cr_evd.wait(WAIT)[0].data.cr.accept(ep)
+    # The side with the lower qp_num creates the segment when its QP reaches RTR, the other
+    # maps and unlinks it when its QP gets there or at its next progress after that: so it
+    # is named from our accept until the peer takes the reply (if ours is lower), or from
+    # the peer's reply until our next call (if the peer's is): seen exactly once.
+    at_accept = connection_segments(pids)
+    assert peer.wait_conn()[0] == "CONNECTION_EVENT_ESTABLISHED"
+    at_reply = connection_segments(pids)
+    assert len(at_accept + at_reply) == 1, (at_accept, at_reply)
+    assert evd.wait(WAIT)[0].number == shmdat.EventNumber.CONNECTION_EVENT_ESTABLISHED
+    # A message each way past the ring: both sides have mapped the segment.
+    ep.post_recv([lmr.triplet(0, 64)], "ping")
+    peer.send(b"ping")
+    done = evd.wait(WAIT)[0].data
+    assert (done.status, done.transferred_length) == (shmdat.DtoStatus.SUCCESS, 4)
+    assert peer.wait_dto()[:3] == ("SUCCESS", 4, "SEND")
+    assert connection_segments(pids) == []
+    peer.finish()
 
 
 def test_ia_open_reclaims_what_dead_owners_left():

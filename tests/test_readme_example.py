@@ -128,8 +128,8 @@ class Running:
 
 @pytest.fixture
 def unique_qual(conn_qual):
-    """A connection qualifier no parallel test uses: this worker's pid, then a per-test count."""
-    return str((os.getpid() << 20) + conn_qual)
+    """A connection qualifier no parallel test uses (each worker has its own device instance)."""
+    return str(conn_qual)
 
 
 def test_first_server_and_client_run_as_shown(tmp_path, unique_qual):
@@ -165,7 +165,7 @@ def test_first_server_and_client_run_as_shown(tmp_path, unique_qual):
 
 
 def test_the_client_says_so_when_the_server_has_gone(tmp_path, unique_qual):
-    (tmp_path / ADDRESS_FILE).write_text("1.1.0")            # an address no IA has
+    (tmp_path / ADDRESS_FILE).write_text("192.0.2.1")        # an address off the device (TEST-NET-1)
     client = Running("first_client.py", tmp_path, unique_qual)
     try:
         code, out, err = client.finish()

@@ -124,9 +124,9 @@ def test_a_spawned_peer_logs_into_the_same_file_even_when_killed(recording, spaw
     assert {"device.Context", "Context.query_port", "Context.close"} <= _logged(log)
 
 
-def test_an_empty_log_passes_and_says_so(tmp_path, capsys):
-    assert recording_verbs.check(str(tmp_path / "never-written.log")) == 0
-    assert "passes vacuously" in capsys.readouterr().out
+def test_an_empty_log_fails_and_says_so(tmp_path, capsys):
+    assert recording_verbs.check(str(tmp_path / "never-written.log")) == 1
+    assert "did not run on the recording module" in capsys.readouterr().out
 
 
 def test_a_log_line_outside_the_list_fails_the_check(tmp_path, capsys):

@@ -211,3 +211,11 @@ def test_no_other_dat_module_names_a_verbs_module():
     naming = [p.name for p in dat.glob("*.py")
               if p.name != "seam.py" and verbs_import.search(p.read_text())]
     assert naming == []
+
+
+def test_no_dat_module_imports_the_hardware():
+    """Issue 12: DAT is built on a verbs module alone (the seam); the hardware is the
+    device's."""
+    dat = pathlib.Path(seam.__file__).parent
+    hw_import = re.compile(r"^\s*(from|import)\s+(\.\.hw|shmdat\.hw)\b", re.M)
+    assert [p.name for p in dat.glob("*.py") if hw_import.search(p.read_text())] == []

@@ -12,8 +12,8 @@ import pytest
 
 import shmdat
 from shmdat import EpState as S, EvdFlags, Return
-from shmdat.dat import cm_state, ep_state, evd_state
-from shmdat.dat.cm import ConnectionManager
+from shmdat.dat import cm_state, ep_state, evd_state, seam
+from shmdat.dat.cm import PSP, RSP
 from shmdat.dat.ep import EP
 from shmdat.dat.evd import EVD
 
@@ -197,41 +197,96 @@ def test_connection_events_are_posted_where_the_pages_say():
     assert posted(S.DISCONNECTED, V.DISCONNECT) == []        # "Disconnecting a ... Disconnected Endpoint is no-op"
 
 
-# The CM handshake.
+# The CM handshake (rdma_cm's, per CMID: design section 6.2).
 
-M, H = cm_state.Message, cm_state.Handshake
+T, C = cm_state.CmidState, seam.CmEvent
+LIVE = set(T) - {T.DONE}
+
+# Section 6.2's rows: (CMID state, rdma_cm event) -> (next state, the DAT event).
+DESIGN_6_2 = {
+    (T.RESOLVING_ADDR, C.ADDR_RESOLVED): (T.RESOLVING_ROUTE, "addr_resolved"),
+    (T.RESOLVING_ADDR, C.UNREACHABLE): (T.DONE, "unreachable"),          # ADDR_ERROR
+    (T.RESOLVING_ROUTE, C.ROUTE_RESOLVED): (T.CONNECTING, "route_resolved"),
+    (T.RESOLVING_ROUTE, C.UNREACHABLE): (T.DONE, "unreachable"),         # ROUTE_ERROR
+    (T.CONNECTING, C.CONNECT_RESPONSE): (T.CONNECTED, "connect_response"),
+    (T.CONNECTING, C.REJECTED): (T.DONE, "rejected"),
+    (T.CONNECTING, C.UNREACHABLE): (T.DONE, "unreachable"),              # and CONNECT_ERROR
+    (T.LISTENING, C.REQUEST): (T.LISTENING, "request"),
+    (T.ACCEPTED, C.ESTABLISHED): (T.CONNECTED, "established"),
+    (T.ACCEPTED, C.UNREACHABLE): (T.DONE, "connect_error"),
+    (T.ACCEPTED, C.REJECTED): (T.DONE, "connect_error"),
+    (T.CONNECTED, C.PEER_DISCONNECTED): (T.DONE, "peer_disconnected"),
+    (T.CONNECTED, C.QP_FATAL): (T.DONE, "qp_fatal"),
+}
+# Where this provider has more rows than the design's table: a request withdrawn before
+# its accept (the CR's state is the withdrawal), and an accepted one whose requester
+# disconnected or died before establishing it (today's ACCEPT_COMPLETION_ERROR, kept).
+EXTRA_ROWS = {
+    (T.REQUEST, C.REJECTED): (T.DONE, None),
+    (T.REQUEST, C.UNREACHABLE): (T.DONE, None),
+    (T.REQUEST, C.PEER_DISCONNECTED): (T.DONE, None),
+    (T.REQUEST, C.QP_FATAL): (T.DONE, None),
+    (T.ACCEPTED, C.PEER_DISCONNECTED): (T.DONE, "connect_error"),
+    (T.ACCEPTED, C.QP_FATAL): (T.DONE, "connect_error"),
+}
 
 
-def test_handshake_tables_are_total_and_each_message_has_one_side():
-    assert cm_state.ACTIVE_MESSAGES | cm_state.PASSIVE_MESSAGES == set(M)
-    assert not cm_state.ACTIVE_MESSAGES & cm_state.PASSIVE_MESSAGES
-    assert set(cm_state.ACTIVE) == {(s, m) for s in cm_state.ACTIVE_STATES for m in cm_state.ACTIVE_MESSAGES}
-    assert set(cm_state.PASSIVE) == {(s, m) for s in cm_state.PASSIVE_STATES for m in cm_state.PASSIVE_MESSAGES}
-    for (state, message), (name, after) in {**cm_state.ACTIVE, **cm_state.PASSIVE}.items():
-        assert cm_state.handler(state, message) == name
-        assert after in (cm_state.ACTIVE_STATES if message in cm_state.ACTIVE_MESSAGES
-                         else cm_state.PASSIVE_STATES)
+def test_handshake_table_is_the_design_plus_its_listed_rows():
+    ignored = {(state, event) for state, event in cm_state.TRANSITIONS
+               if event is C.DEVICE_REMOVAL or state is T.DONE}
+    assert {k: v for k, v in cm_state.TRANSITIONS.items() if k not in ignored} \
+        == {**DESIGN_6_2, **EXTRA_ROWS}
 
 
-def test_late_messages_are_ignored_explicitly():
-    """A message for a handshake that is over does nothing, except a REP, which gets a
-    CANCEL so the passive side's accept fails instead of waiting for an RTU."""
-    assert cm_state.handler(H.GONE, M.REJ) == "ignore"
-    assert cm_state.handler(H.GONE, M.RTU) == "ignore"
-    assert cm_state.handler(H.GONE, M.CANCEL) == "ignore"
-    assert cm_state.handler(H.GONE, M.REP) == "cancel_late_reply"
-    assert cm_state.handler(H.GONE, M.REQ) == "take_request"       # a REQ begins one
-    for state in (H.CR_PENDING, H.CR_CANCELLED, H.REP_SENT):
-        assert cm_state.handler(state, M.REQ) == "ignore"         # a duplicate
+def test_late_events_and_device_removal_are_ignored_explicitly():
+    """A CMID whose handshake is over ignores everything; DEVICE_REMOVAL ends any."""
+    for event in C:
+        assert cm_state.TRANSITIONS[(T.DONE, event)] == (T.DONE, None)
+    for state in LIVE:
+        assert cm_state.TRANSITIONS[(state, C.DEVICE_REMOVAL)] == (T.DONE, None)
 
 
-def test_every_handler_is_bound_by_the_connection_manager_and_used():
-    used = {name for name, _ in {**cm_state.ACTIVE, **cm_state.PASSIVE}.values()}
-    assert used == set(ConnectionManager._handlers)
+def test_every_cmid_state_has_a_role_and_rows():
+    assert set(cm_state.ROLE) == set(T)
+    assert {state for state, _ in cm_state.TRANSITIONS} == set(T)
 
 
-def test_message_numbers_are_the_wire_kinds():
-    assert [int(m) for m in M] == [1, 2, 3, 4, 5]
+def test_a_cm_event_with_no_row_is_internal_error_and_moves_nothing():
+    for state in LIVE:
+        for event in C:
+            if (state, event) in cm_state.TRANSITIONS:
+                continue
+            owner = types.SimpleNamespace(_cm_state=state, _cm_actions={})
+            with pytest.raises(shmdat.InternalError) as e:
+                cm_state.fire(owner, event, None)
+            assert event.name in str(e.value) and state.name in str(e.value)
+            assert owner._cm_state is state
+
+
+@pytest.mark.parametrize("key", sorted(cm_state.TRANSITIONS, key=lambda k: (k[0].value, k[1].value)),
+                         ids=lambda k: f"{k[0].name}-{k[1].name}")
+def test_cm_fire_assigns_then_runs_the_action_with_the_event(key):
+    log = []
+    owner = types.SimpleNamespace(_cm_state=key[0])
+    owner._cm_actions = {name: (lambda name: lambda o, ev: log.append((name, o._cm_state, ev)))(name)
+                         for name in cm_state.ACTIONS}
+    cm_state.fire(owner, key[1], "the event")
+    new, action = cm_state.TRANSITIONS[key]
+    assert owner._cm_state is new
+    assert log == ([] if action is None else [(action, new, "the event")])
+
+
+def test_every_cm_action_is_bound_by_the_owner_whose_cmid_can_take_it():
+    """The EP binds the actions of the active, accepted and connected states, the
+    service points the listener's; a CR's request needs none (its state says it)."""
+    def actions(states):
+        return {a for (s, _), (_, a) in cm_state.TRANSITIONS.items() if s in states} - {None}
+
+    assert set(EP._cm_actions) == actions({T.RESOLVING_ADDR, T.RESOLVING_ROUTE, T.CONNECTING,
+                                           T.ACCEPTED, T.CONNECTED})
+    assert set(PSP._cm_actions) == set(RSP._cm_actions) == actions({T.LISTENING})
+    assert actions({T.REQUEST}) == set()
+    assert set(EP._cm_actions) | set(PSP._cm_actions) == cm_state.ACTIONS
 
 
 # The EVD.

@@ -287,6 +287,22 @@ def test_a_second_listener_on_the_same_address_and_port_is_eaddrinuse(spawn):
     peer.send("stop")
 
 
+def test_resolve_addr_binds_an_ephemeral_port_which_close_frees():
+    channel = CMEventChannel()
+    active = CMID(channel)
+    active.resolve_addr(AddrInfo(dst="127.0.0.1", dst_service="7"), 2000)
+    _event(channel, ET.RDMA_CM_EVENT_ADDR_RESOLVED)
+    address, port = active.src_addr
+    assert address == "127.0.0.1" and 32768 <= port <= 60999     # as the kernel's rdma_cm binds it
+    taken = CMID(CMEventChannel())
+    with pytest.raises(PyverbsRDMAError) as err:
+        taken.bind_addr(AddrInfo(src="127.0.0.1", src_service=str(port), flags=RAI_PASSIVE))
+    assert err.value.error_code == errno.EADDRINUSE
+    active.close()
+    taken.bind_addr(AddrInfo(src="127.0.0.1", src_service=str(port), flags=RAI_PASSIVE))
+    taken.close()
+
+
 def test_a_killed_listener_frees_its_port(spawn):
     peer = spawn(_bind_and_hold, "127.0.0.1", 0)
     port = peer.recv()

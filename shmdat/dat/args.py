@@ -9,7 +9,7 @@ bool is never taken for an int, nor bytes or a str for a list.
 import reprlib
 
 from . import limits
-from .constants import TIMEOUT_INFINITE
+from .constants import CONN_QUAL_MAX, TIMEOUT_INFINITE
 from .errors import bad_arg
 from .values import LmrTriplet, RmrTriplet
 
@@ -77,7 +77,10 @@ def check_qlen(qlen, position, name="qlen"):
 
 
 def check_conn_qual(conn_qual, position, name="conn_qual"):
-    return check_int(conn_qual, position, name, what="a 64-bit unsigned int")
+    """A connection qualifier: a port of rdma_cm's TCP port space, as on every IP-based
+    DAT provider (OFA's dapl too)."""
+    return check_int(conn_qual, position, name, 1, CONN_QUAL_MAX,
+                     f"a port number from 1 to {CONN_QUAL_MAX}")
 
 
 def check_private_data(private_data, position):

@@ -1,95 +1,53 @@
-"""Connection management: Public and Reserved Service Points, Connection Requests,
-and the handshake that turns two EPs into a connection.
+"""Connection management over rdma_cm: Public and Reserved Service Points, Connection
+Requests, and the handshake that connects two EPs' QPs (as dapl's openib_cma).
 
-The handshake, after IB CM (messages travel through the IA's CM channel):
+Every CMID of an IA reports on the IA's one CMEventChannel; an event goes to the
+owner of the CMID it is about (an EP, a CR, a PSP or RSP), through cm_state's table
+(the CMID's state, what the event becomes, late ones ignored). The EP's QP exists
+from ep_create; a connection only attaches a CMID to it by qp_num (rdma_cm's
+external-QP flow), and DAT moves the QP itself:
 
-    active                                     passive
-    connect: create the connection segment
-             REQ(conn_id, conn_qual, pz, segment, private data) ->
-                                               CR on the PSP's EVD (or the RSP's EP)
-                                               accept: map the segment, EP COMPLETION_PENDING
-                              <- REP(conn_id, pz, private data)
-    unlink the segment's name, EP CONNECTED,
-    ESTABLISHED (with the private data)
-             RTU(conn_id) ->                   EP CONNECTED, ESTABLISHED
+    active                                   passive
+    connect: resolve_addr, resolve_route,
+             connect(qp_num, header + data) ->   CONNECT_REQUEST: a CR on the PSP's EVD
+                                                accept: QP to RTR and RTS,
+                                    <- accept(qp_num, header + data)
+    CONNECT_RESPONSE: QP to RTR and RTS,
+    establish(), ESTABLISHED                    ESTABLISHED
 
-    reject:                   <- REJ(conn_id, CONSUMER, private data)  -> PEER_REJECTED
-    no service point:         <- REJ(conn_id, NON_PEER)                -> NON_PEER_REJECTED
-    active gives up (timeout, disconnect, REP too late):
-             CANCEL(conn_id) ->                a later accept gets ACCEPT_COMPLETION_ERROR
+    reject:               <- reject(header + data)    REJECTED with the header: PEER_REJECTED
+    nobody listens:       <- REJECTED without it      NON_PEER_REJECTED
 
-The active side names the segment and unlinks it as soon as the passive side
-has it mapped (REP) or will never map it (REJ, timeout), so nothing stays in
-/dev/shm however the processes end.
-
-Which message is legal in which state of a handshake is cm_state.py's table; the
-EP's moves are fired through ep_state.py.
+Private data always starts with DAT's 6-byte header (magic, length, port), so the
+consumer's bytes survive rdma_cm's zero padding and a consumer's reject is told
+from any other (dapl does the same for the same reasons). The port is the active
+side's own, which the passive side reports as the CR's remote_port_qual.
 """
 
-import collections
-import itertools
+import fcntl
+import os
 import secrets
-import struct
 import time
 
-import numpy as np
-import posix_ipc
-
-from . import cm_state, ep_state, limits
+from . import cm_state, ep_state, limits, seam
 from .args import check_choice, check_conn_qual, check_private_data
-from .cm_state import Handshake as H, Message
-from .constants import CONN_QUAL_MAX, EventNumber, PspFlags
-from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidAddress,
-                     InvalidHandle, InvalidState, ModelNotSupported, bad_arg, hardware_errors)
-from ..hw import ring
-from ..hw.errors import PeerUnreachable
-from ..hw.hca import parse_address
+from .constants import EventNumber, PspFlags
+from .ep import EP, S
+from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidHandle,
+                     InvalidState, ModelNotSupported, bad_arg)
 from .handle import Handle, check_handle
+from .private_data import HEADER_BYTES, split_header, with_header
 from .values import CrArrival, CrParam, PspParam, RspParam
-
-REQ, REP, REJ, RTU, CANCEL = Message.REQ, Message.REP, Message.REJ, Message.RTU, Message.CANCEL
-REASON_CONSUMER, REASON_NON_PEER = 0, 1
-_MSG = struct.Struct("<BBHH2xQQQ")      # type, reason, address len, segment-name len, conn_id, conn_qual, pz
-CONN_QUAL_ANY_BASE = 1 << 48            # psp_create_any picks from here up
 
 E = EventNumber
 V = ep_state.EpEvent
-Received = collections.namedtuple("Received", "kind reason conn_id conn_qual pz address segment private_data")
-
-
-def encode(kind, conn_id, address, reason=0, conn_qual=0, pz=0, segment="", private_data=b""):
-    a, s = address.encode(), segment.encode()
-    return _MSG.pack(kind, reason, len(a), len(s), conn_id, conn_qual, pz) + a + s + bytes(private_data)
-
-
-def decode(data):
-    """A Received message; ValueError if malformed (or of no Message kind)."""
-    try:
-        kind, reason, alen, slen, conn_id, conn_qual, pz = _MSG.unpack_from(data)
-    except struct.error:
-        raise ValueError("short CM message") from None
-    o = _MSG.size
-    if o + alen + slen > len(data):
-        raise ValueError("truncated CM message")
-    address = data[o:o + alen].decode("ascii", "replace")
-    segment = data[o + alen:o + alen + slen].decode("ascii", "replace")
-    return Received(Message(kind), reason, conn_id, conn_qual, pz, address, segment,
-                    bytes(data[o + alen + slen:]))
-
-
-class Connection:
-    """The handshake's bookkeeping for one EP."""
-    __slots__ = ("ep", "conn_id", "peer_address", "peer", "segment", "deadline", "peer_pz", "active")
-
-    def __init__(self, ep, conn_id, peer_address, peer, active):
-        self.ep, self.conn_id, self.peer_address, self.peer, self.active = ep, conn_id, peer_address, peer, active
-        self.segment = None
-        self.deadline = None
-        self.peer_pz = 0
+T = cm_state.CmidState
+_REQUEST = seam.CmEvent.REQUEST
+EPHEMERAL = range(32768, 61000)         # where psp_create_any looks (Linux's ephemeral ports)
 
 
 class PSP(Handle):
-    """A Public Service Point (dat_psp_*): listens on a connection qualifier."""
+    """A Public Service Point (dat_psp_*): a listening CMID on port conn_qual."""
     kind = "psp"
     _recv_evd = _request_evd = None
 
@@ -98,25 +56,37 @@ class PSP(Handle):
         self.conn_qual = conn_qual
         self._evd = evd
         self._flags = flags
+        self._cmid = ia._cm.listen(self, conn_qual)
         evd._streams.append(self)
-        ia._cm.add_sp(conn_qual, self)
+        ia._cm.sps[conn_qual] = self
+
+    def _cm_request(self, event):
+        """A request for this PSP: a CR on its EVD."""
+        request = self._ia._cm.request(event, self._cmid)
+        if request is not None:
+            cmid, private_data, port = request
+            cr = CR(self._ia, self, self.conn_qual, cmid, port, private_data, None)
+            self._evd._post(E.CONNECTION_REQUEST_EVENT,
+                            CrArrival(self, self._ia._dev.address, self.conn_qual, cr))
+
+    _cm_actions = {"request": _cm_request}
 
     def query(self):
         """dat_psp_query -> PspParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             return PspParam(ia=self._ia, conn_qual=self.conn_qual, evd=self._evd, psp_flags=self._flags)
 
     def free(self):
         """dat_psp_free: stop listening. Pending CRs stay valid."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._destroy()
 
     def _destroy(self):
         self._mark_freed()
         self._evd._streams.remove(self)
-        self._ia._cm.remove_sp(self.conn_qual)
+        self._ia._cm.stop_listening(self)
 
 
 class RSP(Handle):
@@ -129,57 +99,79 @@ class RSP(Handle):
         self.conn_qual = conn_qual
         self._ep = ep
         self._evd = evd
+        self._cmid = ia._cm.listen(self, conn_qual)
         ep_state.fire(ep, V.RESERVE)
         ep.local_port_qual = conn_qual
         evd._streams.append(self)
-        ia._cm.add_sp(conn_qual, self)
+        ia._cm.sps[conn_qual] = self
+
+    def _cm_request(self, event):
+        """The one request this RSP takes: its EP goes PASSIVE_CONNECTION_PENDING."""
+        request = self._ia._cm.request(event, self._cmid)
+        if request is None:
+            return
+        cmid, private_data, port = request
+        ep = self._ep
+        self._destroy()                 # DAT: a reserved SP is used up by its request
+        ep_state.fire(ep, V.REQUEST)
+        cr = CR(self._ia, None, self.conn_qual, cmid, port, private_data, ep)
+        ep.remote_ia_address = cr.remote_ia_address
+        self._evd._post(E.CONNECTION_REQUEST_EVENT,
+                        CrArrival(None, self._ia._dev.address, self.conn_qual, cr))
+
+    _cm_actions = {"request": _cm_request}
 
     def query(self):
         """dat_rsp_query -> RspParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             return RspParam(ia=self._ia, conn_qual=self.conn_qual, evd=self._evd, ep=self._ep)
 
     def free(self):
         """dat_rsp_free: the EP goes back to UNCONNECTED."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
-            ep_state.fire(self._ep, V.UNRESERVE)     # a live RSP's EP is RESERVED
+            if self._ep._state == S.RESERVED:
+                ep_state.fire(self._ep, V.UNRESERVE)
             self._destroy()
 
     def _destroy(self):
         self._mark_freed()
         self._evd._streams.remove(self)
-        self._ia._cm.remove_sp(self.conn_qual)
-
-
-def ep_module():
-    from . import ep
-    return ep
+        self._ia._cm.stop_listening(self)
 
 
 class CR(Handle):
-    """A Connection Request (dat_cr_*), made by the provider when a REQ arrives."""
+    """A Connection Request (dat_cr_*): a CONNECT_REQUEST's CMID, not yet accepted or rejected."""
     kind = "cr"
 
-    def __init__(self, ia, sp, conn_qual, peer_address, conn_id, pz, segment, private_data, local_ep):
+    def __init__(self, ia, sp, conn_qual, cmid, remote_port, private_data, local_ep):
         super().__init__(ia)
         self._sp = sp
         self.conn_qual = conn_qual
-        self.remote_ia_address = peer_address
-        self._conn_id = conn_id
-        self._pz = pz
-        self._segment = segment
+        self._cmid = cmid
+        self.remote_ia_address = seam.peer_address(cmid) if cmid is not None else None
+        self.remote_port_qual = remote_port
         self.private_data = private_data
         self._local_ep = local_ep
-        self._cancelled = False
-        ia._cm.crs[(peer_address, conn_id)] = self
+        ia._cm.crs.add(self)
+        if cmid is None:                # the requester withdrew before the request was taken
+            cm_state.end(self)
+        else:
+            cm_state.begin(self, T.REQUEST)
+            ia._cm.owners[cmid] = self
+
+    @property
+    def _withdrawn(self):
+        """The requester gave up, or died (its CMID's handshake is DONE): an accept can only fail."""
+        return self._cm_state is T.DONE
 
     def query(self):
         """dat_cr_query -> CrParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
-            return CrParam(remote_ia_address=self.remote_ia_address, remote_port_qual=self._conn_id,
+            return CrParam(remote_ia_address=self.remote_ia_address,
+                           remote_port_qual=self.remote_port_qual,
                            private_data=self.private_data, local_ep=self._local_ep)
 
     def accept(self, ep=None, private_data=b""):
@@ -191,9 +183,8 @@ class CR(Handle):
         (EP not UNCONNECTED, or without a connect EVD), InvalidParameter (private data
         over max_private_data_size).
         """
-        E_ = ep_module()
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             if self._local_ep is not None:
                 if ep is not None and ep is not self._local_ep:
@@ -204,294 +195,195 @@ class CR(Handle):
             else:
                 if ep is None:
                     raise InvalidHandle("accept needs an EP", subtype="INVALID_HANDLE_EP")
-                check_handle(ep, E_.EP, "ep", "INVALID_HANDLE_EP")
+                check_handle(ep, EP, "ep", "INVALID_HANDLE_EP")
                 ep._require("accept")
             private_data = check_private_data(private_data, 4)
             if ep._connect_evd is None:
                 raise InvalidState("the EP has no connect EVD", subtype="INVALID_STATE_EP_EVD_CONNECT")
-            self._destroy()
-            ia._cm.accept(self, ep, private_data)
+            self._forget()
+            ep._accept(self._cmid, self.remote_ia_address, self.remote_port_qual, self.conn_qual,
+                       private_data, self._withdrawn)
 
     def reject(self, private_data=b""):
         """dat_cr_reject: refuse; the requester gets PEER_REJECTED carrying `private_data`."""
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             private_data = check_private_data(private_data, 2)
-            self._destroy()
+            self._forget()
             if self._local_ep is not None:
                 ep_state.fire(self._local_ep, V.REJECT)
-            if not self._cancelled:
-                ia._cm.send(self.remote_ia_address, encode(REJ, self._conn_id, ia._hca.address,
-                                                           reason=REASON_CONSUMER,
-                                                           private_data=private_data))
+            self._refuse(with_header(private_data))
 
     def handoff(self, conn_qual):
         """dat_cr_handoff: pass the request to this IA's PSP on `conn_qual`, whose EVD
         gets a new CONNECTION_REQUEST_EVENT. Raises InvalidParameter if no PSP listens there."""
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             sp = ia._cm.sps.get(check_conn_qual(conn_qual, 2))
             if not isinstance(sp, PSP):
                 raise bad_arg(2, f"no PSP of this IA listens on conn_qual {conn_qual!r}")
             if self._local_ep is not None:
                 raise InvalidState("a CR that came to an RSP cannot be handed off")
-            self._destroy()
-            cr = CR(ia, sp, conn_qual, self.remote_ia_address, self._conn_id, self._pz,
-                    self._segment, self.private_data, None)
-            cr._cancelled = self._cancelled
-            sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(sp, ia._hca.address, conn_qual, cr))
+            self._forget()
+            cr = CR(ia, sp, conn_qual, self._cmid, self.remote_port_qual, self.private_data, None)
+            if self._withdrawn:
+                cm_state.end(cr)
+            sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(sp, ia._dev.address, conn_qual, cr))
+
+    def _forget(self):
+        self._mark_freed()
+        self._ia._cm.crs.discard(self)
+        self._ia._cm.owners.pop(self._cmid, None)
+
+    def _refuse(self, private_data):
+        if self._cmid is None:
+            return
+        if not self._withdrawn:
+            try:
+                self._cmid.reject(private_data)
+            except self._ia._dev.pyverbs_error.PyverbsError:
+                pass                # withdrawn meanwhile: nobody to tell
+        self._ia._cm.close_cmid(self._cmid)
 
     def _destroy(self):
-        self._mark_freed()
-        self._ia._cm.crs.pop((self.remote_ia_address, self._conn_id), None)
+        """The IA closes: refuse the request."""
+        self._forget()
+        self._refuse(with_header(b""))
 
 
 class ConnectionManager:
-    """One IA's service points, connection requests and handshakes in flight."""
+    """One IA's rdma_cm: its event channel, its CMIDs and who owns each, its service
+    points, connection requests and connect timers."""
 
     def __init__(self, ia):
         self.ia = ia
-        self.hca = ia._hca
+        dev = ia._dev
+        self.dev = dev
+        self.channel = dev.cmid.CMEventChannel()
+        fd = dev.dv.cm_channel_fd(self.channel)     # drained without waiting
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        self.owners = {}            # CMID -> the PSP, RSP, CR or EP its events go to
         self.sps = {}               # conn_qual -> PSP or RSP
-        self.crs = {}               # (peer address, conn_id) -> CR not yet accepted or rejected
-        self.active = {}            # conn_id -> Connection: our connects awaiting REP/REJ
-        self.passive = {}           # (peer address, conn_id) -> Connection: accepted, awaiting RTU
-        self._ids = itertools.count(1)
-        self._probe = np.frombuffer(secrets.token_bytes(8), dtype=np.uint64).copy()
-        self._scratch = np.zeros(1, dtype=np.uint64)
+        self.crs = set()            # CRs not yet accepted or rejected
+        self.timers = {}            # EP -> connect deadline
 
-    # Service points.
+    # The events.
+
+    def drain(self):
+        """Hand every queued CM event to the owner of its CMID."""
+        channel = self.channel
+        while True:
+            try:
+                event = self.dev.cmid.CMEvent(channel)
+            except self.dev.pyverbs_error.PyverbsRDMAError:
+                return                  # EAGAIN: none queued (the channel's fd is non-blocking)
+            try:
+                kind = seam.cm_event(event.event_type, event.status)
+                owner = self.owners.get(event.listen_id if kind is _REQUEST else event.id)
+                if kind is None:
+                    pass                # one rdma_cm delivers unasked (seam.CM_EVENT)
+                elif owner is not None:
+                    cm_state.fire(owner, kind, event)
+                elif kind is _REQUEST:
+                    self._refuse(event)     # its service point went meanwhile
+            finally:
+                event.ack_cm_event()
+
+    def request(self, event, listen_cmid):
+        """A CONNECT_REQUEST's (CMID, consumer private data, requester's port); None
+        (and the request refused) if it lacks DAT's header. The CMID is None when the
+        requester withdrew before the request was taken (its CR can only fail)."""
+        header = split_header(event.private_data)
+        if header is None:
+            self._refuse(event)
+            return None
+        try:
+            cmid = self.dev.cmid.CMID(creator=event, listen_id=listen_cmid)
+        except self.dev.pyverbs_error.PyverbsError:
+            cmid = None
+        return cmid, header[0], header[1]
+
+    def _refuse(self, event):
+        cmid = self.dev.cmid.CMID(creator=event, listen_id=event.listen_id)
+        try:
+            cmid.reject()
+        finally:
+            cmid.close()
+
+    # CMIDs.
+
+    def new_cmid(self, owner):
+        cmid = self.dev.cmid.CMID(self.channel)
+        # DAT's private data and its header: more than rdma_cm's RoCE limits (shm0 allows it).
+        self.dev.dv.cm_set_private_data_limit(cmid, limits.MAX_PRIVATE_DATA_SIZE + HEADER_BYTES)
+        self.owners[cmid] = owner
+        return cmid
+
+    def close_cmid(self, cmid):
+        self.owners.pop(cmid, None)
+        cmid.close()
+
+    def listen(self, sp, conn_qual):
+        """A CMID listening on the IA's address and port conn_qual, owned by `sp`."""
+        if conn_qual in self.sps:
+            raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
+        if len(self.sps) >= limits.MAX_PSPS:
+            raise InsufficientResources(f"the IA has {limits.MAX_PSPS} service points already")
+        dev = self.dev
+        cmid = self.new_cmid(sp)
+        cm_state.begin(sp, cm_state.CmidState.LISTENING)
+        try:
+            cmid.bind_addr(dev.cmid.AddrInfo(src=dev.address, src_service=str(conn_qual),
+                                             port_space=dev.cm_enums.RDMA_PS_TCP,
+                                             flags=dev.cm_enums.RAI_PASSIVE))
+            cmid.listen()
+        except dev.pyverbs_error.PyverbsError as err:
+            self.close_cmid(cmid)
+            raise seam.dat_error(err, "CMID.bind_addr") from None
+        return cmid
+
+    def stop_listening(self, sp):
+        self.sps.pop(sp.conn_qual, None)
+        self.close_cmid(sp._cmid)
 
     def psp_create(self, conn_qual, evd, flags):
         flags = check_choice(flags, 4, "flags", (PspFlags.CONSUMER, PspFlags.PROVIDER))
         if flags == PspFlags.PROVIDER:
             raise ModelNotSupported("PspFlags.PROVIDER (provider-created EPs) is not supported; "
                                     "use PspFlags.CONSUMER and accept with your own EP")
-        if conn_qual in self.sps:
-            raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
-        if len(self.sps) >= limits.MAX_PSPS:
-            raise InsufficientResources(f"the IA has {limits.MAX_PSPS} service points already")
         return PSP(self.ia, conn_qual, evd, PspFlags(flags))
 
-    def add_sp(self, conn_qual, sp):
-        self.sps[conn_qual] = sp
-        self.hca.listen(conn_qual, True)
-
-    def remove_sp(self, conn_qual):
-        self.sps.pop(conn_qual, None)
-        self.hca.listen(conn_qual, False)
-
-    def free_conn_qual(self):
+    def psp_create_any(self, evd, flags):
+        """A PSP on a free port of the ephemeral range (a bind to port 0 would not tell
+        which port it got through pyverbs)."""
         for _ in range(64):
-            q = CONN_QUAL_ANY_BASE + secrets.randbelow(CONN_QUAL_MAX - CONN_QUAL_ANY_BASE)
-            if q not in self.sps:
-                return q
+            try:
+                return self.psp_create(EPHEMERAL[secrets.randbelow(len(EPHEMERAL))], evd, flags)
+            except ConnQualInUse:
+                continue
         raise ConnQualUnavailable("no free connection qualifier was found")
 
-    # Active side.
+    # Connect timers (rdma_cm has no consumer deadline).
 
-    def connect(self, ep, address, conn_qual, seconds, private_data):
-        if parse_address(address) is None:
-            raise InvalidAddress(f"{address!r} is not an IA address (ia.address of a peer)",
-                                 subtype="INVALID_ADDRESS_MALFORMED")
-        conn_id = next(self._ids)
-        name = f"{self.hca.prefix}.c{conn_id}"
-        with hardware_errors():
-            segment = ring.create_connection_segment(name)
-        ep_state.fire(ep, V.CONNECT)
-        ep.remote_ia_address, ep.remote_port_qual, ep.local_port_qual = address, conn_qual, conn_id
-        conn = Connection(ep, conn_id, address, None, True)
-        conn.segment = segment
-        ep._conn = conn
-        try:
-            conn.peer = self.hca.peer(address)
-            if not conn.peer.listens(conn_qual):
-                ep_state.fire(ep, V.NON_PEER_REJECTED)
-                return
-            self.hca.cm_send(address, encode(REQ, conn_id, self.hca.address, conn_qual=conn_qual,
-                                             pz=ep._pz._id, segment=name, private_data=private_data))
-        except PeerUnreachable:
-            ep_state.fire(ep, V.UNREACHABLE)
-            return
+    def start_timer(self, ep, seconds):
         if seconds is not None:
-            conn.deadline = time.monotonic() + seconds
-        self.active[conn_id] = conn
-        self._update_timer()
-
-    def abandon(self, ep):
-        """The active side gives up a connection attempt: tell the passive side."""
-        conn = ep._conn
-        if conn is not None and conn.active and self.active.pop(conn.conn_id, None) is not None:
-            self.send(conn.peer_address, encode(CANCEL, conn.conn_id, self.hca.address))
+            self.timers[ep] = time.monotonic() + seconds
             self._update_timer()
 
-    def forget(self, ep):
-        """Drop the handshake state of an EP that left it (any outcome)."""
-        conn = ep._conn
-        if conn is None:
-            return
-        ep._conn = None
-        if conn.active:
-            self.active.pop(conn.conn_id, None)
+    def stop_timer(self, ep):
+        if self.timers.pop(ep, None) is not None:
             self._update_timer()
-        else:
-            self.passive.pop((conn.peer_address, conn.conn_id), None)
-        if conn.segment is not None and conn.active and ep._qp is None:
-            conn.segment.unlink()
-            conn.segment.close()
-        conn.segment = None
-
-    # The handlers of received messages (cm_state.ACTIVE and PASSIVE say which runs
-    # when); each takes the Received message.
-
-    def _complete_connect(self, m):
-        """REP for our REQ: the connection is up on our side; RTU tells the passive side."""
-        conn = self.active.pop(m.conn_id)
-        self._update_timer()
-        ep = conn.ep
-        conn.segment.unlink()               # both sides have it mapped: its name can go
-        conn.peer_pz = m.pz
-        qp = ring.QueuePair(conn.segment, 0, conn.peer, ep, ep._take_recv_source())
-        conn.segment = None
-        qp.publish_probe(self._probe)
-        ep._attach(qp, conn.peer)
-        self.send(m.address, encode(RTU, m.conn_id, self.hca.address))
-        ep._conn = None
-        ep_state.fire(ep, V.CONNECT_RESPONSE, m.private_data)
-
-    def _refuse_connect(self, m):
-        ep = self.active[m.conn_id].ep
-        if m.reason == REASON_CONSUMER:
-            ep_state.fire(ep, V.PEER_REJECTED, m.private_data)
-        else:
-            ep_state.fire(ep, V.NON_PEER_REJECTED)
-
-    def _cancel_late_reply(self, m):
-        self.send(m.address, encode(CANCEL, m.conn_id, self.hca.address))
-
-    # Passive side.
-
-    def _take_request(self, m):
-        """REQ: a CR for the PSP's consumer, or for the RSP's EP; NON_PEER if nobody listens."""
-        address, conn_id, conn_qual = m.address, m.conn_id, m.conn_qual
-        sp = self.sps.get(conn_qual)
-        if sp is None:
-            self.send(address, encode(REJ, conn_id, self.hca.address, reason=REASON_NON_PEER))
-            return
-        if isinstance(sp, RSP):
-            ep = sp._ep
-            sp._destroy()                   # DAT: a reserved SP is used up by its request
-            ep_state.fire(ep, V.REQUEST)
-            ep.remote_ia_address = address
-            cr = CR(self.ia, None, conn_qual, address, conn_id, m.pz, m.segment, m.private_data, ep)
-            sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(None, self.hca.address, conn_qual, cr))
-        else:
-            cr = CR(self.ia, sp, conn_qual, address, conn_id, m.pz, m.segment, m.private_data, None)
-            sp._evd._post(E.CONNECTION_REQUEST_EVENT, CrArrival(sp, self.hca.address, conn_qual, cr))
-
-    def _complete_accept(self, m):
-        """RTU for our REP: the connection is up on our side too."""
-        conn = self.passive.pop((m.address, m.conn_id))
-        conn.ep._conn = None
-        ep_state.fire(conn.ep, V.ESTABLISHED)
-
-    def _cancel_request(self, m):
-        self.crs[(m.address, m.conn_id)]._cancelled = True
-
-    def _fail_accept(self, m):
-        ep_state.fire(self.passive[(m.address, m.conn_id)].ep, V.CONNECT_ERROR)
-
-    def _ignore(self, m):
-        pass
-
-    def accept(self, cr, ep, private_data):
-        address, conn_id = cr.remote_ia_address, cr._conn_id
-        ep_state.fire(ep, V.ACCEPT)
-        ep.remote_ia_address, ep.remote_port_qual, ep.local_port_qual = address, conn_id, cr.conn_qual
-        conn = Connection(ep, conn_id, address, None, False)
-        conn.peer_pz = cr._pz
-        ep._conn = conn
-        if cr._cancelled:
-            ep_state.fire(ep, V.CONNECT_ERROR)
-            return
-        try:
-            conn.peer = self.hca.peer(address)
-            segment = ring.open_connection_segment(cr._segment)
-        except (PeerUnreachable, posix_ipc.ExistentialError, OSError, ring.RingCorrupt):
-            ep_state.fire(ep, V.CONNECT_ERROR)
-            return
-        qp = ring.QueuePair(segment, 1, conn.peer, ep, ep._take_recv_source())
-        qp.publish_probe(self._probe)
-        ep._attach(qp, conn.peer)
-        self.passive[(address, conn_id)] = conn
-        if not self.send(address, encode(REP, conn_id, self.hca.address, pz=ep._pz._id,
-                                         private_data=private_data)):
-            ep_state.fire(ep, V.CONNECT_ERROR)
-
-    # Shared.
-
-    def send(self, address, data):
-        """Send a CM message; False if the peer is unreachable."""
-        try:
-            self.hca.cm_send(address, data)
-            return True
-        except PeerUnreachable:
-            return False
-
-    def probe(self, ep):
-        """After ESTABLISHED: test whether we can read the peer's memory by CMA."""
-        ep._qp.run_probe(self._scratch)
-
-    def process(self):
-        """Handle every CM message waiting in the IA's inbox, as cm_state's tables say."""
-        for data, pid in self.hca.cm_receive():
-            try:
-                m = decode(data)
-            except ValueError:
-                continue
-            parsed = parse_address(m.address)
-            if parsed is None or parsed[0] != pid or len(m.private_data) > limits.MAX_PRIVATE_DATA_SIZE:
-                continue                    # not from whom it claims to be
-            self._handlers[cm_state.handler(self._handshake(m), m.kind)](self, m)
-
-    def _handshake(self, m):
-        """The cm_state.Handshake state of the handshake the message `m` belongs to."""
-        if m.kind in cm_state.ACTIVE_MESSAGES:
-            conn = self.active.get(m.conn_id)
-            return H.REQ_SENT if conn is not None and conn.peer_address == m.address else H.GONE
-        key = (m.address, m.conn_id)
-        if key in self.passive:
-            return H.REP_SENT
-        cr = self.crs.get(key)
-        if cr is None:
-            return H.GONE
-        return H.CR_CANCELLED if cr._cancelled else H.CR_PENDING
 
     def check_timers(self, now):
-        for conn in [c for c in self.active.values() if c.deadline is not None and c.deadline <= now]:
-            self.send(conn.peer_address, encode(CANCEL, conn.conn_id, self.hca.address))
-            ep_state.fire(conn.ep, V.TIMER_EXPIRED)
-
-    def check_peers(self):
-        """Handshakes whose peer died fail instead of waiting forever."""
-        for conn in [c for c in self.active.values() if not c.peer.alive()]:
-            ep_state.fire(conn.ep, V.UNREACHABLE)
-        for conn in [c for c in self.passive.values() if not c.peer.alive()]:
-            ep_state.fire(conn.ep, V.CONNECT_ERROR)
+        for ep in [ep for ep, deadline in self.timers.items() if deadline <= now]:
+            ep._timed_out()
 
     def _update_timer(self):
-        deadlines = [c.deadline for c in self.active.values() if c.deadline is not None]
-        self.ia._progress.next_timer = min(deadlines) if deadlines else None
+        self.ia._engine.next_timer = min(self.timers.values()) if self.timers else None
 
-    _handlers = {
-        "complete_connect": _complete_connect,
-        "refuse_connect": _refuse_connect,
-        "cancel_late_reply": _cancel_late_reply,
-        "take_request": _take_request,
-        "complete_accept": _complete_accept,
-        "cancel_request": _cancel_request,
-        "fail_accept": _fail_accept,
-        "ignore": _ignore,
-    }
+    def close(self):
+        for cmid in list(self.owners):
+            self.close_cmid(cmid)
+        self.channel.close()

@@ -4,8 +4,8 @@ A CNO is triggered when an EVD attached to it receives a notification event
 while no thread waits on that EVD. ``cno.wait`` consumes the trigger.
 ``cno.fileno()`` gives a pipe that polls readable while the CNO is triggered;
 since nothing in a process blocked in select() would otherwise run progress,
-the first fileno() call starts a daemon thread that sleeps on the IA's
-doorbell and runs progress when it rings.
+the first fileno() call starts a daemon thread that sleeps in the IA's
+device and runs progress when it rings.
 """
 
 import collections
@@ -18,7 +18,6 @@ from .args import check_timeout
 from .constants import TIMEOUT_INFINITE
 from .errors import Abort, InterruptedCall, InvalidState, TimeoutExpired
 from .handle import Handle
-from ..hw.progress import SignalError
 from .values import CnoParam
 
 
@@ -38,9 +37,7 @@ class CNO(Handle):
             self._triggered.append(evd)
             if len(self._triggered) == 1 and self._pipe is not None:
                 os.write(self._pipe[1], b"!")
-        prog = self._ia._progress
-        if prog.blocked:
-            prog.wake_local()
+        self._ia._engine.wake()
 
     def _untrigger(self):
         evd = self._triggered.popleft()
@@ -55,7 +52,7 @@ class CNO(Handle):
         """dat_cno_wait: wait up to `timeout` microseconds for a trigger; returns the EVD
         that triggered it. Raises TimeoutExpired, InterruptedCall, Abort (CNO freed or
         IA closed meanwhile), InvalidState (another thread waits), InvalidParameter."""
-        prog = self._ia._progress
+        prog = self._ia._engine
         with prog.lock:
             self._check()
             seconds = check_timeout(timeout, 2)
@@ -68,7 +65,7 @@ class CNO(Handle):
                 try:
                     prog.block(lambda: bool(self._triggered) or self._freed or self._ia._freed,
                                deadline)
-                except SignalError:
+                except InterruptedError:
                     raise InterruptedCall("a signal interrupted the wait") from None
                 if self._freed or self._ia._freed:
                     raise Abort("the CNO was freed or its IA closed during the wait")
@@ -91,7 +88,7 @@ class CNO(Handle):
 
     def fileno(self):
         """A file descriptor that polls readable while the CNO is triggered."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             if self._pipe is None:
                 r, w = os.pipe()
@@ -106,21 +103,21 @@ class CNO(Handle):
             return self._pipe[0]
 
     def _run_progress(self):
-        prog = self._ia._progress
+        prog = self._ia._engine
         with prog.lock:
             while not (self._freed or self._ia._freed):
                 prog.block(lambda: self._freed or self._ia._freed, None)
 
     def query(self):
         """dat_cno_query -> CnoParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             return CnoParam(ia=self._ia, agent=None)
 
     def free(self):
         """dat_cno_free. Raises InvalidState while an EVD is attached to it; InvalidHandle."""
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             users = [e for e in ia._evds if e._cno is self]
             if users:
@@ -131,7 +128,7 @@ class CNO(Handle):
     def _destroy(self):
         self._mark_freed()
         self._ia._cnos.discard(self)
-        self._ia._progress.wake_local()
+        self._ia._engine.wake()
         if self._pipe is not None:
             os.close(self._pipe[1])
             os.close(self._pipe[0])

@@ -5,7 +5,7 @@ import enum
 TIMEOUT_INFINITE = 0xFFFFFFFF          # DAT_TIMEOUT_INFINITE: (DAT_TIMEOUT) ~0
 WATERMARK_INFINITE = 0xFFFFFFFF        # DAT_WATERMARK_INFINITE: (DAT_COUNT) ~0
 VALUE_UNKNOWN = 0xFFFFFFFE             # DAT_VALUE_UNKNOWN: ((DAT_COUNT) ~0) - 1
-CONN_QUAL_MAX = (1 << 64) - 1          # DAT_CONN_QUAL is a DAT_UINT64
+CONN_QUAL_MAX = 65535                  # a DAT_UINT64 in DAT; a port of rdma_cm's TCP space here
 
 
 class Return(enum.IntEnum):

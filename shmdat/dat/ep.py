@@ -1,35 +1,50 @@
-"""Endpoints (dat_ep_*): DTO posting and completions, and the side effects of the
-EP state machine, whose tables are in ep_state.py.
+"""Endpoints (dat_ep_*): the EP state machine, DTO posting and completions.
 
-The EP drives a hardware QueuePair (hw/ring.py) once connected; cm.py runs the
-connection handshake and fires the EP's events through ep_state.fire.
+An EP is an RC QP of the verbs device from ep_create to ep_free (as dapl's): in
+INIT while unconnected, moved to RTR and RTS by the handshake (over rdma_cm, whose
+CM events come here), to ERR when the connection ends. DTOs are verbs work
+requests; their completions come back through the EVDs' CQs (evd.py's drain).
+
+Its states are ep_state.py's tables: consumer calls are checked there, every move is
+ep_state.fire, and the verbs side effects of each move are the methods bound in
+EP._actions. The rdma_cm events about its CMID come through cm_state.fire, whose
+actions (EP._cm_actions) fire the EP's events.
 """
 
-import collections
 import dataclasses
+import ipaddress
 
-from . import ep_state, limits
+from . import cm_state, ep_state, limits, seam
 from .args import (check_choice, check_conn_qual, check_flags, check_int, check_private_data,
                    check_rmr_triplet, check_timeout, expected)
 from .constants import (AsyncReason, CloseFlags, CompletionFlags, ConnectFlags, DtoOp, DtoStatus,
                         EpState, EventNumber, EvdFlags, MemPriv, Qos, ServiceType, TIMEOUT_INFINITE,
                         WATERMARK_INFINITE)
-from .errors import (InsufficientResources, InvalidHandle, InvalidState, LengthError,
-                     ModelNotSupported, bad_arg)
-from .evd import EVD
+from .errors import (InsufficientResources, InvalidAddress, InvalidHandle, InvalidState,
+                     LengthError, ModelNotSupported, bad_arg)
+from .evd import EVD, unreaped_receives
 from .handle import Handle, check_handle
-from ..hw import ring
 from .lmr import resolve_iov
-from .pz import PZ
+from .private_data import split_header, with_header
 from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam
 
 S = EpState
-V = ep_state.EpEvent
-_POST_SEND_STATES = ep_state.ALLOWED["post_send"]     # bound once: post_send checks it every call
 
+V = ep_state.EpEvent
+_POST_SEND = ep_state.ALLOWED["post_send"]
 _DTO_EVENT = EventNumber.DTO_COMPLETION_EVENT
-_STATUS = tuple(DtoStatus(i) for i in range(12))
-_FLUSHED = ring.FLUSHED
+_DTO_STATUS = seam.DTO_STATUS
+_SUCCESS = DtoStatus.SUCCESS
+_ERR_FLUSHED = DtoStatus.ERR_FLUSHED
+_ERR_TRANSPORT = DtoStatus.ERR_TRANSPORT
+_RECEIVE = DtoOp.RECEIVE
+_UP = (S.CONNECTED, S.DISCONNECT_PENDING, S.COMPLETION_PENDING)    # a connection that can break
+_RESOLVE_MS = 2000
+_CM = seam.CmEvent
+_vrb = seam.libibverbs_enums
+_WR_SEND, _WR_RDMA_WRITE, _WR_RDMA_READ = _vrb.IBV_WR_SEND, _vrb.IBV_WR_RDMA_WRITE, _vrb.IBV_WR_RDMA_READ
+_SIGNALED, _SEND_SOLICITED, _SEND_FENCE = (int(_vrb.IBV_SEND_SIGNALED), int(_vrb.IBV_SEND_SOLICITED),
+                                           int(_vrb.IBV_SEND_FENCE))
 _NOTIFY_OFF = CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED
 _REQUEST_FLAGS = int(CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
                      | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE)
@@ -38,6 +53,7 @@ _RECV_FLAGS = int(CompletionFlags.SUPPRESS | CompletionFlags.UNSIGNALLED)
 _SUPPRESS = int(CompletionFlags.SUPPRESS)
 _UNSIGNALLED = int(CompletionFlags.UNSIGNALLED)
 _SOLICITED = int(CompletionFlags.SOLICITED_WAIT)
+_FENCE = int(CompletionFlags.BARRIER_FENCE)
 _LOCAL_READ = int(MemPriv.LOCAL_READ)
 _LOCAL_WRITE = int(MemPriv.LOCAL_WRITE)
 _NOT_IN_ATTR_MODIFY = {"service_type"}
@@ -119,19 +135,89 @@ class EP(Handle):
         self._srq = srq
         self._attr = attr
         ep_state.start(self)
-        self._recvq = collections.deque()   # posted receives not yet taken by a message
-        self._qp = None                     # ring.QueuePair while connected
-        self._peer = None                   # hca.RemoteHca of the peer
-        self._conn = None                   # cm.Connection: the handshake's bookkeeping
+        self._service = None                # (address, conn_qual) connected to, for dup_connect
+        self._timeout = None                # the connect's timeout in seconds (None: infinite)
+        self._private_data = b""            # the consumer's, for the connect or accept in flight
+        self._cmid = None                   # the CMID of the connection being made or made
+        cm_state.end(self)                  # ... and its state: none yet
+        self._requests = 0                  # requests posted and not yet completed
+        self._recvs = 0                     # receives posted to the EP and not yet completed
         self.remote_ia_address = None
         self.remote_port_qual = None
         self.local_port_qual = None
         self._soft_hw = attr.srq_soft_hw        # armed unless WATERMARK_INFINITE (one-shot)
         self._hard_hw = WATERMARK_INFINITE
-        self._hw_exceeded = False               # the hard watermark was passed: break at the next chance
+        self._set_flags()
+        self._qp = None
+        self._create_qp()
+        self._link()
+
+    def _set_flags(self):
+        attr = self._attr
         self._recv_solicited_only = bool(attr.recv_completion_flags & CompletionFlags.SOLICITED_WAIT)
         self._recv_unsignalled = bool(attr.recv_completion_flags & CompletionFlags.UNSIGNALLED)
-        self._link()
+
+    # The EP's QP: an RC QP from ep_create to ep_free, in INIT while unconnected
+    # (so receives can be posted in any DAT state).
+
+    def _create_qp(self):
+        ia, attr, dev = self._ia, self._attr, self._ia._dev
+        null_cq = ia._null_cq
+        cap = dev.qp.QPCap(max_send_wr=max(attr.max_request_dtos, 1),
+                           max_recv_wr=max(attr.max_recv_dtos, 1),
+                           max_send_sge=attr.max_request_iov, max_recv_sge=attr.max_recv_iov)
+        init = dev.qp.QPInitAttr(
+            qp_type=dev.enums.IBV_QPT_RC,
+            scq=self._request_evd._cq if self._request_evd is not None else null_cq,
+            rcq=self._recv_evd._cq if self._recv_evd is not None else null_cq,
+            srq=self._srq._verbs_srq if self._srq is not None else None, cap=cap, sq_sig_all=0)
+        try:
+            self._qp = dev.qp.QP(self._pz._pd, init)
+            self._to_init()
+        except dev.pyverbs_error.PyverbsError as err:
+            if self._qp is not None:
+                self._qp.close()
+                self._qp = None
+            raise seam.dat_error(err, "QP") from None
+        ia._engine.eps_by_qp_num[self._qp.qp_num] = self
+
+    def _to_init(self):
+        dev = self._ia._dev
+        e = dev.enums
+        attr = dev.qp.QPAttr(port_num=dev.port)
+        attr.qp_access_flags = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ
+                                | e.IBV_ACCESS_REMOTE_WRITE)
+        self._qp.to_init(attr)
+
+    def _destroy_qp(self):
+        self._drain()
+        self._ia._engine.eps_by_qp_num.pop(self._qp.qp_num, None)
+        self._qp.close()
+        self._qp = None
+
+    def _to_error(self):
+        """The QP to ERR: what is outstanding completes with ERR_FLUSHED through the
+        CQs, drained at once so it comes before the connection event."""
+        e = self._ia._dev.enums
+        if self._qp.qp_state != e.IBV_QPS_ERR:
+            self._qp.modify(self._ia._dev.qp.QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
+        self._drain()
+
+    def _drain(self):
+        for evd in {self._recv_evd, self._request_evd} - {None}:
+            evd._drain()
+
+    def _conn_param(self, private_data):
+        """The ConnParam of a connect or accept: the EP's QP, retries for ever (a message
+        that finds no receive waits, as DAT promises), and the private data."""
+        param = self._ia._dev.cmid.ConnParam(retry=7, rnr_retry=7, qp_num=self._qp.qp_num,
+                                             data_len=len(private_data))
+        param.set_private_data(private_data)
+        return param
+
+    def _move_qp(self, cmid, state):
+        attr, mask = cmid.init_qp_attr(state)
+        self._qp.modify(attr, mask)
 
     def _link(self):
         for evd in {self._recv_evd, self._request_evd, self._connect_evd} - {None}:
@@ -150,22 +236,24 @@ class EP(Handle):
         if self._srq is not None:
             self._srq._eps.discard(self)
 
-    # The state machine (ep_state.py): consumer calls are checked, events fired, there.
+    # The state machine.
 
     def _require(self, call, what=None):
-        """InvalidState unless the consumer call `call` (a key of ep_state.ALLOWED) is
-        legal in the EP's state; `what` names the call in the message."""
         ep_state.check_call(self._state, call, what)
+
+    def _post_connection_event(self, number, private_data):
+        if self._connect_evd is not None:
+            self._connect_evd._post(number, ConnectionEvent(self, private_data))
 
     @property
     def state(self):
         """The EP's EpState (a shortcut for query().ep_state)."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
-            self._ia._progress.poll()
+            self._ia._engine.poll()
             return self._state
 
-    # Connection establishment (the handshake itself is in cm.py).
+    # Connection establishment: the active side.
 
     def connect(self, remote_ia_address, remote_conn_qual, timeout=TIMEOUT_INFINITE,
                 private_data=b"", qos=Qos.BEST_EFFORT, flags=ConnectFlags.DEFAULT):
@@ -174,30 +262,30 @@ class EP(Handle):
         peer's private data), PEER_REJECTED, NON_PEER_REJECTED, TIMED_OUT or UNREACHABLE.
 
         Raises InvalidParameter (private data over max_private_data_size, bad timeout,
-        qos or flags), InvalidAddress (not an IA address), InvalidState (EP not
+        qos or flags), InvalidAddress (not an IP address), InvalidState (EP not
         UNCONNECTED, or no connect EVD), ModelNotSupported (multipath required),
         InsufficientResources, InvalidHandle.
         """
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             seconds, private_data = self._check_connectable(timeout, private_data, qos, (4, 6, 7))
             check_conn_qual(remote_conn_qual, 3, "remote_conn_qual")
             if check_flags(flags, 8, "flags", _CONNECT_FLAGS, "ConnectFlags") & ConnectFlags.MULTIPATH_REQUIRED:
                 raise ModelNotSupported("shared memory has one path; MULTIPATH_REQUIRED cannot be met")
-            ia._cm.connect(self, remote_ia_address, remote_conn_qual, seconds, private_data)
+            self._connect(remote_ia_address, remote_conn_qual, seconds, private_data)
 
     def dup_connect(self, dup_ep, timeout=TIMEOUT_INFINITE, private_data=b"", qos=Qos.BEST_EFFORT):
         """dat_ep_dup_connect: connect to the same remote service point as the connected
         `dup_ep`. Errors as for connect(); InvalidParameter if dup_ep is not connected."""
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             check_handle(dup_ep, EP, "dup_ep", "INVALID_HANDLE_EP")
             seconds, private_data = self._check_connectable(timeout, private_data, qos, (3, 5, 6))
-            if dup_ep._state != S.CONNECTED or dup_ep.remote_port_qual is None:
+            if dup_ep._state != S.CONNECTED or dup_ep._service is None:
                 raise expected(2, "dup_ep", "a connected EP", dup_ep, f" in state {dup_ep._state.name}")
-            ia._cm.connect(self, dup_ep.remote_ia_address, dup_ep.remote_port_qual, seconds, private_data)
+            self._connect(*dup_ep._service, seconds, private_data)
 
     def _check_connectable(self, timeout, private_data, qos, positions):
         """The checks connect and dup_connect share -> (seconds, private data as bytes).
@@ -211,13 +299,142 @@ class EP(Handle):
                                subtype="INVALID_STATE_EP_EVD_CONNECT")
         return seconds, private_data
 
-    def _attach(self, qp, peer):
-        """The handshake made a QueuePair: the EP now moves data."""
-        self._qp = qp
-        self._peer = peer
-        qp.peer_pz = self._conn.peer_pz
-        self._ia._active_eps.append(self)
-        qp.advance_sq()
+    def _connect(self, address, conn_qual, seconds, private_data):
+        try:
+            if not isinstance(address, str):
+                raise ValueError(address)
+            ipaddress.IPv4Address(address)
+        except ValueError:
+            raise InvalidAddress(f"{address!r} is not an IA address (an IPv4 address in "
+                                 "dotted-quad form, as ia.address)",
+                                 subtype="INVALID_ADDRESS_MALFORMED") from None
+        self.remote_ia_address, self.remote_port_qual = address, conn_qual
+        self._service = (address, conn_qual)
+        self._timeout, self._private_data = seconds, private_data
+        ep_state.fire(self, V.CONNECT)
+        # Resolution and the request go on now, as a NIC's CM would without us: the
+        # consumer may wait for the peer's answer in a call that runs no progress here.
+        self._ia._cm.drain()
+
+    # The actions of the active side (ep_state.ACTIONS).
+
+    def _resolve_addr(self):
+        """CONNECT: a CMID on the IA's channel, the connect timer, resolve_addr."""
+        ia, dev = self._ia, self._ia._dev
+        self._cmid = ia._cm.new_cmid(self)
+        cm_state.begin(self, cm_state.CmidState.RESOLVING_ADDR)
+        ia._cm.start_timer(self, self._timeout)
+        address, conn_qual = self._service
+        try:
+            self._cmid.resolve_addr(dev.cmid.AddrInfo(dst=address, dst_service=str(conn_qual)),
+                                    _RESOLVE_MS)
+        except dev.pyverbs_error.PyverbsError:
+            ep_state.fire(self, V.UNREACHABLE)
+
+    def _resolve_route(self):
+        self._cmid.resolve_route(_RESOLVE_MS)
+
+    def _send_request(self):
+        """ROUTE_RESOLVED: connect(qp_num, DAT's header + the consumer's private data)."""
+        dev = self._ia._dev
+        cmid = self._cmid
+        self.local_port_qual = seam.local_port(cmid)
+        param = self._conn_param(with_header(self._private_data, self.local_port_qual))
+        try:
+            cmid.connect(param)
+        except dev.pyverbs_error.PyverbsError:
+            ep_state.fire(self, V.UNREACHABLE)
+
+    # The rdma_cm events about the EP's CMID (cm_state.TRANSITIONS' actions).
+
+    def _cm_addr_resolved(self, event):
+        ep_state.fire(self, V.ADDR_RESOLVED)
+
+    def _cm_route_resolved(self, event):
+        ep_state.fire(self, V.ROUTE_RESOLVED)
+
+    def _cm_connect_response(self, event):
+        """The peer accepted: our QP to RTR and RTS and the CMID established first (the
+        connection exists only if they succeed), then CONNECT_RESPONSE with its private data."""
+        dev = self._ia._dev
+        header = split_header(event.private_data)
+        try:
+            self._move_qp(self._cmid, dev.enums.IBV_QPS_RTR)
+            self._move_qp(self._cmid, dev.enums.IBV_QPS_RTS)
+            self._cmid.establish()
+        except dev.pyverbs_error.PyverbsError:
+            ep_state.fire(self, V.UNREACHABLE)
+            return
+        ep_state.fire(self, V.CONNECT_RESPONSE, header[0] if header else b"")
+
+    def _cm_rejected(self, event):
+        """PEER_REJECTED with the consumer's private data if DAT's header is there, else
+        NON_PEER_REJECTED (nobody listens, or rdma_cm itself refused)."""
+        header = split_header(event.private_data)
+        if header is None:
+            ep_state.fire(self, V.NON_PEER_REJECTED)
+        else:
+            ep_state.fire(self, V.PEER_REJECTED, header[0])
+
+    def _cm_unreachable(self, event):
+        ep_state.fire(self, V.UNREACHABLE)
+
+    def _cm_established(self, event):
+        ep_state.fire(self, V.ESTABLISHED)
+
+    def _cm_connect_error(self, event):
+        ep_state.fire(self, V.CONNECT_ERROR)
+
+    def _cm_peer_disconnected(self, event):
+        ep_state.fire(self, V.PEER_DISCONNECTED)
+
+    def _cm_qp_fatal(self, event):
+        ep_state.fire(self, V.BROKEN)           # the peer process died
+
+    _cm_actions = {
+        "addr_resolved": _cm_addr_resolved,
+        "route_resolved": _cm_route_resolved,
+        "connect_response": _cm_connect_response,
+        "rejected": _cm_rejected,
+        "unreachable": _cm_unreachable,
+        "established": _cm_established,
+        "connect_error": _cm_connect_error,
+        "peer_disconnected": _cm_peer_disconnected,
+        "qp_fatal": _cm_qp_fatal,
+    }
+
+    def _timed_out(self):
+        ep_state.fire(self, V.TIMER_EXPIRED)
+
+    # The passive side (cm.py's CR calls it).
+
+    def _accept(self, cmid, address, port, conn_qual, private_data, withdrawn):
+        self.remote_ia_address, self.remote_port_qual, self.local_port_qual = address, port, conn_qual
+        self._cmid = cmid
+        self._private_data = private_data
+        if withdrawn:
+            cm_state.end(self)
+        else:
+            self._ia._cm.owners[cmid] = self
+            cm_state.begin(self, cm_state.CmidState.ACCEPTED)
+        ep_state.fire(self, V.ACCEPT)
+
+    def _accept_request(self):
+        """ACCEPT: the QP to RTR and RTS by the request's CMID, then accept(qp_num, DAT's
+        header + the consumer's private data). A request withdrawn before or meanwhile is
+        an ACCEPT_COMPLETION_ERROR event, not the consumer's error."""
+        dev = self._ia._dev
+        cmid = self._cmid
+        if self._cm_state is cm_state.CmidState.DONE:
+            ep_state.fire(self, V.CONNECT_ERROR)
+            return
+        param = self._conn_param(with_header(self._private_data))
+        try:
+            self._move_qp(cmid, dev.enums.IBV_QPS_RTR)
+            self._move_qp(cmid, dev.enums.IBV_QPS_RTS)
+            cmid.accept(param)
+        except dev.pyverbs_error.PyverbsError:
+            ep_state.fire(self, V.CONNECT_ERROR)
 
     # Disconnection.
 
@@ -228,210 +445,106 @@ class EP(Handle):
 
         Raises InvalidParameter (flags), InvalidState (nothing to disconnect), InvalidHandle.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             flags = check_choice(flags, 2, "flags", (CloseFlags.ABRUPT, CloseFlags.GRACEFUL))
             self._require("disconnect")
             ep_state.fire(self, V.DISCONNECT_GRACEFUL if flags == CloseFlags.GRACEFUL else V.DISCONNECT)
 
-    def _break(self, why):
-        """The connection is broken (peer died, corrupt ring, protection error, hard
-        watermark); `why` is for the reader of the call."""
-        ep_state.fire(self, V.BROKEN)
+    def _qp_error(self, fatal):
+        """The device put the QP in error: QP_FATAL (the peer died or left, a corrupt
+        ring), or an access or request error found here as the responder. A QP_FATAL
+        that follows the peer's orderly disconnect is that disconnect: the CM events
+        are looked at first (its DREQ was sent before its QP left)."""
+        if fatal and self._state in _UP:
+            self._ia._cm.drain()
+        if self._state in _UP:
+            ep_state.fire(self, V.BROKEN)
 
-    # The side effects of the state machine's moves (ep_state.ACTIONS names them;
-    # step 4 makes them verbs calls). Each tolerates an EP without a QueuePair.
+    # The actions of teardown (ep_state.ACTIONS).
 
-    def _abandon_handshake(self):
-        """Tell the passive side we give up a connection attempt still in flight."""
-        self._ia._cm.abandon(self)
+    def _stop_timer(self):
+        self._ia._cm.stop_timer(self)
 
-    def _send_disconnect(self):
-        """Tell the peer we closed the connection."""
-        if self._qp is not None:
-            self._qp.set_state(ring.S_CLOSED)
-
-    def _send_broken(self):
-        """Tell the peer we found the connection broken."""
-        if self._qp is not None:
-            self._qp.set_state(ring.S_BROKEN)
-
-    def _complete_received(self):
-        """What the peer sent before it closed goes to the posted receives."""
-        if self._qp is not None:
+    def _close_cmid(self):
+        """Our own end: DREQ (if connected) before the QP leaves, so the peer sees a
+        disconnect (R3); the CMID closed, its late events dropped."""
+        cmid = self._cmid
+        cm_state.end(self)
+        if cmid is not None:
+            self._cmid = None
             try:
-                self._qp.poll_recv()
-            except ring.RingCorrupt:
-                pass
+                cmid.disconnect()
+            except self._ia._dev.pyverbs_error.PyverbsError:
+                pass                    # not connected (yet, or any more)
+            self._ia._cm.close_cmid(cmid)
 
-    def _complete_sent(self):
-        """What the peer consumed completes with success."""
-        if self._qp is not None:
-            try:
-                self._qp.poll_send()
-            except ring.RingCorrupt:
-                pass
-
-    def _flush_queue_pair(self):
-        """Requests not consumed and the receive in progress complete FLUSHED; the
-        QueuePair goes."""
-        qp = self._qp
-        if qp is None:
-            return
-        pending, cur = qp.drain()
-        for wr in pending:
-            if wr.status == ring.OK:
-                wr.status = _FLUSHED
-            self.send_done(wr)
-        if cur is not None:
-            cur.status = _FLUSHED
-            self.recv_done(cur)
-        qp.close()
-        self._qp = None
-        self._ia._active_eps.remove(self)
-
-    def _flush_recvs(self):
-        """Posted receives not taken by a message complete FLUSHED."""
-        q = self._recvq
-        while q:
-            wr = q.popleft()
-            wr.status = _FLUSHED
-            self.recv_done(wr)
-
-    def _forget_handshake(self):
-        self._ia._cm.forget(self)
-
-    def _clear_hard_watermark(self):
-        self._hw_exceeded = False
+    def _retire_cmid(self):
+        """A broken connection keeps its CMID (no DREQ: the peer sees its QP fail, BROKEN
+        there too) until reset or free; its late events are ignored."""
+        cm_state.end(self)
 
     def _check_requests_drained(self):
-        """A graceful disconnect completes once the peer has consumed all we sent."""
-        qp = self._qp
-        if qp is not None and not qp.sq and not qp.inflight and qp.all_consumed():
+        """A graceful disconnect completes once every request has completed (an RC send
+        completes once the peer took it): now, or at the completion of the last."""
+        if self._requests == 0:
             ep_state.fire(self, V.REQUESTS_DRAINED)
-
-    def _probe_peer_memory(self):
-        if self._qp is not None:
-            self._ia._cm.probe(self)
 
     def _post_ep_broken(self):
         self._ia._async_evd._post(EventNumber.ASYNC_ERROR_EP_BROKEN,
                                   AsyncError(self, AsyncReason.EP_TRANSFER_TO_ERROR))
 
+    def _reset_qp(self):
+        """The QP (in ERR) through RESET back to INIT, ready for the next connection."""
+        e = self._ia._dev.enums
+        self._qp.modify(self._ia._dev.qp.QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
+        self._to_init()
+
     def _clear_addresses(self):
         self.remote_ia_address = self.remote_port_qual = self.local_port_qual = None
 
-    def _post_connection_event(self, number, private_data):
-        if self._connect_evd is not None:
-            self._connect_evd._post(number, ConnectionEvent(self, private_data))
+    # Completions (the EVD's drain calls this for each of the EP's).
 
-    _actions = {
-        "abandon_handshake": _abandon_handshake,
-        "send_disconnect": _send_disconnect,
-        "send_broken": _send_broken,
-        "complete_received": _complete_received,
-        "complete_sent": _complete_sent,
-        "flush_queue_pair": _flush_queue_pair,
-        "flush_receives": _flush_recvs,
-        "forget_handshake": _forget_handshake,
-        "clear_hard_watermark": _clear_hard_watermark,
-        "check_requests_drained": _check_requests_drained,
-        "probe_peer_memory": _probe_peer_memory,
-        "post_ep_broken": _post_ep_broken,
-        "clear_addresses": _clear_addresses,
-    }
-
-    # Progress (called by the IA's poll for every EP with a QueuePair).
-
-    def _progress(self):
-        qp = self._qp
-        peer_state = qp.words[qp.w_peer_state]     # qp.peer_state(), inlined: runs every poll
-        if peer_state != ring.S_UP:
-            if peer_state == ring.S_CLOSED:
-                ep_state.fire(self, V.PEER_DISCONNECTED)
+    def _completed(self, evd, wc, cookie, flags, op, length):
+        status = _DTO_STATUS.get(wc.status, _ERR_TRANSPORT)
+        if op == _RECEIVE:
+            if self._srq is None:
+                self._recvs -= 1
             else:
-                self._break("the peer reported the connection broken")
-            return
-        try:
-            qp.poll_recv()
-            qp.poll_send()
-        except ring.RingCorrupt as e:
-            self._break(str(e))
-            return
-        if self._hw_exceeded:
-            self._break("the EP went past its hard high watermark of receive buffers")
-            return
-        if self._state == S.DISCONNECT_PENDING:
-            self._check_requests_drained()
-
-    # Completion sink for the QueuePair.
-
-    def send_done(self, wr):
-        cookie, flags, op = wr.ctx
-        evd = self._request_evd
-        status = wr.status
-        if status == ring.OK:
-            if flags & _SUPPRESS or evd is None:
-                return
-            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[0], wr.done, op),
-                      not flags & _UNSIGNALLED)
-        elif evd is not None:
-            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
-
-    def recv_done(self, wr):
-        if self._srq is not None:
-            self._srq._completed += 1
-        cookie, flags, op = wr.ctx
-        evd = self._recv_evd
-        status = wr.status
-        if status == ring.OK:
-            if flags & _SUPPRESS or evd is None:
-                return
+                self._srq._completed += 1
+            transferred = wc.byte_len
             notify = not (flags & _UNSIGNALLED
-                          or (self._recv_solicited_only and not wr.solicited))
-            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[0], wr.done, op), notify)
-        elif evd is not None:
-            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, _STATUS[status], wr.done, op))
-
-    def _take_recv(self):
-        """The QueuePair's take_recv: the buffer for a message that begins to arrive,
-        from the EP's own queue or its SRQ; None makes the message wait in the ring."""
-        if self._hw_exceeded:
-            return None
-        srq = self._srq
-        if srq is None:
-            q = self._recvq
-            if not q:
-                return None
-            held = 0            # the buffer was already counted while posted
-        elif not len(srq._hw):
-            return None
+                          or (self._recv_solicited_only and not self._ia._dev.dv.wc_solicited(wc)))
+            soft = self._soft_hw != WATERMARK_INFINITE
         else:
-            held = 1            # the buffer now becomes the EP's
-        if self._soft_hw != WATERMARK_INFINITE or self._hard_hw != WATERMARK_INFINITE:
-            held += self._held()
-            if held > self._hard_hw:
-                # Leave the buffer where it is: the message is not delivered, the connection breaks.
-                self._hw_exceeded = True
-                return None
-            if held > self._soft_hw:
+            self._requests -= 1
+            transferred = length if status == _SUCCESS else 0
+            notify = not flags & _UNSIGNALLED
+            soft = False
+        if status == _SUCCESS:
+            if not flags & _SUPPRESS:
+                evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op), notify)
+            if soft and self._held() > self._soft_hw:
                 self._soft_exceeded()
-        return self._recvq.popleft() if srq is None else srq._hw.take()
+        else:
+            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op))
+            if status != _ERR_FLUSHED and self._state in _UP:
+                ep_state.fire(self, V.BROKEN)       # an error completion breaks it, as dapl's
+        if self._state == S.DISCONNECT_PENDING and self._requests == 0:
+            ep_state.fire(self, V.REQUESTS_DRAINED)
 
-    def _take_recv_source(self):
-        """Where the QueuePair takes receives from."""
-        return self._take_recv
+    # Receive buffers held (the watermarks and recv_query).
 
     def _allocated(self):
         """recv_query's nbufs_allocated: buffers posted to the EP, or taken from its SRQ,
-        not yet completed (one taken buffer at most: a connection delivers in order)."""
-        qp = self._qp
-        return len(self._recvq) + (qp is not None and qp.rx_cur is not None)
+        not yet completed."""
+        if self._srq is None:
+            return self._recvs
+        return self._ia._dev.dv.query_rq(self._qp).filling
 
     def _held(self):
         """What the high watermarks count: receive buffers the EP holds, i.e. allocated
         ones and completed ones whose completion is still in the recv EVD."""
-        from .srq import unreaped_receives
         return self._allocated() + unreaped_receives((self._recv_evd,), lambda ep: ep is self)
 
     def _soft_exceeded(self):
@@ -443,8 +556,7 @@ class EP(Handle):
 
     def _request_room(self, flags, position):
         """Check a request's flags (returned as a plain int) and that the queue has room."""
-        qp = self._qp
-        if qp is not None and len(qp.sq) + len(qp.inflight) >= self._attr.max_request_dtos:
+        if self._requests >= self._attr.max_request_dtos:
             raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
                                         "max_request_dtos); reap completions first",
                                         subtype="RESOURCE_TEP")
@@ -455,22 +567,32 @@ class EP(Handle):
             raise bad_arg(position, "UNSIGNALLED needs an EP whose request_completion_flags allow it")
         return flags
 
-    def _post_request(self, wr):
-        """Hand a request to the QP, or flush it at once on a DISCONNECTED EP."""
+    def _post_request(self, opcode, sges, total, flags, cookie, op, remote=None):
+        """Hand a request to the QP (on a DISCONNECTED EP the QP is in ERR: it flushes)."""
         self._ia._watch_peers()         # may break the connection: the request then flushes
-        if self._state == S.DISCONNECTED:
-            wr.status = _FLUSHED
-            self.send_done(wr)
-            return
-        qp = self._qp
-        qp.post_send(wr)
-        if wr.status == ring.REMOTE_ACCESS:
-            self._break("an RDMA failed the peer's access checks")
-            return
+        dev = self._ia._dev
+        wr_id = self._ia._engine.slot((self, cookie, flags, op, total))
+        send_flags = _SIGNALED
+        if flags & _SOLICITED:
+            send_flags |= _SEND_SOLICITED
+        if flags & _FENCE:
+            send_flags |= _SEND_FENCE
+        sges = sges or self._pz._empty_sges()
+        wr = dev.wr.SendWR(wr_id=wr_id, opcode=opcode, num_sge=len(sges), sg=sges,
+                           send_flags=send_flags)
+        if remote is not None:
+            wr.set_wr_rdma(remote.rmr_context, remote.target_address)
+        self._requests += 1
         try:
-            qp.poll_send()
-        except ring.RingCorrupt as e:
-            self._break(str(e))
+            self._qp.post_send(wr)
+        except dev.pyverbs_error.PyverbsError as err:
+            self._requests -= 1
+            self._ia._engine.slots.pop(wr_id, None)
+            raise seam.dat_error(err, "QP.post_send") from None
+        if self._request_evd is not None:
+            # What completed at the post (a receive was waiting for it) is queued now, as
+            # a completion that came before any later wait.
+            self._request_evd._drain()
 
     def post_send(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.
@@ -480,10 +602,10 @@ class EP(Handle):
         or a segment outside its LMR), PrivilegesViolation (unknown lmr_context or no
         LOCAL_READ), InsufficientResources (request queue full), InvalidHandle.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             if self._freed:
                 self._check()
-            if self._state not in _POST_SEND_STATES:
+            if self._state not in _POST_SEND:
                 raise ep_state.refusal(self._state, "post_send")
             completion_flags = self._request_room(completion_flags, 5)
             sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_READ,
@@ -491,10 +613,7 @@ class EP(Handle):
             if total > self._attr.max_message_size:
                 raise LengthError(f"{total} bytes is over the EP's max_message_size "
                                   f"({self._attr.max_message_size})")
-            wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, completion_flags,
-                                  (user_cookie, completion_flags, DtoOp.SEND))
-            wr.solicited = bool(completion_flags & _SOLICITED)
-            self._post_request(wr)
+            self._post_request(_WR_SEND, sges, total, completion_flags, user_cookie, DtoOp.SEND)
 
     def post_recv(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_recv: a buffer for the next incoming message (front segments filled first).
@@ -504,7 +623,7 @@ class EP(Handle):
         uses an SRQ), ProtectionViolation, PrivilegesViolation
         (no LOCAL_WRITE), InsufficientResources (max_recv_dtos), InvalidHandle.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             if self._freed:
                 self._check()
             if self._srq is not None:
@@ -515,23 +634,22 @@ class EP(Handle):
                                            "CompletionFlags of a receive (SUPPRESS, UNSIGNALLED)")
             if completion_flags & _UNSIGNALLED and not self._recv_unsignalled:
                 raise bad_arg(5, "UNSIGNALLED needs an EP whose recv_completion_flags allow it")
-            outstanding = len(self._recvq) + (self._qp is not None and self._qp.rx_cur is not None)
-            if outstanding >= self._attr.max_recv_dtos:
+            if self._recvs >= self._attr.max_recv_dtos:
                 raise InsufficientResources(f"the EP already has max_recv_dtos "
                                             f"({self._attr.max_recv_dtos}) receives posted",
                                             subtype="RESOURCE_TEP")
             sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_WRITE,
                                       self._attr.max_recv_iov, 3, "EP")
-            wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, completion_flags,
-                                  (user_cookie, completion_flags, DtoOp.RECEIVE))
-            if self._state == S.DISCONNECTED:
-                wr.status = _FLUSHED
-                self.recv_done(wr)
-                return
-            self._recvq.append(wr)
-            qp = self._qp
-            if qp is not None and qp.rx_tail != qp.words[qp.w_rx_head]:
-                self._ia._progress.poll()       # a message waits in the ring for this very buffer
+            dev = self._ia._dev
+            wr_id = self._ia._engine.slot((self, user_cookie, completion_flags, _RECEIVE, total))
+            self._recvs += 1
+            try:
+                sges = sges or self._pz._empty_sges()
+                self._qp.post_recv(dev.wr.RecvWR(wr_id=wr_id, num_sge=len(sges), sg=sges))
+            except dev.pyverbs_error.PyverbsError as err:
+                self._recvs -= 1
+                self._ia._engine.slots.pop(wr_id, None)
+                raise seam.dat_error(err, "QP.post_recv") from None
 
     def post_rdma_write(self, local_iov, user_cookie, remote_iov, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_rdma_write: write local_iov into the peer's memory at remote_iov,
@@ -542,7 +660,7 @@ class EP(Handle):
         Raises LengthError (more bytes than remote_iov or max_rdma_size) and the errors
         of post_send.
         """
-        self._post_rdma(ring.OP_RDMA_WRITE, local_iov, user_cookie, remote_iov, completion_flags)
+        self._post_rdma(True, local_iov, user_cookie, remote_iov, completion_flags)
 
     def post_rdma_read(self, local_iov, user_cookie, remote_iov, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_rdma_read: read the peer's memory at remote_iov into local_iov.
@@ -550,14 +668,13 @@ class EP(Handle):
         Raises LengthError (local_iov smaller than remote_iov, or over max_rdma_size)
         and the errors of post_rdma_write.
         """
-        self._post_rdma(ring.OP_RDMA_READ, local_iov, user_cookie, remote_iov, completion_flags)
+        self._post_rdma(False, local_iov, user_cookie, remote_iov, completion_flags)
 
-    def _post_rdma(self, op, local_iov, user_cookie, remote_iov, completion_flags):
-        write = op == ring.OP_RDMA_WRITE
-        with self._ia._progress.lock:
+    def _post_rdma(self, write, local_iov, user_cookie, remote_iov, completion_flags):
+        with self._ia._engine.lock:
             if self._freed:
                 self._check()
-            if self._state not in _POST_SEND_STATES:
+            if self._state not in _POST_SEND:
                 raise ep_state.refusal(self._state, "post_rdma_write" if write else "post_rdma_read")
             completion_flags = self._request_room(completion_flags, 6)
             remote = check_rmr_triplet(remote_iov, 5)
@@ -572,24 +689,23 @@ class EP(Handle):
                 if remote.segment_length > total:
                     raise LengthError(f"local_iov holds {total} bytes, too few for the "
                                       f"{remote.segment_length} bytes of remote_iov")
+                if remote.segment_length < total:       # a read moves the remote length
+                    sges = _trim(self._ia._dev.wr.SGE, sges, remote.segment_length)
                 total = remote.segment_length
             if total > self._attr.max_rdma_size:
                 raise LengthError(f"{total} bytes is over the EP's max_rdma_size ({self._attr.max_rdma_size})")
-            wr = ring.WorkRequest(op, sges, total, remote, completion_flags,
-                                  (user_cookie, completion_flags, DtoOp.RDMA_WRITE if write else DtoOp.RDMA_READ))
-            self._post_request(wr)
+            self._post_request(_WR_RDMA_WRITE if write else _WR_RDMA_READ, sges, total,
+                               completion_flags, user_cookie,
+                               DtoOp.RDMA_WRITE if write else DtoOp.RDMA_READ, remote)
 
     # Queries and the rest.
 
     def get_status(self):
         """dat_ep_get_status -> (EpState, recv_idle, request_idle)."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
-            self._ia._progress.poll()
-            qp = self._qp
-            recv_idle = not self._recvq and (qp is None or qp.rx_cur is None)
-            request_idle = qp is None or (not qp.sq and not qp.inflight)
-            return self._state, recv_idle, request_idle
+            self._ia._engine.poll()
+            return self._state, self._allocated() == 0, self._requests == 0
 
     def recv_query(self):
         """dat_ep_recv_query -> (nbufs_allocated, bufs_alloc_span). Raises InvalidHandle.
@@ -597,13 +713,12 @@ class EP(Handle):
         Runs progress, then takes both numbers from one snapshot under the IA lock.
         Without an SRQ a buffer is allocated once posted; with one, once the EP takes
         it for a message that has begun to arrive. A connection delivers messages in
-        order and allocates a buffer only for the message at the head of its ring, so
-        message sequence numbers of allocated buffers have no gaps: the span equals
-        the count.
+        order and allocates a buffer only for the message at its head, so message
+        sequence numbers of allocated buffers have no gaps: the span equals the count.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
-            self._ia._progress.poll()
+            self._ia._engine.poll()
             nbufs = self._allocated()
             return nbufs, nbufs
 
@@ -617,7 +732,7 @@ class EP(Handle):
 
         Raises InvalidParameter (not an int from 0 to WATERMARK_INFINITE), InvalidHandle.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             check_int(soft_high_watermark, 2, "soft_high_watermark", 0, WATERMARK_INFINITE)
             check_int(hard_high_watermark, 3, "hard_high_watermark", 0, WATERMARK_INFINITE)
@@ -625,15 +740,31 @@ class EP(Handle):
             held = self._held()
             if held > soft_high_watermark:
                 self._soft_exceeded()
-            if held > hard_high_watermark and self._qp is not None:
-                self._break("the EP is past its hard high watermark of receive buffers")
+            if held > hard_high_watermark and self._state in _UP:
+                ep_state.fire(self, V.BROKEN)       # past its hard high watermark of receive buffers
+            self._limit_takes()
+
+    def _limit_takes(self):
+        """The hard mark on an SRQ's EP: the device lets the QP take only the buffers
+        that keep it at or below the mark; the one past it is not taken (it stays on
+        the SRQ) and the QP fails (QP_FATAL: BROKEN). Recounted as receives are reaped."""
+        if self._srq is None:
+            return
+        hard = self._hard_hw
+        n = None if hard == WATERMARK_INFINITE else max(hard - self._held(), 0)
+        self._ia._dev.dv.set_recv_credits(self._qp, n)
+
+    def _reaped(self):
+        """A receive completion of this EP left its EVD (the consumer took it)."""
+        if self._hard_hw != WATERMARK_INFINITE:
+            self._limit_takes()
 
     def query(self):
         """dat_ep_query -> EpParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._ia._watch_peers()
-            return EpParam(ia=self._ia, ep_state=self._state, local_ia_address=self._ia._hca.address,
+            return EpParam(ia=self._ia, ep_state=self._state, local_ia_address=self._ia._dev.address,
                            local_port_qual=self.local_port_qual,
                            remote_ia_address=self.remote_ia_address,
                            remote_port_qual=self.remote_port_qual, pz=self._pz,
@@ -643,12 +774,13 @@ class EP(Handle):
 
     def modify(self, **fields):
         """dat_ep_modify: change pz, recv_evd, request_evd, connect_evd or EpAttr fields
-        (by name) of an UNCONNECTED EP.
+        (by name) of an UNCONNECTED EP. Its QP is made anew (verbs fixes a QP's PD, CQs
+        and queues at creation): receives posted before are flushed.
 
         Raises InvalidParameter (unknown or read-only field, bad value), InvalidState,
         InvalidHandle.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._require("modify")
             attr_names = {f.name for f in dataclasses.fields(EpAttr)}
@@ -656,7 +788,9 @@ class EP(Handle):
             for name in fields:
                 if name not in attr_names | handles or name in _NOT_IN_ATTR_MODIFY:
                     raise bad_arg(2, f"{name!r} is not a field dat_ep_modify can change")
-            pz = check_handle(fields.get("pz", self._pz), PZ, "pz", "INVALID_HANDLE_PZ", ia=self._ia)
+            # (a PZ is of its class: ep.py does not import pz.py, which imports rmr.py, which imports this)
+            pz = check_handle(fields.get("pz", self._pz), type(self._pz), "pz", "INVALID_HANDLE_PZ",
+                              ia=self._ia)
             recv = check_evd(fields.get("recv_evd", self._recv_evd), EvdFlags.DTO, "recv_evd",
                              "INVALID_HANDLE_EVD_RECV", self._ia)
             req = check_evd(fields.get("request_evd", self._request_evd), EvdFlags.DTO,
@@ -665,16 +799,18 @@ class EP(Handle):
                              "connect_evd", "INVALID_HANDLE_EVD_CONN", self._ia)
             attr = check_ep_attr(dataclasses.replace(
                 self._attr, **{k: v for k, v in fields.items() if k in attr_names}), recv, req, self._srq)
+            self._to_error()
+            self._destroy_qp()
             self._unlink()
             self._pz, self._recv_evd, self._request_evd, self._connect_evd = pz, recv, req, conn
             self._attr = attr
-            self._recv_solicited_only = bool(attr.recv_completion_flags & CompletionFlags.SOLICITED_WAIT)
-            self._recv_unsignalled = bool(attr.recv_completion_flags & CompletionFlags.UNSIGNALLED)
+            self._set_flags()
+            self._create_qp()
             self._link()
 
     def reset(self):
         """dat_ep_reset: a DISCONNECTED EP back to UNCONNECTED, ready for a new connection."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._require("reset")
             ep_state.fire(self, V.RESET)
@@ -684,12 +820,41 @@ class EP(Handle):
 
         Raises InvalidState in RESERVED, PASSIVE_ or TENTATIVE_CONNECTION_PENDING; InvalidHandle.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._require("free")
             self._destroy()
 
     def _destroy(self):
-        ep_state.fire(self, V.FREE)         # dat_ep_free, or the IA's close in any state
+        ep_state.fire(self, V.FREE)
         self._unlink()
         self._mark_freed()
+
+    # ep_state.ACTIONS' names, bound ("post_*" ones are ep_state.POSTS: _post_connection_event).
+    _actions = {
+        "resolve_addr": _resolve_addr,
+        "resolve_route": _resolve_route,
+        "send_request": _send_request,
+        "accept_request": _accept_request,
+        "stop_timer": _stop_timer,
+        "close_cmid": _close_cmid,
+        "retire_cmid": _retire_cmid,
+        "qp_to_error": _to_error,
+        "drain_completions": _drain,
+        "check_requests_drained": _check_requests_drained,
+        "post_ep_broken": _post_ep_broken,
+        "qp_to_init": _reset_qp,
+        "clear_addresses": _clear_addresses,
+        "destroy_qp": _destroy_qp,
+    }
+
+
+def _trim(sge_class, sges, length):
+    """The first `length` bytes of an SGE list."""
+    out = []
+    for sge in sges:
+        if length <= 0:
+            break
+        out.append(sge if sge.length <= length else sge_class(sge.addr, length, sge.lkey))
+        length -= sge.length
+    return out

@@ -16,7 +16,8 @@ comments quote them. The tables, and fire():
   fire(ep, event, private_data): the only place an EP's state is assigned.
 
 The QP's own states are verbs' table (verbs/qp_state.py); the actions here call it
-(step 4), they do not repeat it. TENTATIVE_CONNECTION_PENDING belongs to
+(qp.modify), they do not repeat it. The rdma_cm events that fire the provider's
+events come through cm_state's table first (per CMID). TENTATIVE_CONNECTION_PENDING belongs to
 PspFlags.PROVIDER (ModelNotSupported), the UNCONFIGURED_* and CONNECTED_*_PATH
 states to DAT 2.0: no event leads to them.
 """
@@ -42,16 +43,18 @@ class EpEvent(enum.Enum):
     RESET = enum.auto()                 # dat_ep_reset
     FREE = enum.auto()                  # dat_ep_free, and dat_ia_close(ABRUPT) in any state
     REQUEST = enum.auto()               # a connection request arrived at the EP's RSP
-    CONNECT_RESPONSE = enum.auto()      # active: the peer accepted (REP)
-    ESTABLISHED = enum.auto()           # passive: the requester confirmed (RTU)
-    PEER_REJECTED = enum.auto()         # active: the peer's consumer rejected (REJ CONSUMER)
-    NON_PEER_REJECTED = enum.auto()     # active: nobody listens there (REJ NON_PEER)
-    UNREACHABLE = enum.auto()           # active: the peer's IA is gone, or died meanwhile
+    ADDR_RESOLVED = enum.auto()         # active: rdma_cm resolved the peer's address
+    ROUTE_RESOLVED = enum.auto()        # active: ... and the route to it
+    CONNECT_RESPONSE = enum.auto()      # active: the peer accepted (CONNECT_RESPONSE)
+    ESTABLISHED = enum.auto()           # passive: the requester has the connection (ESTABLISHED)
+    PEER_REJECTED = enum.auto()         # active: the peer's consumer rejected (REJECTED, DAT's header)
+    NON_PEER_REJECTED = enum.auto()     # active: nobody listens there (REJECTED, no header)
+    UNREACHABLE = enum.auto()           # active: no route, no answer, or the peer died meanwhile
     TIMER_EXPIRED = enum.auto()         # active: the consumer's connect timeout passed
-    CONNECT_ERROR = enum.auto()         # passive: the requester withdrew or died before the RTU
+    CONNECT_ERROR = enum.auto()         # passive: the requester withdrew or died before ESTABLISHED
     REQUESTS_DRAINED = enum.auto()      # graceful: the peer consumed all we sent
-    PEER_DISCONNECTED = enum.auto()     # the peer closed the connection
-    BROKEN = enum.auto()                # peer died, corrupt ring, remote access error, hard watermark
+    PEER_DISCONNECTED = enum.auto()     # the peer closed the connection (DISCONNECTED)
+    BROKEN = enum.auto()                # QP_FATAL (peer died), an error completion, the hard watermark
 
 
 V = EpEvent
@@ -96,7 +99,7 @@ ALLOWED = {
     # dat_rsp_create: "an Endpoint was not in the Idle state" (Unconnected).
     "reserve": frozenset({S.UNCONNECTED}),
     # dat_rmr_bind: the page allows CONNECTED and DISCONNECTED (flushed at once); this
-    # provider binds on a CONNECTED EP only. rmr.py checks it itself until step 4.
+    # provider binds on a CONNECTED EP only.
     "rmr_bind": frozenset({S.CONNECTED}),
 }
 
@@ -136,6 +139,8 @@ TRANSITIONS = {
     # ESTABLISHED, PEER_REJECTED, NON_PEER_REJECTED ("not listening"), UNREACHABLE ("cannot
     # reach the remote host"), TIMED_OUT ("the timeout expired") each end it.
     (S.UNCONNECTED, V.CONNECT): S.ACTIVE_CONNECTION_PENDING,
+    (S.ACTIVE_CONNECTION_PENDING, V.ADDR_RESOLVED): S.ACTIVE_CONNECTION_PENDING,
+    (S.ACTIVE_CONNECTION_PENDING, V.ROUTE_RESOLVED): S.ACTIVE_CONNECTION_PENDING,
     (S.ACTIVE_CONNECTION_PENDING, V.CONNECT_RESPONSE): S.CONNECTED,
     (S.ACTIVE_CONNECTION_PENDING, V.PEER_REJECTED): S.DISCONNECTED,
     (S.ACTIVE_CONNECTION_PENDING, V.NON_PEER_REJECTED): S.DISCONNECTED,
@@ -191,59 +196,71 @@ TRANSITIONS = {
     (S.UNCONNECTED, V.FREE): S.UNCONNECTED,
 }
 
-# Side effects, by intent (step 4 binds them to verbs calls instead of ring operations).
-# Tearing a connection (or an attempt) down: what completed before completes with
-# success, everything outstanding is flushed, the handshake's bookkeeping goes.
-_TEAR_DOWN = ("complete_sent", "flush_queue_pair", "flush_receives", "forget_handshake",
-              "clear_hard_watermark")
-# Our own close: abandon a handshake in flight, tell the peer, then tear down (alone it
-# is dat_ep_free's, which reports nothing: the consumer let the EP go).
-_CLOSE = ("abandon_handshake", "send_disconnect") + _TEAR_DOWN
-# A broken connection: tell the peer, tear down, report it twice (dat_rmr_bind et al.:
-# "the connection ... is broken ... DAT_CONNECTION_EVENT_BROKEN"; EP_BROKEN on the async EVD).
-_BREAK = ("send_broken",) + _TEAR_DOWN + ("post_broken", "post_ep_broken")
-# What a free does to an EP that holds no connection.
-_LET_GO = ("flush_receives", "forget_handshake")
-# The ends of a connection that report DISCONNECTED: ours, and the peer's (what it sent
-# before it closed reaches the posted receives first).
+# Side effects, in verbs (design section 6.1). An action that fires the EP's next event
+# itself (its verbs call failed, or the graceful close found nothing outstanding) is
+# the last of its row.
+#
+# Ending a connection, or an attempt, on our side (or a refused one): the connect timer
+# stops; the CMID sends its DREQ (if connected) and closes before the QP goes to ERR,
+# so the peer sees a disconnect, not a broken QP (R3); the QP's outstanding work
+# flushes, drained at once so the flushes come before the connection event.
+_CLOSE = ("stop_timer", "close_cmid", "qp_to_error")
 _CLOSED = _CLOSE + ("post_disconnected",)
-_PEER_CLOSED = ("complete_received",) + _CLOSED
+# The peer closed: what arrived before its DREQ completes first (with success).
+_PEER_CLOSED = ("drain_completions",) + _CLOSED
+# A broken connection: the QP to ERR only; the CMID stays (its late events ignored) until
+# reset or free, so the peer sees its QP fail too (BROKEN there). Reported twice (dat_rmr_bind
+# et al.: "DAT_CONNECTION_EVENT_BROKEN"; EP_BROKEN on the async EVD).
+_BREAK = ("stop_timer", "retire_cmid", "qp_to_error", "post_broken", "post_ep_broken")
+# dat_ep_free (and dat_ia_close in any state): as our own close, reporting nothing (the
+# consumer let the EP go), then the QP closed.
+_FREE = _CLOSE + ("destroy_qp",)
+# dat_ep_reset: a broken connection's CMID goes; the QP ERR (receives posted meanwhile
+# flush) -> RESET -> INIT, ready for the next connection.
+_RESET = ("close_cmid", "qp_to_error", "qp_to_init", "clear_addresses")
 
 ACTIONS = {
-    (S.ACTIVE_CONNECTION_PENDING, V.CONNECT_RESPONSE): ("post_established", "probe_peer_memory"),
-    (S.ACTIVE_CONNECTION_PENDING, V.PEER_REJECTED): _TEAR_DOWN + ("post_peer_rejected",),
-    (S.ACTIVE_CONNECTION_PENDING, V.NON_PEER_REJECTED): _TEAR_DOWN + ("post_non_peer_rejected",),
-    (S.ACTIVE_CONNECTION_PENDING, V.UNREACHABLE): _TEAR_DOWN + ("post_unreachable",),
-    (S.ACTIVE_CONNECTION_PENDING, V.TIMER_EXPIRED): _TEAR_DOWN + ("post_timed_out",),
+    (S.UNCONNECTED, V.CONNECT): ("resolve_addr",),       # a CMID, the connect timer, resolve_addr
+    (S.ACTIVE_CONNECTION_PENDING, V.ADDR_RESOLVED): ("resolve_route",),
+    (S.ACTIVE_CONNECTION_PENDING, V.ROUTE_RESOLVED): ("send_request",),    # cmid.connect(qp_num, pd)
+    # The QP went RTR and RTS, and the CMID established, before the event fired (cm's guard).
+    (S.ACTIVE_CONNECTION_PENDING, V.CONNECT_RESPONSE): ("stop_timer", "post_established"),
+    (S.ACTIVE_CONNECTION_PENDING, V.PEER_REJECTED): _CLOSE + ("post_peer_rejected",),
+    (S.ACTIVE_CONNECTION_PENDING, V.NON_PEER_REJECTED): _CLOSE + ("post_non_peer_rejected",),
+    (S.ACTIVE_CONNECTION_PENDING, V.UNREACHABLE): _CLOSE + ("post_unreachable",),
+    (S.ACTIVE_CONNECTION_PENDING, V.TIMER_EXPIRED): _CLOSE + ("post_timed_out",),
     (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT): _CLOSED,
     (S.ACTIVE_CONNECTION_PENDING, V.DISCONNECT_GRACEFUL): _CLOSED,
-    (S.ACTIVE_CONNECTION_PENDING, V.FREE): _CLOSE,
-    (S.RESERVED, V.FREE): _LET_GO,
-    (S.PASSIVE_CONNECTION_PENDING, V.FREE): _LET_GO,
-    (S.COMPLETION_PENDING, V.ESTABLISHED): ("post_established", "probe_peer_memory"),
-    (S.COMPLETION_PENDING, V.CONNECT_ERROR): _TEAR_DOWN + ("post_accept_completion_error",),
+    (S.ACTIVE_CONNECTION_PENDING, V.FREE): _FREE,
+    (S.RESERVED, V.FREE): _FREE,
+    (S.PASSIVE_CONNECTION_PENDING, V.FREE): _FREE,
+    # The QP to RTR and RTS by the request's CMID, then cmid.accept(qp_num, pd).
+    (S.UNCONNECTED, V.ACCEPT): ("accept_request",),
+    (S.PASSIVE_CONNECTION_PENDING, V.ACCEPT): ("accept_request",),
+    (S.COMPLETION_PENDING, V.ESTABLISHED): ("post_established",),
+    (S.COMPLETION_PENDING, V.CONNECT_ERROR): _CLOSE + ("post_accept_completion_error",),
     (S.COMPLETION_PENDING, V.DISCONNECT): _CLOSED,
     (S.COMPLETION_PENDING, V.DISCONNECT_GRACEFUL): _CLOSED,
     (S.COMPLETION_PENDING, V.BROKEN): _BREAK,
-    (S.COMPLETION_PENDING, V.FREE): _CLOSE,
+    (S.COMPLETION_PENDING, V.FREE): _FREE,
     (S.CONNECTED, V.DISCONNECT): _CLOSED,
-    # Graceful: nothing until the requests drained (checked now, and at each progress).
+    # Graceful: nothing until the requests drained (checked now, and at each completion).
     (S.CONNECTED, V.DISCONNECT_GRACEFUL): ("check_requests_drained",),
     (S.CONNECTED, V.PEER_DISCONNECTED): _PEER_CLOSED,
     (S.CONNECTED, V.BROKEN): _BREAK,
-    (S.CONNECTED, V.FREE): _CLOSE,
+    (S.CONNECTED, V.FREE): _FREE,
     (S.DISCONNECT_PENDING, V.REQUESTS_DRAINED): _CLOSED,
     (S.DISCONNECT_PENDING, V.DISCONNECT): _CLOSED,
     (S.DISCONNECT_PENDING, V.DISCONNECT_GRACEFUL): _CLOSED,
     (S.DISCONNECT_PENDING, V.PEER_DISCONNECTED): _PEER_CLOSED,
     (S.DISCONNECT_PENDING, V.BROKEN): _BREAK,
-    (S.DISCONNECT_PENDING, V.FREE): _CLOSE,
-    (S.DISCONNECTED, V.RESET): ("flush_receives", "clear_addresses"),
-    (S.DISCONNECTED, V.FREE): _LET_GO,
+    (S.DISCONNECT_PENDING, V.FREE): _FREE,
+    (S.DISCONNECTED, V.RESET): _RESET,
+    (S.DISCONNECTED, V.FREE): _FREE,
     # The page: "For an Unconnected state, the preposted Recvs are not affected"; this
     # provider flushes them (today's behaviour, kept).
-    (S.UNCONNECTED, V.RESET): ("flush_receives", "clear_addresses"),
-    (S.UNCONNECTED, V.FREE): _LET_GO,
+    (S.UNCONNECTED, V.RESET): _RESET,
+    (S.UNCONNECTED, V.FREE): _FREE,
 }
 
 # The "post_*" actions: the connection event they post on the EP's connect EVD, with

@@ -6,10 +6,7 @@ where one is known ("INVALID_ARG3", "INVALID_STATE_EP_CONNECTED", ...).
 ``str(err)`` plays the part of dat_strerror.
 """
 
-import contextlib
-
 from .constants import Return
-from ..hw.errors import NoRoom
 
 
 class DatError(Exception):
@@ -111,12 +108,3 @@ def bad_arg(position, message):
     """InvalidParameter naming the argument by its DAT position (INVALID_ARGn)."""
     return InvalidParameter(message, subtype=f"INVALID_ARG{position}")
 
-
-@contextlib.contextmanager
-def hardware_errors():
-    """The boundary where the hardware's errors become DAT's: /dev/shm too small
-    for a new segment is InsufficientResources."""
-    try:
-        yield
-    except NoRoom as e:
-        raise InsufficientResources(str(e), subtype="RESOURCE_MEMORY") from None

@@ -9,20 +9,36 @@ overflowed), are evd_state.py's tables: the calls check and move them there.
 import collections
 import time
 
-from . import aio, evd_state
+from . import aio, evd_state, seam
 from .args import check_int, check_qlen, check_timeout
 from .cno import CNO
-from .constants import AsyncReason, CompletionFlags, EventNumber, EvdFlags, TIMEOUT_INFINITE
+from .constants import AsyncReason, CompletionFlags, DtoOp, EventNumber, EvdFlags, TIMEOUT_INFINITE
 from .errors import (Abort, InterruptedCall, InvalidState, QueueEmpty,
                      QueueFull, TimeoutExpired, bad_arg)
 from .handle import Handle, check_handle
-from ..hw.progress import SPIN_SECONDS, SignalError
-from .values import AsyncError, Event, EvdParam, SoftwareEvent
+from .values import AsyncError, DtoCompletion, Event, EvdParam, SoftwareEvent
 
 _NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
+_RECEIVE = DtoOp.RECEIVE
+_DTO_EVENT = EventNumber.DTO_COMPLETION_EVENT
+_DRAIN = 1 << 16                # completions taken from a CQ at once: all of them
 W = evd_state.EvdEvent
 _WAITER, _UNWAITABLE, _DISABLED, _OVERFLOWED = (evd_state.WAITER, evd_state.UNWAITABLE,
                                                evd_state.DISABLED, evd_state.OVERFLOWED)
+
+
+def unreaped_receives(evds, match):
+    """How many receive completions in `evds` (not yet dequeued) satisfy match(ep)."""
+    n = 0
+    for evd in evds:
+        if evd is None or evd._freed:
+            continue
+        for e in evd._q:
+            d = e.data
+            if e.number == _DTO_EVENT and type(d) is DtoCompletion and d.operation == _RECEIVE \
+                    and match(d.ep):
+                n += 1
+    return n
 
 
 class EVD(Handle):
@@ -38,11 +54,28 @@ class EVD(Handle):
         self._notify_seq = 0            # counts notification events (what wakes a waiter)
         self._streams = []              # EPs, PSPs and RSPs whose events come here
         self._notifier = None           # a private CNO for wait_async, made on first use
+        self._cq = None                 # a DTO EVD's completions come through a verbs CQ
+        if flags & EvdFlags.DTO:
+            try:        # as large as the device allows: a CQ must never overrun (DAT drops instead)
+                self._cq = ia._dev.cq.CQ(ia._engine.ctx, ia._device_attr.max_cqe)
+            except ia._dev.pyverbs_error.PyverbsError as err:
+                raise seam.dat_error(err, "CQ") from None
+            ia._engine.dto_evds.append(self)
 
     @property
     def _waiter(self):
         """Whether a thread owns the EVD by waiting: its WAITER band, or None."""
         return self._bands & _WAITER or None
+
+    def _drain(self):
+        """Move the CQ's completions into the queue (as dapl's dapls_evd_copy_cq)."""
+        n, wcs = self._cq.poll(_DRAIN)
+        if n:
+            slots = self._ia._engine.slots
+            for wc in wcs:
+                ep, cookie, flags, op, length = slots.pop(wc.wr_id)
+                (ep or self._ia._engine.eps_by_qp_num[wc.qp_num])._completed(
+                    self, wc, cookie, flags, op, length)
 
     # Producer side (called by progress, with the IA lock held).
 
@@ -61,9 +94,7 @@ class EVD(Handle):
                     self._cno._trigger(self)
                 if self._notifier is not None:
                     self._notifier._trigger(self)
-            prog = self._ia._progress
-            if prog.blocked:
-                prog.wake_local()
+            self._ia._engine.wake()
         return True
 
     def _overflow(self):
@@ -89,6 +120,9 @@ class EVD(Handle):
         event = self._q.popleft()
         if self._bands & _OVERFLOWED and len(self._q) < self._qlen:
             evd_state.fire(self, W.ROOM)
+        data = event.data
+        if data.__class__ is DtoCompletion and data.operation is _RECEIVE:
+            data.ep._reaped()           # its receive buffers held went down (the watermarks)
         return event
 
     # dat_evd_wait
@@ -102,7 +136,7 @@ class EVD(Handle):
         EVD), TimeoutExpired and InterruptedCall (both with .nmore), Abort (EVD
         freed or IA closed meanwhile), InvalidHandle.
         """
-        prog = self._ia._progress
+        prog = self._ia._engine
         with prog.lock:
             self._check()
             seconds = check_timeout(timeout, 2)
@@ -135,7 +169,7 @@ class EVD(Handle):
         try:
             now = time.monotonic()
             deadline = None if seconds is None else now + seconds
-            spin_end = now + SPIN_SECONDS
+            spin_end = now + prog.spin_seconds
             if deadline is not None:
                 spin_end = min(spin_end, deadline)
             while True:
@@ -148,7 +182,7 @@ class EVD(Handle):
             with prog.lock:
                 try:
                     ok = prog.block(ready, deadline)
-                except SignalError:
+                except InterruptedError:
                     raise InterruptedCall("a signal interrupted the wait",
                                           nmore=len(self._q)) from None
                 return self._result(ok)
@@ -161,7 +195,7 @@ class EVD(Handle):
         The same rules and errors as wait(); the event loop runs while nothing
         has arrived. Built on a private CNO's file descriptor (see aio.py).
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             check_timeout(timeout, 2)
             if self._notifier is None:
@@ -184,7 +218,7 @@ class EVD(Handle):
 
         Raises QueueEmpty, InvalidState (a thread is waiting on it), InvalidHandle.
         """
-        prog = self._ia._progress
+        prog = self._ia._engine
         with prog.lock:
             if self._freed:
                 self._check()
@@ -200,7 +234,7 @@ class EVD(Handle):
         Raises InvalidParameter (EVD not created with EvdFlags.SOFTWARE),
         QueueFull (no room: nothing is queued and no overflow is raised), InvalidHandle.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             if not self._flags & EvdFlags.SOFTWARE:
                 raise bad_arg(2, "post_se needs an EVD created with EvdFlags.SOFTWARE")
@@ -211,7 +245,7 @@ class EVD(Handle):
     def resize(self, qlen):
         """dat_evd_resize. Raises InvalidParameter (qlen out of range), InvalidState
         (fewer than the events queued now, or a thread is waiting), InvalidHandle."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             check_qlen(qlen, 2)
             evd_state.check_call(self, "resize")
@@ -223,7 +257,7 @@ class EVD(Handle):
 
     def query(self):
         """dat_evd_query -> EvdParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._ia._watch_peers()         # evd_count then includes a dead peer's flushes
             return EvdParam(ia=self._ia, evd_qlen=self._qlen, evd_state=evd_state.query_state(self),
@@ -232,31 +266,31 @@ class EVD(Handle):
 
     def set_unwaitable(self):
         """dat_evd_set_unwaitable: waits now raise InvalidState, and a blocked waiter wakes with it."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             evd_state.fire(self, W.SET_UNWAITABLE)
 
     def clear_unwaitable(self):
         """dat_evd_clear_unwaitable."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             evd_state.fire(self, W.CLEAR_UNWAITABLE)
 
     def enable(self):
         """dat_evd_enable: events trigger the CNO again."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             evd_state.fire(self, W.ENABLE)
 
     def disable(self):
         """dat_evd_disable: events still queue but no longer trigger the CNO."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             evd_state.fire(self, W.DISABLE)
 
     def modify_cno(self, cno):
         """dat_evd_modify_cno: attach to another CNO, or to none. Raises InvalidHandle."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._cno = check_handle(cno, CNO, "cno", "INVALID_HANDLE_CNO", allow_none=True, ia=self._ia)
 
@@ -264,7 +298,7 @@ class EVD(Handle):
         """dat_evd_free. Raises InvalidState while an EP, PSP or RSP still feeds it,
         or for the IA's async EVD; InvalidHandle."""
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             if self is ia._async_evd:
                 raise InvalidState("the async EVD lives as long as its IA",
@@ -278,12 +312,15 @@ class EVD(Handle):
         self._mark_freed()
         if self._notifier is not None:
             self._notifier._destroy()
+        if self._cq is not None:
+            self._ia._engine.dto_evds.remove(self)
+            self._cq.close()
         self._ia._evds.discard(self)
         self._q.clear()
-        self._ia._progress.wake_local()
+        self._ia._engine.wake()
 
     def _wake_waiter(self):
-        self._ia._progress.wake_local()
+        self._ia._engine.wake()
 
     _actions = {
         "wake_waiter": _wake_waiter,

@@ -5,22 +5,19 @@ factory methods that create them (``dat_<obj>_create(ia, ...)`` is ``ia.<obj>_cr
 import atexit
 import os
 import threading
-import time
 import weakref
 
-from . import limits, srq as _srq
+from . import limits, seam, srq as _srq
 from .args import check_choice, check_conn_qual, check_flags, check_qlen, expected
 from .cm import ConnectionManager, RSP
 from .cno import CNO
 from .constants import CloseFlags, CompletionFlags, EvdFlags, PspFlags
 from .ep import EP, check_ep_attr, check_evd
-from .errors import ConnQualInUse, InsufficientResources, InvalidState, bad_arg, hardware_errors
+from .errors import ConnQualInUse, InsufficientResources, InvalidState, bad_arg
 from .evd import EVD
 from .handle import Handle, check_handle
-from ..hw import cma, shm
-from ..hw.hca import Hca
+from .engine import Engine
 from .lmr import LMR, check_privileges
-from ..hw.progress import LIVENESS_SLICE, Progress
 from .pz import PZ
 from .values import IaAttr, ProviderAttr
 
@@ -36,18 +33,21 @@ _EVD_FLAGS = int(EvdFlags.DEFAULT | EvdFlags.SOFTWARE)
 class IA(Handle):
     kind = "ia"
 
-    def __init__(self, async_evd_qlen):
+    def __init__(self, name, async_evd_qlen):
         super().__init__(self)
-        shm.reclaim_dead()
-        with hardware_errors():
-            self._hca = Hca(limits.MAX_PSPS, limits.MAX_LMRS + limits.MAX_RMRS + 1)
-        self._progress = Progress(self._hca, self._poll)
+        self._dev = seam.open_device(name)
+        try:
+            self._engine = Engine(self, self._dev)
+        except self._dev.pyverbs_error.PyverbsError as err:
+            raise seam.dat_error(err, "device.Context") from None
+        self._device_attr = self._engine.ctx.query_device()
         self._pzs, self._evds, self._eps, self._cnos, self._srqs, self._rmrs = (set() for _ in range(6))
         self._lmrs = {}                 # lmr_context -> LMR
         self._iov_cache = {}            # resolved local_iovs (ep.resolve_iov); cleared when an LMR goes
-        self._active_eps = []           # EPs with a QueuePair, polled by progress
         self._cm = ConnectionManager(self)
-        self._next_liveness = 0.0
+        self._engine.cm = self._cm
+        # The CQ of an EP without a recv or request EVD (dapl's trick): nothing completes there.
+        self._null_cq = self._dev.cq.CQ(self._engine.ctx, 1)
         self._async_evd = None
         self._async_evd = EVD(self, async_evd_qlen, EvdFlags.ASYNC, None)
         self._evds.add(self._async_evd)
@@ -60,7 +60,7 @@ class IA(Handle):
     def address(self):
         """This IA's address: what a peer passes to ep.connect()."""
         self._check()
-        return self._hca.address
+        return self._dev.address
 
     @property
     def async_evd(self):
@@ -75,13 +75,13 @@ class IA(Handle):
             adapter_name=PROVIDER_NAME, vendor_name="shmdat",
             hardware_version_major=1, hardware_version_minor=0,
             firmware_version_major=PROVIDER_VERSION[0], firmware_version_minor=PROVIDER_VERSION[1],
-            ia_address=self._hca.address, max_eps=limits.MAX_EPS,
+            ia_address=self._dev.address, max_eps=limits.MAX_EPS,
             max_dto_per_ep=limits.MAX_DTO_PER_EP,
             max_rdma_read_per_ep_in=limits.MAX_RDMA_READ_PER_EP,
             max_rdma_read_per_ep_out=limits.MAX_RDMA_READ_PER_EP,
             max_evds=limits.MAX_EVDS, max_evd_qlen=limits.MAX_EVD_QLEN,
             max_iov_segments_per_dto=limits.MAX_IOV_SEGMENTS_PER_DTO, max_lmrs=limits.MAX_LMRS,
-            max_lmr_block_size=min(limits.MAX_LMR_BLOCK_SIZE, shm.shm_free_bytes()),
+            max_lmr_block_size=min(limits.MAX_LMR_BLOCK_SIZE, self._device_attr.max_mr_size),
             max_lmr_virtual_address=(1 << 64) - 1, max_pzs=limits.MAX_PZS,
             max_message_size=limits.MAX_MESSAGE_SIZE, max_rdma_size=limits.MAX_RDMA_SIZE,
             max_rmrs=limits.MAX_RMRS, max_rmr_target_address=(1 << 64) - 1,
@@ -93,7 +93,8 @@ class IA(Handle):
             provider_name=PROVIDER_NAME, provider_version_major=PROVIDER_VERSION[0],
             provider_version_minor=PROVIDER_VERSION[1], dapl_version_major=DAT_VERSION[0],
             dapl_version_minor=DAT_VERSION[1],
-            lmr_mem_types_supported=("virtual", "shared") if cma.status()[0] else ("shared",),
+            lmr_mem_types_supported=(("virtual", "shared") if self._dev.dv.consumer_memory_remote_ok(
+                self._engine.ctx)[0] else ("shared",)),
             max_private_data_size=limits.MAX_PRIVATE_DATA_SIZE, is_thread_safe=True,
             completion_flags_supported=(CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
                                         | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE
@@ -106,46 +107,16 @@ class IA(Handle):
             rdma_write_for_rdma_read_req=False, lmr_sync_req=False)
         return ia_attr, provider_attr
 
-    # Progress: run under the lock by every wait, dequeue and post.
-
-    def _poll(self):
-        if self._freed:
-            return                  # closed: the hardware is gone (waiters are leaving)
-        cm = self._cm
-        if self._hca.cm_pending():
-            cm.process()
-        eps = self._active_eps
-        if eps:
-            for ep in eps[:] if len(eps) > 1 else eps:
-                if ep._qp is not None and ep._state != 12:     # not COMPLETION_PENDING: no RTU yet
-                    ep._progress()
-        if cm.active and self._progress.next_timer is not None:
-            now = time.monotonic()
-            if now >= self._progress.next_timer:
-                cm.check_timers(now)
-        if time.monotonic() >= self._next_liveness:     # _watch_peers, inlined: runs every poll
-            self._check_liveness()
-
     def _watch_peers(self):
-        """Notice dead peers at most LIVENESS_SLICE late. Progress comes here, and so do
-        the calls that run none (a request post, a wait that finds events queued, the
-        queries): an RDMA initiator that reaps completions already queued must still
-        learn its target died. Costs one clock read unless a check is due."""
-        if time.monotonic() >= self._next_liveness:
-            self._check_liveness()
-
-    def _check_liveness(self):
-        self._next_liveness = time.monotonic() + LIVENESS_SLICE
-        for ep in self._active_eps[:]:
-            if not ep._peer.alive():
-                ep._break("the peer process died")
-        self._cm.check_peers()
+        """Notice dead peers on paths that run no progress (a post, a wait that finds
+        events queued, the queries): one clock read unless the device's look is due."""
+        self._engine.watch()
 
     # Creators.
 
     def pz_create(self):
         """dat_pz_create -> PZ. Raises InsufficientResources (max_pzs), InvalidHandle."""
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             if len(self._pzs) >= limits.MAX_PZS:
                 raise InsufficientResources(f"the IA has max_pzs ({limits.MAX_PZS}) PZs",
@@ -157,7 +128,7 @@ class IA(Handle):
     def evd_create(self, qlen, flags=EvdFlags.DEFAULT, cno=None):
         """dat_evd_create -> EVD. Raises InvalidParameter (qlen, flags),
         InsufficientResources (max_evds), InvalidHandle (cno)."""
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             check_qlen(qlen, 2)
             if not check_flags(flags, 4, "flags", _EVD_FLAGS, "a combination of EvdFlags"):
@@ -172,7 +143,7 @@ class IA(Handle):
 
     def cno_create(self):
         """dat_cno_create -> CNO. Raises InsufficientResources, InvalidHandle."""
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             if len(self._cnos) >= limits.MAX_CNOS:
                 raise InsufficientResources(f"the IA has {limits.MAX_CNOS} CNOs")
@@ -189,7 +160,7 @@ class IA(Handle):
         /dev/shm too small: the message gives the sizes), ModelNotSupported (remote
         privileges on consumer memory where cross-memory attach is forbidden), InvalidHandle.
         """
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ", ia=self)
             priv = check_privileges(privileges, 5)
@@ -203,7 +174,7 @@ class IA(Handle):
 
         Raises ConnQualInUse, InvalidParameter, ModelNotSupported (PspFlags.PROVIDER),
         InvalidHandle (evd missing or without EvdFlags.CR)."""
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             check_conn_qual(conn_qual, 2)
             self._check_cr_evd(evd, 3, "PSP's connection requests")
@@ -213,24 +184,20 @@ class IA(Handle):
         """dat_psp_create_any -> PSP on a free conn_qual (psp.conn_qual says which).
 
         Raises ConnQualUnavailable and the errors of psp_create."""
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             self._check_cr_evd(evd, 3, "PSP's connection requests")
-            return self._cm.psp_create(self._cm.free_conn_qual(), evd, flags)
+            return self._cm.psp_create_any(evd, flags)
 
     def rsp_create(self, conn_qual, ep, evd):
         """dat_rsp_create -> RSP: `ep` (UNCONNECTED, now RESERVED) takes the one request
         that arrives on conn_qual. Raises ConnQualInUse, InvalidState, InvalidParameter,
         InvalidHandle."""
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             check_conn_qual(conn_qual, 2)
             check_handle(ep, EP, "ep", "INVALID_HANDLE_EP", ia=self)
             self._check_cr_evd(evd, 4, "RSP's connection request")
-            if conn_qual in self._cm.sps:
-                raise ConnQualInUse(f"conn_qual {conn_qual} is already in use on this IA")
-            if len(self._cm.sps) >= limits.MAX_PSPS:
-                raise InsufficientResources(f"the IA has {limits.MAX_PSPS} service points already")
             ep._require("reserve", "rsp_create")
             return RSP(self, conn_qual, ep, evd)
 
@@ -258,7 +225,7 @@ class IA(Handle):
         InvalidParameter (pz is not the SRQ's PZ: shmdat does not support EPs in
         another PZ than their SRQ; attr), InsufficientResources (max_eps, or
         max_ep_per_srq EPs on the SRQ)."""
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             check_handle(srq, _srq.SRQ, "srq", "INVALID_HANDLE_SRQ", ia=self)
             if pz is not srq._pz and isinstance(pz, PZ):
@@ -276,13 +243,13 @@ class IA(Handle):
         Raises InvalidParameter (max_recv_dtos not 1..max_recv_per_srq, max_recv_iov
         not 1..max_iov_segments_per_dto, low_watermark not 0..max_recv_dtos),
         InsufficientResources (max_srqs), InvalidHandle (pz)."""
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ", ia=self)
             return _srq.create(self, pz, max_recv_dtos, max_recv_iov, low_watermark)
 
     def _ep_create(self, pz, recv_evd, request_evd, connect_evd, srq, attr):
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             check_handle(pz, PZ, "pz", "INVALID_HANDLE_PZ", ia=self)
             check_evd(recv_evd, EvdFlags.DTO, "recv_evd", "INVALID_HANDLE_EVD_RECV", self)
@@ -299,7 +266,7 @@ class IA(Handle):
     def close(self, flags=CloseFlags.ABRUPT):
         """dat_ia_close. ABRUPT destroys every object of the IA (its connections end,
         waiters get Abort). GRACEFUL raises InvalidState while consumer objects remain."""
-        with self._progress.lock:
+        with self._engine.lock:
             self._check()
             if check_choice(flags, 2, "flags", _CLOSE_FLAGS) == CloseFlags.GRACEFUL:
                 left = self._objects()
@@ -310,7 +277,7 @@ class IA(Handle):
             self._destroy()
 
     def _objects(self):
-        return ([*self._eps, *self._cm.crs.values(), *self._cm.sps.values(), *self._rmrs,
+        return ([*self._eps, *self._cm.crs, *self._cm.sps.values(), *self._rmrs,
                  *self._lmrs.values(), *self._srqs, *(self._evds - {self._async_evd}),
                  *self._cnos, *self._pzs])
 
@@ -320,11 +287,11 @@ class IA(Handle):
                 obj._destroy()
         self._async_evd._destroy()
         self._mark_freed()
-        self._progress.wake_local()
+        self._cm.close()
         # Threads blocked in this IA (another thread's wait, a CNO's progress thread)
-        # still touch its doorbell as they leave: unmap only after they are gone.
-        self._progress.drain_waiters()
-        self._hca.close()
+        # still touch the device as they leave: close it only after they are gone.
+        self._engine.drain_waiters()
+        self._engine.close()
         _open_ias.discard(self)
 
     def __enter__(self):
@@ -336,11 +303,9 @@ class IA(Handle):
 
 
 def _forget_parent_ias():
-    """In a child made by fork(): the parent's IAs are not ours to use or close."""
-    for ia in _open_ias:
-        ia._hca.forget_inherited()
+    """In a child made by fork(): the parent's IAs are not ours to use or close
+    (their Contexts are forgotten by the device's own fork handler)."""
     _open_ias.clear()
-    shm.refresh_identity()
 
 
 os.register_at_fork(after_in_child=_forget_parent_ias)

@@ -1,26 +1,24 @@
-"""Local Memory Regions (dat_lmr_*).
+"""Local Memory Regions (dat_lmr_*): each is a verbs memory region (MR) of its PZ's PD.
 
 Two kinds of memory:
-  - provider memory, ``ia.lmr_create(pz, nbytes)``: a shared segment that every
-    peer can map, so a peer's RDMA is one copy by the initiator alone;
+  - provider memory, ``ia.lmr_create(pz, nbytes)``: the MR's own buffer, which
+    on shm0 is a shared segment every peer can map, so a peer's RDMA is one copy;
   - consumer memory, ``ia.lmr_create(pz, buffer)`` over a numpy array,
-    bytearray or memoryview: sends from it and receives into it go through the
-    rings; peers reach it by cross-memory attach where the kernel allows.
+    bytearray or memoryview: an MR over the consumer's memory (on shm0 peers
+    reach it by cross-memory attach where the kernel allows).
+
+lmr_context is the MR's lkey and rmr_context its rkey, as dapl has them.
 """
 
-import secrets
+import ctypes
 
 import numpy as np
 
-from . import limits
+from . import limits, seam
 from .args import check_flags, check_local_iov, check_range, expected
 from .constants import MemPriv
-from .errors import (InsufficientResources, InvalidState,
-                     ModelNotSupported, PrivilegesViolation, ProtectionViolation, bad_arg,
-                     hardware_errors)
+from .errors import InvalidState, PrivilegesViolation, ProtectionViolation, bad_arg
 from .handle import Handle
-from ..hw import cma, hca
-from ..hw.ring import Sge
 from .values import LmrParam, LmrTriplet, RmrTriplet
 
 REMOTE = MemPriv.REMOTE_READ | MemPriv.REMOTE_WRITE
@@ -30,6 +28,30 @@ def check_privileges(priv, position, name="privileges"):
     return MemPriv(check_flags(priv, position, name, int(MemPriv.ALL), "MemPriv flags"))
 
 
+def verbs_access(enums, priv):
+    """DAT privileges as ibv_access_flags (dapl's conversion): LOCAL_READ needs no bit,
+    and remote write needs local write in verbs."""
+    access = 0
+    if priv & (MemPriv.LOCAL_WRITE | MemPriv.REMOTE_WRITE):
+        access |= enums.IBV_ACCESS_LOCAL_WRITE
+    if priv & MemPriv.REMOTE_READ:
+        access |= enums.IBV_ACCESS_REMOTE_READ
+    if priv & MemPriv.REMOTE_WRITE:
+        access |= enums.IBV_ACCESS_REMOTE_WRITE
+    return access
+
+
+def register(ia, pz, length, priv, address=None):
+    """A verbs MR in pz's PD, its errors as DAT's."""
+    dev = ia._dev
+    try:
+        if address is None:
+            return dev.mr.MR(pz._pd, length, verbs_access(dev.enums, priv))
+        return dev.mr.MR(pz._pd, length, verbs_access(dev.enums, priv), address=address)
+    except dev.pyverbs_error.PyverbsError as err:
+        raise seam.dat_error(err, "MR") from None
+
+
 class LMR(Handle):
     kind = "lmr"
 
@@ -37,25 +59,13 @@ class LMR(Handle):
         super().__init__(ia)
         self._pz = pz
         self._priv = int(privileges)          # a plain int: tested on the hot path
-        self._segment = None
-        self._seg_id = 0
         if isinstance(region, int) and not isinstance(region, bool):
             self._init_provider_memory(region)
         else:
             self._init_consumer_memory(region)
-        self.registered_address = int(self.buffer.ctypes.data) if self.registered_size else 0
-        self.lmr_context = _new_context(ia._lmrs)
-        self.rmr_context = None
-        if privileges & REMOTE:
-            kind = hca.KIND_SEGMENT if self._seg_id else hca.KIND_PROCESS
-            key = ia._hca.register(kind, int(privileges), pz._id, self.registered_address,
-                                   self.registered_size, self._seg_id, 0)
-            if key is None:
-                self._release_memory()
-                raise InsufficientResources("the IA's registration table is full "
-                                            f"(max_lmrs + max_rmrs = {ia._hca.table_slots - 1})",
-                                            subtype="RESOURCE_MEMORY_REGION")
-            self.rmr_context = key
+        self.lmr_context = self._mr.lkey
+        self.rmr_context = self._mr.rkey if privileges & REMOTE else None
+        self._sge_class = ia._dev.wr.SGE
         self._rmrs = set()                  # RMRs bound into this LMR
         ia._lmrs[self.lmr_context] = self
         pz._users.add(self)
@@ -65,12 +75,12 @@ class LMR(Handle):
             raise bad_arg(3, f"an LMR needs a positive length, not {nbytes}")
         if nbytes > limits.MAX_LMR_BLOCK_SIZE:
             raise bad_arg(3, f"{nbytes} bytes is over max_lmr_block_size ({limits.MAX_LMR_BLOCK_SIZE})")
-        with hardware_errors():
-            self._segment, self._seg_id = self._ia._hca.new_segment(nbytes)
+        self._mr = register(self._ia, self._pz, nbytes, self._priv)
         self._region = None
-        self._view = self._segment.buf
-        self.buffer = np.frombuffer(self._segment.mmap, dtype=np.uint8)
+        self._shared = True
+        self.registered_address = self._mr.buf
         self.registered_size = nbytes
+        self.buffer = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(self._mr.buf))
 
     def _init_consumer_memory(self, region):
         try:
@@ -86,15 +96,12 @@ class LMR(Handle):
         view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
         if view.nbytes == 0:
             raise expected(3, "region", "a buffer of at least one byte", region)
-        if self._priv & REMOTE:
-            usable, why = cma.status()
-            if not usable:
-                raise ModelNotSupported("remote access to consumer memory needs cross-memory "
-                                        f"attach, which this machine forbids: {why}")
-            cma.allow_peers()
+        buffer = np.frombuffer(view, dtype=np.uint8)
+        self._mr = register(self._ia, self._pz, view.nbytes, self._priv, address=buffer.ctypes.data)
         self._region = region               # pinned for the LMR's life
-        self._view = view
-        self.buffer = np.frombuffer(view, dtype=np.uint8)
+        self._shared = False
+        self.buffer = buffer
+        self.registered_address = int(buffer.ctypes.data)
         self.registered_size = view.nbytes
 
     # Triplets.
@@ -115,19 +122,19 @@ class LMR(Handle):
         return RmrTriplet(self.rmr_context, self.registered_address + offset, length)
 
     def _sge(self, address, length):
-        """The Sge for a segment of this LMR, or None if it falls outside it."""
+        """The verbs SGE for a segment of this LMR, or None if it falls outside it."""
         off = address - self.registered_address
         if off < 0 or off + length > self.registered_size:
             return None
-        return Sge(self._view[off:off + length], address, self._seg_id, off)
+        return self._sge_class(address, length, self.lmr_context)
 
     # dat_lmr_query / dat_lmr_free
 
     def query(self):
         """dat_lmr_query -> LmrParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
-            return LmrParam(ia=self._ia, mem_type="shared" if self._seg_id else "virtual",
+            return LmrParam(ia=self._ia, mem_type="shared" if self._shared else "virtual",
                             region=self._region, length=self.registered_size, pz=self._pz,
                             mem_priv=MemPriv(self._priv), lmr_context=self.lmr_context,
                             rmr_context=self.rmr_context, registered_size=self.registered_size,
@@ -138,7 +145,7 @@ class LMR(Handle):
 
         The rmr_context stops working at once: peers' RDMA with it fails from now on.
         """
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             if self._rmrs:
                 raise InvalidState(f"{len(self._rmrs)} RMR(s) are bound into this LMR",
@@ -147,27 +154,12 @@ class LMR(Handle):
 
     def _destroy(self):
         self._mark_freed()
-        if self.rmr_context is not None:
-            self._ia._hca.deregister(self.rmr_context)
         self._ia._lmrs.pop(self.lmr_context, None)
         self._ia._iov_cache.clear()     # no resolved iov may name this LMR any more
         self._pz._users.discard(self)
-        self._release_memory()
-
-    def _release_memory(self):
-        if self._segment is not None:
-            self.buffer = None
-            self._view = None
-            self._segment.unlink()
-            self._segment.close()
-            self._segment = None
-
-
-def _new_context(table):
-    while True:
-        ctx = secrets.randbits(32)
-        if ctx and ctx not in table:
-            return ctx
+        if self._shared:
+            self.buffer = None          # the MR's buffer goes with it
+        self._mr.close()
 
 
 IOV_CACHE_SIZE = 1024

@@ -41,7 +41,7 @@ def ia_open(name="shm0", async_evd_qlen=8):
         raise ModelNotSupported(f"{name} is a real RDMA device: DAT over rdma-core's pyverbs "
                                 f"arrives with step 4 of issue 12; only {PROVIDER_NAME} opens "
                                 f"today")
-    return IA(async_evd_qlen)
+    return IA(name, async_evd_qlen)
 
 
 def _check_listed(name):

@@ -2,12 +2,11 @@
 
 from . import limits
 from .args import check_flags, check_lmr_triplet
-from .constants import CompletionFlags, DtoStatus, EpState, EventNumber, MemPriv
-from .errors import (InsufficientResources, InvalidState,
-                     PrivilegesViolation, ProtectionViolation, bad_arg)
-from ..hw import hca
+from .constants import CompletionFlags, DtoStatus, EventNumber, MemPriv
+from .errors import InsufficientResources, PrivilegesViolation, ProtectionViolation, bad_arg
 from .handle import Handle, check_handle
-from .lmr import REMOTE, check_privileges
+from .ep import EP
+from .lmr import REMOTE, check_privileges, register
 from .values import LmrTriplet, RmrBindCompletion, RmrParam
 
 
@@ -27,6 +26,7 @@ class RMR(Handle):
         self._lmr = None
         self._triplet = None
         self._priv = MemPriv.NONE
+        self._mr = None                 # the MR over the bound range: its rkey is the rmr_context
         self.rmr_context = None
         ia._rmrs.add(self)
         pz._users.add(self)
@@ -42,9 +42,8 @@ class RMR(Handle):
         (LMR, RMR and EP in different PZs), PrivilegesViolation (the LMR lacks the
         local privilege the remote one needs), InsufficientResources, InvalidHandle.
         """
-        from .ep import EP
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             check_handle(ep, EP, "ep", "INVALID_HANDLE_EP", ia=ia)
             priv = check_privileges(mem_privileges, 3)
@@ -53,9 +52,7 @@ class RMR(Handle):
             ctx, addr, length = check_lmr_triplet(lmr_triplet, 2, "lmr_triplet")
             completion_flags = check_flags(completion_flags, 6, "completion_flags", _BIND_FLAGS,
                                            "CompletionFlags of a bind (SUPPRESS, UNSIGNALLED)")
-            if ep._state != EpState.CONNECTED:
-                raise InvalidState(f"binding needs a connected EP; it is {ep._state.name}",
-                                   subtype=f"INVALID_STATE_EP_{ep._state.name}")
+            ep._require("rmr_bind", "bind")
             if ep._pz is not self._pz:
                 raise ProtectionViolation("the EP and the RMR are in different PZs")
             if length:
@@ -68,19 +65,16 @@ class RMR(Handle):
                     raise bad_arg(2, "the triplet is not inside its LMR")
                 if priv & MemPriv.REMOTE_WRITE and not lmr._priv & MemPriv.LOCAL_WRITE:
                     raise PrivilegesViolation("REMOTE_WRITE needs an LMR with LOCAL_WRITE")
-                if not lmr._seg_id and lmr.rmr_context is None:
+                if not lmr._shared and lmr.rmr_context is None:
                     raise PrivilegesViolation("consumer memory must be registered with a remote "
                                               "privilege before an RMR can expose it")
             self._unbind()
             if length:
-                kind = hca.KIND_SEGMENT if lmr._seg_id else hca.KIND_PROCESS
-                segoff = addr - lmr.registered_address
-                key = ia._hca.register(kind, int(priv), self._pz._id, addr, length,
-                                       lmr._seg_id, segoff)
-                if key is None:
-                    raise InsufficientResources("the IA's registration table is full",
-                                                subtype="RESOURCE_MEMORY_REGION")
-                self.rmr_context = key
+                # A memory window where the device has them; shm0 has none: an MR of its own
+                # over the range, with the remote privileges asked (its rkey dies with unbind).
+                self._mr = register(ia, self._pz, length, priv | (lmr._priv & MemPriv.LOCAL_WRITE),
+                                    address=addr)
+                self.rmr_context = self._mr.rkey
                 self._lmr = lmr
                 self._triplet = LmrTriplet(ctx, addr, length)
                 self._priv = priv
@@ -93,7 +87,8 @@ class RMR(Handle):
 
     def _unbind(self):
         if self.rmr_context is not None:
-            self._ia._hca.deregister(self.rmr_context)
+            self._mr.close()
+            self._mr = None
             self._lmr._rmrs.discard(self)
         self.rmr_context = None
         self._lmr = None
@@ -102,14 +97,14 @@ class RMR(Handle):
 
     def query(self):
         """dat_rmr_query -> RmrParam."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             return RmrParam(ia=self._ia, pz=self._pz, lmr_triplet=self._triplet,
                             mem_priv=self._priv, rmr_context=self.rmr_context)
 
     def free(self):
         """dat_rmr_free: unbind (the context stops working at once) and destroy."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             self._destroy()
 

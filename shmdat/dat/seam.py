@@ -275,11 +275,14 @@ CALLS = frozenset({
     "wr.SGE", "wr.SendWR", "wr.RecvWR", "SendWR.set_wr_rdma",
     # cmid
     "cmid.CMEventChannel", "CMEventChannel.close", "cmid.CMEvent", "CMEvent.event_type",
-    "CMEvent.private_data", "CMEvent.id", "CMEvent.status", "CMEvent.ack_cm_event",
+    "CMEvent.private_data", "CMEvent.id", "CMEvent.listen_id", "CMEvent.status",
+    "CMEvent.ack_cm_event",
     "cmid.AddrInfo", "cmid.CMID", "CMID.bind_addr", "CMID.listen", "CMID.resolve_addr",
     "CMID.resolve_route", "cmid.ConnParam", "ConnParam.set_private_data", "CMID.connect",
     "CMID.accept", "CMID.reject", "CMID.init_qp_attr", "CMID.establish",
     "CMID.disconnect", "CMID.close",
+    # where the device says them (shm0's CMID, as the C id's route): read by the seam only
+    "CMID.src_addr", "CMID.dst_addr",
     # libibverbs_enums: the values the design names
     *(f"libibverbs_enums.{name}" for name in (
         "IBV_ACCESS_LOCAL_WRITE", "IBV_ACCESS_REMOTE_READ", "IBV_ACCESS_REMOTE_WRITE",
@@ -289,7 +292,7 @@ CALLS = frozenset({
         "IBV_SEND_SIGNALED", "IBV_SEND_SOLICITED", "IBV_SEND_FENCE",
         "IBV_WC_SEND", "IBV_WC_RDMA_WRITE", "IBV_WC_RDMA_READ", "IBV_WC_RECV",
         "IBV_WC_RECV_RDMA_WITH_IMM", "IBV_WC_BIND_MW",
-        "IBV_SRQ_LIMIT", "IBV_SRQ_MAX_WR", "IBV_PORT_ACTIVE")),
+        "IBV_SRQ_LIMIT", "IBV_SRQ_MAX_WR", "IBV_PORT_ACTIVE", "IBV_EVENT_QP_FATAL")),
     # librdmacm_enums
     "librdmacm_enums.RDMA_PS_TCP", "librdmacm_enums.RAI_PASSIVE",
     # pyverbs_error: caught in the seam's callers, translated by dat_error
@@ -299,7 +302,8 @@ CALLS = frozenset({
     *(f"shm0dv.{name}" for name in (
         "query_rq", "srq_available", "set_recv_credits", "take_count",
         "cm_set_private_data_limit", "cm_channel_fd", "events_pending", "context_lock",
-        "block", "wake", "watch", "consumer_memory_remote_ok", "wc_solicited")),
+        "block", "wake",
+        "watch", "consumer_memory_remote_ok", "wc_solicited")),
     "Shm0RqAttr.posted", "Shm0RqAttr.filling", "Shm0RqAttr.credits_exhausted",
 })
 
@@ -490,3 +494,19 @@ def dat_error(exc, call, position=None):
     # us), ECONNREFUSED/ETIMEDOUT (never: DAT's CMIDs are asynchronous), the rest.
     return InternalError(message)
 
+
+
+# -- what pyverbs does not say, read where the device says it -----------------------------
+
+def peer_address(cmid_):
+    """The address a passive CMID's request came from (pyverbs wraps no
+    rdma_get_peer_addr; shm0's CMID has dst_addr, as the C id's route does)."""
+    dst = getattr(cmid_, "dst_addr", None)
+    return dst[0] if dst else None
+
+
+def local_port(cmid_):
+    """The port an active CMID was bound to by resolve_addr (pyverbs wraps no
+    rdma_get_src_port; shm0's CMID has src_addr, as the C id's route does)."""
+    src = getattr(cmid_, "src_addr", None)
+    return src[1] if src else 0

@@ -1,43 +1,29 @@
 """Shared Receive Queues (dat_srq_*).
 
-Receive buffers posted to an SRQ go to whichever of its EPs needs one first:
-an EP takes the next buffer when a message begins to arrive on its connection
-(ring.SharedRecvQueue is the hardware queue). The SRQ counts, as dat_srq_query
+A DAT SRQ is a verbs SRQ of its PZ's PD: receive buffers posted to it go to
+whichever of its EPs' QPs needs one first. The SRQ counts, as dat_srq_query
 defines them:
 
 - available: buffers still on the SRQ;
-- outstanding: buffers posted and not yet reaped, i.e. available + buffers an EP
-  is filling + completions still sitting in a recv EVD.
+- outstanding: buffers posted and not yet reaped, i.e. posted - completed +
+  completions still sitting in a recv EVD.
 
 Completions are not tracked as they are dequeued (the EVD knows nothing of
 SRQs); the SRQ counts them by one scan of its EPs' recv EVDs when it needs the
-exact figure (query, resize, and post_recv near the limit).
+exact figure (query, resize, and post_recv near the limit). The low watermark
+is the verbs SRQ's limit (IBV_EVENT_SRQ_LIMIT_REACHED, one-shot as DAT's).
 """
 
-from . import limits
+from . import limits, seam
 from .args import check_int
 from .constants import AsyncReason, DtoOp, EventNumber, MemPriv, SrqState
 from .errors import InsufficientResources, InvalidState
+from .evd import unreaped_receives
 from .handle import Handle
-from ..hw import ring
 from .lmr import resolve_iov
-from .values import AsyncError, DtoCompletion, SrqParam
+from .values import AsyncError, SrqParam
 
-_DTO = EventNumber.DTO_COMPLETION_EVENT
 _RECEIVE = DtoOp.RECEIVE
-
-
-def unreaped_receives(evds, match):
-    """How many receive completions in `evds` (not yet dequeued) satisfy match(ep)."""
-    n = 0
-    for evd in evds:
-        if evd is None or evd._freed:
-            continue
-        for e in evd._q:
-            d = e.data
-            if e.number == _DTO and type(d) is DtoCompletion and d.operation == _RECEIVE and match(d.ep):
-                n += 1
-    return n
 
 
 class SRQ(Handle):
@@ -48,12 +34,17 @@ class SRQ(Handle):
         self._pz = pz
         self._max_recv_dtos = max_recv_dtos
         self._max_recv_iov = max_recv_iov
-        self._hw = ring.SharedRecvQueue(self._taken)
+        dev = ia._dev
+        try:
+            self._verbs_srq = dev.srq.SRQ(pz._pd, dev.srq.SrqInitAttr(
+                dev.srq.SrqAttr(max_wr=max_recv_dtos, max_sge=max_recv_iov)))
+        except dev.pyverbs_error.PyverbsError as err:
+            raise seam.dat_error(err, "SRQ") from None
         self._eps = set()               # EPs created with this SRQ (until they are freed)
         self._evds = set()              # every recv EVD those EPs have used: completions wait there
-        self._completed = 0             # completions since the last exact count (an upper bound)
+        self._posted = 0                # buffers posted, ever
+        self._completed = 0             # their completions drained from the CQs, ever
         self._lw = 0
-        self._lw_armed = False
         pz._users.add(self)
         ia._srqs.add(self)
         # dat_srq_create: a non-default low watermark arms the event; with no buffers
@@ -64,26 +55,35 @@ class SRQ(Handle):
 
     def _at_eps(self):
         """Buffers taken by EPs for messages still arriving."""
-        return sum(1 for ep in self._eps if ep._qp is not None and ep._qp.rx_cur is not None)
+        query_rq = self._ia._dev.dv.query_rq
+        return sum(query_rq(ep._qp).filling for ep in self._eps)
+
+    def _available(self):
+        return self._posted - self._completed - self._at_eps()
 
     def _outstanding(self):
         unreaped = unreaped_receives(self._evds, lambda ep: ep._srq is self)
-        self._completed = unreaped
-        return len(self._hw) + self._at_eps() + unreaped
+        return self._posted - self._completed + unreaped
 
     # The low watermark.
 
     def _arm_lw(self, low_watermark):
+        """The verbs SRQ's limit; DAT fires at once if the SRQ is below it already
+        (verbs would wait for the next buffer to go)."""
         self._lw = low_watermark
-        self._lw_armed = low_watermark > 0
-        self._taken(len(self._hw))
+        dev = self._ia._dev
+        if low_watermark and self._available() < low_watermark:
+            self._limit_reached()
+            return
+        self._verbs_srq.modify(dev.srq.SrqAttr(srq_limit=low_watermark), dev.enums.IBV_SRQ_LIMIT)
 
-    def _taken(self, remaining):
-        """Called as each buffer leaves the SRQ (and when the watermark is set)."""
-        if self._lw_armed and remaining < self._lw:
-            self._lw_armed = False          # one-shot: quiet until set_lw again
-            self._ia._async_evd._post(EventNumber.ASYNC_SRQ_LOW_WATERMARK,
-                                      AsyncError(self, AsyncReason.SRQ_LOW_WATERMARK))
+    def _limit_reached(self):
+        """The low watermark fires (one-shot: quiet until set_lw again)."""
+        self._async(EventNumber.ASYNC_SRQ_LOW_WATERMARK, AsyncReason.SRQ_LOW_WATERMARK)
+
+    def _async(self, number, reason):
+        """An async event about this SRQ (IBV_EVENT_SRQ_LIMIT_REACHED, SRQ_ERR)."""
+        self._ia._async_evd._post(number, AsyncError(self, reason))
 
     # DAT calls.
 
@@ -97,33 +97,37 @@ class SRQ(Handle):
         InvalidHandle.
         """
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             sges, total = resolve_iov(ia, self._pz, local_iov, int(MemPriv.LOCAL_WRITE),
                                       self._max_recv_iov, 3, "SRQ")
             # Exact count only near the limit: the scan of the recv EVDs is not free.
-            if len(self._hw) + self._at_eps() + self._completed >= self._max_recv_dtos \
+            if self._posted - self._completed >= self._max_recv_dtos \
                     and self._outstanding() >= self._max_recv_dtos:
                 raise InsufficientResources(f"the SRQ has max_recv_dtos ({self._max_recv_dtos}) "
                                             "buffers outstanding; reap completions or resize it",
                                             subtype="RESOURCE_SRQ")
-            wr = ring.WorkRequest(ring.OP_SEND, sges, total, None, 0,
-                                   (user_cookie, 0, DtoOp.RECEIVE))
-            self._hw.post(wr)
-            if any(ep._qp is not None for ep in self._eps):
-                ia._progress.poll()         # a message may be waiting for this very buffer
+            dev = ia._dev
+            wr_id = ia._engine.slot((None, user_cookie, 0, _RECEIVE, total))
+            try:
+                sges = sges or self._pz._empty_sges()
+                self._verbs_srq.post_recv(dev.wr.RecvWR(wr_id=wr_id, num_sge=len(sges), sg=sges))
+            except dev.pyverbs_error.PyverbsError as err:
+                ia._engine.slots.pop(wr_id, None)
+                raise seam.dat_error(err, "SRQ.post_recv") from None
+            self._posted += 1
 
     def query(self):
         """dat_srq_query -> SrqParam, with available_dto_count (buffers on the SRQ)
         and outstanding_dto_count (posted and not yet reaped). Runs progress first,
         so messages that have arrived are counted. Raises InvalidHandle."""
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
-            ia._progress.poll()
+            ia._engine.poll()
             return SrqParam(ia=ia, srq_state=SrqState.OPERATIONAL, pz=self._pz,
                             max_recv_dtos=self._max_recv_dtos, max_recv_iov=self._max_recv_iov,
-                            low_watermark=self._lw, available_dto_count=len(self._hw),
+                            low_watermark=self._lw, available_dto_count=self._available(),
                             outstanding_dto_count=self._outstanding())
 
     def resize(self, max_recv_dtos):
@@ -134,10 +138,10 @@ class SRQ(Handle):
         InvalidHandle.
         """
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             check_int(max_recv_dtos, 2, "max_recv_dtos", 1, limits.MAX_RECV_PER_SRQ)
-            ia._progress.poll()
+            ia._engine.poll()
             outstanding = self._outstanding()
             if max_recv_dtos < outstanding:
                 raise InvalidState(f"{outstanding} receive buffers are outstanding on the SRQ; "
@@ -146,6 +150,12 @@ class SRQ(Handle):
             if max_recv_dtos < self._lw:
                 raise InvalidState(f"max_recv_dtos {max_recv_dtos} is below the low watermark "
                                    f"({self._lw})", subtype="INVALID_STATE_SRQ_OPERATIONAL")
+            if max_recv_dtos > self._max_recv_dtos:
+                dev = ia._dev
+                try:
+                    self._verbs_srq.modify(dev.srq.SrqAttr(max_wr=max_recv_dtos), dev.enums.IBV_SRQ_MAX_WR)
+                except dev.pyverbs_error.PyverbsError as err:
+                    raise seam.dat_error(err, "SRQ.modify") from None
             self._max_recv_dtos = max_recv_dtos
 
     def set_lw(self, low_watermark):
@@ -156,7 +166,7 @@ class SRQ(Handle):
         Raises InvalidParameter (negative, or above max_recv_dtos), InvalidHandle.
         """
         ia = self._ia
-        with ia._progress.lock:
+        with ia._engine.lock:
             self._check()
             check_int(low_watermark, 2, "low_watermark", 0, self._max_recv_dtos)
             self._arm_lw(low_watermark)
@@ -164,7 +174,7 @@ class SRQ(Handle):
     def free(self):
         """dat_srq_free. Raises InvalidState (INVALID_STATE_SRQ_IN_USE: an EP still uses
         the SRQ; free the EPs first), InvalidHandle."""
-        with self._ia._progress.lock:
+        with self._ia._engine.lock:
             self._check()
             if self._eps:
                 raise InvalidState(f"{len(self._eps)} EP(s) still use this SRQ; free them first",
@@ -173,7 +183,7 @@ class SRQ(Handle):
 
     def _destroy(self):
         # No EP is left to complete the buffers to, so they go with the SRQ.
-        self._hw.drain()
+        self._verbs_srq.close()
         self._pz._users.discard(self)
         self._ia._srqs.discard(self)
         self._mark_freed()

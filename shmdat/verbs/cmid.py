@@ -695,9 +695,11 @@ class CMID(PyverbsCM):
 
     def resolve_addr(self, rai, timeout_ms=2000):
         """rdma_resolve_addr to rai's destination: RDMA_CM_EVENT_ADDR_RESOLVED, or
-        ADDR_ERROR (status -ENODEV) for one outside 127.0.0.0/8. Raises
-        PyverbsUserError (not an AddrInfo), PyverbsRDMAError: EINVAL (no
-        destination, or not idle or bound); a synchronous id raises ENODEV."""
+        ADDR_ERROR (status -ENODEV) for one outside 127.0.0.0/8. An id not bound
+        yet is bound to an ephemeral port of its source address (src_addr has it).
+        Raises PyverbsUserError (not an AddrInfo), PyverbsRDMAError: EINVAL (no
+        destination, or not idle or bound), EADDRNOTAVAIL (no ephemeral port free);
+        a synchronous id raises ENODEV."""
         what = "Failed to Resolve Address"
         checks.instance(rai, AddrInfo, "rai")
         checks.uint(timeout_ms, "timeout_ms")
@@ -712,8 +714,8 @@ class CMID(PyverbsCM):
                 self._agent.event(self, ET.RDMA_CM_EVENT_ADDR_ERROR, status=-errno.ENODEV)
             else:
                 self.dst_addr = rai.dst_addr
-                if self.src_addr is None:
-                    self.src_addr = (rai.src_addr or ("127.0.0.1", 0))[0], 0
+                if self._bound is None:     # bound to an ephemeral port, as the kernel's rdma_cm does
+                    self._bind((rai.src_addr or ("127.0.0.1", 0))[0], 0, what)
                 self.state = ADDR_RESOLVED
                 self._attach()
                 self._agent.event(self, ET.RDMA_CM_EVENT_ADDR_RESOLVED)

@@ -49,6 +49,7 @@ class Engine:
     def poll(self):
         if self.ia._freed:
             return                      # closed: waiters are leaving
+        self.dv.progress(self.ctx)      # once: then each CQ's completions, the device not run again
         self._drain_events()
         for evd in self.dto_evds:
             evd._drain()
@@ -56,6 +57,10 @@ class Engine:
             now = time.monotonic()
             if now >= self.next_timer:
                 self.cm.check_timers(now)
+
+    def progress(self):
+        """Run the device once (what arrived is then in the CQs, for EVD._drain)."""
+        self.dv.progress(self.ctx)
 
     def _drain_events(self):
         """The CM and async events, if any was queued since the last look."""

@@ -204,6 +204,8 @@ class EP(Handle):
         self._drain()
 
     def _drain(self):
+        """What completed (and, the device run first, what has just arrived) to the EVDs."""
+        self._ia._engine.progress()
         for evd in {self._recv_evd, self._request_evd} - {None}:
             evd._drain()
 

@@ -132,6 +132,10 @@ class CQ(PyverbsCM):
             num_entries = checks.uint(num_entries, "num_entries")
         self._check_open("Failed to poll CQ")
         self.context.progress()
+        return self._take(num_entries)
+
+    def _take(self, num_entries):
+        """Up to num_entries of the completions there (ibv_poll_cq once the device ran)."""
         if self.overrun:
             raise PyverbsRDMAError("Failed to poll CQ: it overran", errno.EOVERFLOW)
         wcs = self._wcs

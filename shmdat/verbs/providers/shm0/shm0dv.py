@@ -13,7 +13,7 @@ from typing import NamedTuple
 from ....hw import cma
 from ... import checks
 from ...cmid import CMID, CMEventChannel
-from ...cq import WC
+from ...cq import CQ, WC
 from ...device import Context, events_queued
 from ...pyverbs_error import PyverbsRDMAError
 from ...qp import QP
@@ -47,6 +47,25 @@ def context_lock(ctx):
     other threads in, and no second lock is ever waited on under it. Raises
     PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
     return _shm0(ctx, Context, "ctx", "context_lock").lock
+
+
+def progress(ctx):
+    """Run the device once, as every poll, post and wait on the Context does. A caller
+    that takes the completions of several CQs runs it once, then poll_cq each. Raises
+    PyverbsUserError, PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
+    ctx = _shm0(ctx, Context, "ctx", "progress")
+    ctx.check_usable("Failed to run the device")
+    ctx.progress()
+
+
+def poll_cq(cq, num_entries):
+    """ibv_poll_cq without running the device first: (npolled, [WC]) of the completions
+    the CQ holds now. Raises PyverbsUserError, PyverbsRDMAError (EBADF: closed;
+    EOVERFLOW once the CQ overran; EOPNOTSUPP)."""
+    cq = _shm0(cq, CQ, "cq", "poll_cq")
+    num_entries = checks.uint(num_entries, "num_entries")
+    cq._check_open("Failed to poll CQ")
+    return cq._take(num_entries)
 
 
 def block(ctx, ready, deadline):

@@ -587,6 +587,24 @@ def test_context_lock_is_the_lock_block_releases_while_asleep():
         ctx.close()
 
 
+# progress and poll_cq
+
+def test_poll_cq_takes_what_is_there_and_progress_runs_the_device(verbs_pair):
+    a, b = verbs_pair
+    b.recv(1, 0, 64)
+    a.send(1, b"hello")             # in the ring: b's device has not run since
+    assert shm0dv.poll_cq(b.cq, 4) == (0, [])
+    shm0dv.progress(b.ctx)
+    n, wcs = shm0dv.poll_cq(b.cq, 4)
+    assert n == 1 and (wcs[0].wr_id, wcs[0].status, wcs[0].byte_len) == (1, e.IBV_WC_SUCCESS, 5)
+    with pytest.raises(PyverbsUserError, match="num_entries must be"):
+        shm0dv.poll_cq(b.cq, -1)
+    b.cq.close()
+    with pytest.raises(PyverbsRDMAError) as err:
+        shm0dv.poll_cq(b.cq, 1)
+    assert err.value.error_code == errno.EBADF
+
+
 # wc_solicited
 
 def test_wc_solicited_says_which_receives_a_solicited_send_took(verbs_pair):
@@ -645,6 +663,8 @@ def _foreign(kind):
 FOREIGN = {
     shm0dv.events_pending: ("Context", ()),
     shm0dv.context_lock: ("Context", ()),
+    shm0dv.progress: ("Context", ()),
+    shm0dv.poll_cq: ("CQ", (1,)),
     shm0dv.block: ("Context", (lambda: True, None)),
     shm0dv.wake: ("Context", ()),
     shm0dv.watch: ("Context", ()),

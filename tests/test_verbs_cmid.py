@@ -6,6 +6,7 @@ through an AH made from a completion, SIDR's statuses and limits."""
 
 import errno
 import os
+import select
 import pathlib
 import re
 import signal
@@ -22,6 +23,7 @@ from shmdat.verbs.cmid import CMID, AddrInfo, CMEvent, CMEventChannel, ConnParam
 from shmdat.verbs.cq import CQ, WC
 from shmdat.verbs.gid import GID
 from shmdat.verbs.librdmacm_enums import RAI_PASSIVE, RDMA_PS_IB, RDMA_PS_UDP, rdma_cm_event_type as ET
+from shmdat.verbs.providers.shm0 import shm0dv
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from shmdat.verbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from shmdat.verbs.wr import SGE, RecvWR, SendWR
@@ -301,6 +303,29 @@ def test_resolve_addr_binds_an_ephemeral_port_which_close_frees():
     active.close()
     taken.bind_addr(AddrInfo(src="127.0.0.1", src_service=str(port), flags=RAI_PASSIVE))
     taken.close()
+
+
+def test_a_listener_closed_with_a_request_nobody_took_rejects_it_and_lets_the_device_go():
+    server, client = CMEventChannel(), CMEventChannel()
+    listener = _listener(server, 0)
+    port = listener.src_addr[1]
+    active = CMID(client)
+    active.resolve_addr(AddrInfo(dst="127.0.0.1", dst_service=str(port)), 2000)
+    _event(client, ET.RDMA_CM_EVENT_ADDR_RESOLVED)
+    active.resolve_route(2000)
+    _event(client, ET.RDMA_CM_EVENT_ROUTE_RESOLVED)
+    active.connect(ConnParam(qp_num=1))
+    fd = shm0dv.cm_channel_fd(server)
+    end = time.monotonic() + 10
+    while not select.select([fd], [], [], 0)[0]:    # the request queued on the listener's channel
+        assert time.monotonic() < end, "the request never arrived"
+        shm0dv.progress(listener.context)
+    listener.close()                # with its CONNECT_REQUEST never taken
+    assert _event(client, ET.RDMA_CM_EVENT_REJECTED).status == 28
+    active.close()
+    server.close()
+    client.close()
+    assert cmid_module._live_agent() is None        # no id left: rdma_cm's device is closed
 
 
 def test_a_killed_listener_frees_its_port(spawn):

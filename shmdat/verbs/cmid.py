@@ -315,10 +315,20 @@ class CMEventChannel(PyverbsCM):
             return self._r
 
     def _queue(self, event):
-        """An event arrives (under the agent's Context lock)."""
+        """An event arrives (under the agent's Context lock); none on a closed channel."""
+        if self._closed:
+            return
         if not self._events and self._w is not None:
             os.write(self._w, b"\1")
         self._events.append(event)
+
+    def _discard(self, events):
+        """Take `events` off the queue (their ids are going)."""
+        had = bool(self._events)
+        for event in events:
+            self._events.remove(event)
+        if had and not self._events and self._r is not None:
+            os.read(self._r, 1)
 
     def _get(self, what):
         """The next event, waiting for it while the device runs (each event goes to
@@ -1273,6 +1283,16 @@ class CMID(PyverbsCM):
 
     # Closing.
 
+    def _drop_requests(self):
+        """A listener goes: the requests queued for it that nobody took are rejected and
+        their ids destroyed with it (as the kernel's rdma_cm does)."""
+        channel = self._channel
+        untaken = [ev for ev in channel._events if ev.listen_id is self
+                   and ev.event_type == ET.RDMA_CM_EVENT_CONNECT_REQUEST]
+        channel._discard(untaken)
+        for ev in untaken:
+            ev.id.close()
+
     def _release(self):
         """rdma_destroy_id: a connection is disconnected (DREQ), a pending request
         rejected, the port freed; the QP, CQs and MRs the id made close."""
@@ -1289,6 +1309,7 @@ class CMID(PyverbsCM):
             agent.ids.pop(self._conn_id, None)
             if agent.listeners.get(self._bound) is self:
                 del agent.listeners[self._bound]
+                self._drop_requests()
             if self._bound is not None:
                 cm_ports.release(*self._bound, agent.owner)
                 self._bound = None

@@ -50,13 +50,14 @@ ENTRY_WORDS = 8
 E_KEY, E_KIND, E_PRIV, E_PZ, E_BASE, E_LENGTH, E_SEG, E_SEGOFF = range(8)
 KIND_SEGMENT = 1        # memory in one of the owner's shared segments
 KIND_PROCESS = 2        # the owner's private memory, reached by cross-memory attach
-INDEX_BITS = 16         # a key is 31 bits (DAT's rmr_context, verbs' rkey): a tag, then the slot
+INDEX_BITS = 16         # a key is 31 bits (a driver's rkey): a tag, then the slot
 TAG_BITS = 15
 SLOT_MASK = (1 << INDEX_BITS) - 1
-# What a registration lets a peer do (the same bits as DAT's MemPriv remote ones).
-PRIV_REMOTE_READ = 0x02
-PRIV_REMOTE_WRITE = 0x20
-PRIV_REMOTE_ATOMIC = 0x40
+# What a registration lets a peer do (E_PRIV, and a connection's published access): the
+# hardware's own bits, which a driver translates from its API's (shmdat.verbs: ibv_access_flags).
+PRIV_REMOTE_READ = 0x1
+PRIV_REMOTE_WRITE = 0x2
+PRIV_REMOTE_ATOMIC = 0x4
 ATOMIC_LOCK_SLOTS = 4096                # record locks on a peer's table file, by 8-byte word
 _atomic_threads = threading.Lock()
 ARMED_SELF, ARMED_FOR = 1, 2

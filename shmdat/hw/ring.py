@@ -122,12 +122,19 @@ OP_SEND, OP_RDMA_WRITE, OP_RDMA_READ, OP_FETCH_ADD, OP_CMP_SWAP = 0, 1, 2, 3, 4
 LENGTH_MASK = (1 << 32) - 1
 UNCOVERED = 1 << 64                      # a WorkRequest.msg no credit count reaches
 
-# Completion statuses the hardware reports (the DAT layer maps them to DtoStatus).
-OK, FLUSHED, LENGTH, REMOTE_ACCESS, LOCAL_PROTECTION = 0, 1, 2, 6, 4
+# Completion statuses: the hardware's own numbers (WorkRequest.status), which a driver translates
+# into its API's (shmdat.verbs: ibv_wc_status). OK is 0, so a status is true when the WR failed.
+OK = 0
+FLUSHED = 1                 # the connection went down (or the driver flushed the WR) before it was done
+LENGTH = 2                  # the message is longer than the receive that took it
+LOCAL_PROTECTION = 3        # a local SGE the registration table does not allow
+REMOTE_ACCESS = 4           # RDMA outside the peer's registration, or the peer broke on our access
 # Only on acked connections, and for published access: the receiver refused the request
 # as invalid, could not carry it out, or had no receive for it until the sender gave up.
-REMOTE_INVALID, REMOTE_OP, NOT_READY = 7, 8, 9
-LOCAL_OPERATION = 10        # a WR its connection does not carry (the driver sets it at post)
+REMOTE_INVALID = 5
+REMOTE_OP = 6
+NOT_READY = 7
+LOCAL_OPERATION = 8         # a WR its connection does not carry (the driver sets it at post)
 _NAK_STATUS = {NAK_INVALID: REMOTE_INVALID, NAK_REMOTE_OP: REMOTE_OP}
 
 RING_BYTES = int(os.environ.get("SHMDAT_RING_KIB", "256")) * 1024

@@ -9,6 +9,9 @@ import pytest
 from shmdat.hw import layout, ring
 from shmdat.hw.errors import LayoutMismatch, PeerUnreachable
 from shmdat.hw.hca import Hca
+from shmdat.verbs import libibverbs_enums as e
+
+from tests.verbs_ends import End
 
 _names = itertools.count(1)
 
@@ -53,3 +56,41 @@ def test_a_connection_of_another_layout_is_refused(hcas):
     finally:
         seg.unlink()
         seg.close()
+
+
+def _responder_of_another_layout(ch, version):
+    """A connected RC responder with a receive posted, whose HCA says `version`."""
+    end = End()
+    try:
+        end.ctx.hca.words[layout.HCA_W_LAYOUT] = version
+        ch.send(end.qp.qp_num)
+        end.recv(1)
+        end.connect(ch.recv())
+        ch.send("ready")
+        while True:                             # the device runs in its polls, until the requester is done
+            end.cq.poll()
+            try:
+                ch.recv(timeout=0.001)
+                break
+            except TimeoutError:
+                pass
+    finally:
+        end.close()
+
+
+@pytest.mark.parametrize("version, status", [(layout.LAYOUT_VERSION + 1, e.IBV_WC_RETRY_EXC_ERR),
+                                             (layout.LAYOUT_VERSION, e.IBV_WC_SUCCESS)])
+def test_an_rc_send_to_a_peer_of_another_layout_runs_out_of_retries(spawn, version, status):
+    peer = spawn(_responder_of_another_layout, version)
+    end = End()
+    try:
+        dest = peer.recv()
+        peer.send(end.qp.qp_num)
+        assert peer.recv() == "ready"
+        end.connect(dest, timeout=10, retry_cnt=2)
+        end.send(1, b"anyone?")
+        wc = end.completion()
+        assert (wc.wr_id, wc.status) == (1, status)
+    finally:
+        peer.send("done")
+        end.close()

@@ -4,8 +4,8 @@ channel, its memory-registration table, and its view of peer HCAs.
 Part of the hardware layer: it knows segments, words and semaphores, nothing of DAT.
 
 One IA owns:
-  - a segment ``<prefix>.ia``: a header (owner, doorbell-armed word, CM-pending
-    word), the table of connection qualifiers it listens on (so that a
+  - a segment ``<prefix>.ia`` (its words: layout.py): a header (owner, layout
+    version, doorbell-armed word, CM-pending word), the table of connection qualifiers it listens on (so that a
     connect to an unused one is refused without the owner's help, as a
     kernel CM would), and the registration table that peers read to check
     their RDMA;

@@ -5,8 +5,8 @@ Part of the hardware layer: it knows segments, words and semaphores, nothing of 
 
 One IA owns:
   - a segment ``<prefix>.ia`` (its words: layout.py): a header (owner, layout
-    version, doorbell-armed word, CM-pending word), the table of connection qualifiers it listens on (so that a
-    connect to an unused one is refused without the owner's help, as a
+    version, doorbell-armed word, CM-pending word), the table of connection
+    qualifiers it listens on (so that a connect to an unused one is refused without the owner's help, as a
     kernel CM would), and the registration table that peers read to check
     their RDMA;
   - a semaphore ``<prefix>.db``: the doorbell a sleeping waiter blocks on;

@@ -6,9 +6,9 @@ Part of the hardware layer: it knows segments, words and semaphores, nothing of 
 One IA owns:
   - a segment ``<prefix>.ia`` (its words: layout.py): a header (owner, layout
     version, doorbell-armed word, CM-pending word), the table of connection
-    qualifiers it listens on (so that a connect to an unused one is refused without the owner's help, as a
-    kernel CM would), and the registration table that peers read to check
-    their RDMA;
+    qualifiers it listens on (so that a connect to an unused one is refused
+    without the owner's help, as a kernel CM would), and the registration
+    table that peers read to check their RDMA;
   - a semaphore ``<prefix>.db``: the doorbell a sleeping waiter blocks on;
   - a Unix datagram socket in the abstract namespace (no file, gone with the
     process): the CM inbox. Any number of peers may send to it at once and the

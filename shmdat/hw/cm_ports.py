@@ -30,16 +30,15 @@ import numpy as np
 
 from . import shm
 from .errors import HwError
+from .layout import (CM_PORTS_BOUND as BOUND, CM_PORTS_FREE as FREE, CM_PORTS_LISTENING as LISTENING,
+                     CM_PORTS_SIZE as SIZE, CM_PORTS_SLOT_WORDS as SLOT_WORDS, CM_PORTS_SLOTS as SLOTS,
+                     CM_PORTS_W_ADDRESS as W_ADDRESS, CM_PORTS_W_HCA as W_HCA, CM_PORTS_W_PID as W_PID,
+                     CM_PORTS_W_PORT as W_PORT, CM_PORTS_W_START as W_START, CM_PORTS_W_STATE as W_STATE)
 
-SLOTS = 4096
-SLOT_WORDS = 6
-W_ADDRESS, W_PORT, W_STATE, W_PID, W_START, W_HCA = range(SLOT_WORDS)
-FREE, BOUND, LISTENING = 0, 1, 2
 ANY = 0
 EPHEMERAL = (32768, 60999)              # Linux's default ip_local_port_range
 NAME = shm.device_object_name("cm_ports")
 PATH = os.path.join(shm.SHM_DIR, NAME)
-SIZE = SLOTS * SLOT_WORDS * 8
 
 
 class AddressInUse(HwError):

@@ -19,3 +19,8 @@ class PeerUnreachable(HwError):
 
 class RingCorrupt(HwError):
     """The peer wrote something into the connection that cannot be right."""
+
+
+class LayoutMismatch(PeerUnreachable):
+    """The peer's shared object has another layout version (layout.LAYOUT_VERSION): a peer
+    that speaks another layout is unreachable, as a NIC of another wire protocol is."""

@@ -4,11 +4,11 @@ channel, its memory-registration table, and its view of peer HCAs.
 Part of the hardware layer: it knows segments, words and semaphores, nothing of DAT.
 
 One IA owns:
-  - a segment ``<prefix>.ia``: a header (owner, doorbell-armed word, CM-pending
-    word), the table of connection qualifiers it listens on (so that a
-    connect to an unused one is refused without the owner's help, as a
-    kernel CM would), and the registration table that peers read to check
-    their RDMA;
+  - a segment ``<prefix>.ia`` (its words: layout.py): a header (owner, layout
+    version, doorbell-armed word, CM-pending word), the table of connection
+    qualifiers it listens on (so that a connect to an unused one is refused
+    without the owner's help, as a kernel CM would), and the registration
+    table that peers read to check their RDMA;
   - a semaphore ``<prefix>.db``: the doorbell a sleeping waiter blocks on;
   - a Unix datagram socket in the abstract namespace (no file, gone with the
     process): the CM inbox. Any number of peers may send to it at once and the
@@ -29,37 +29,16 @@ import numpy as np
 import posix_ipc
 
 from . import shm
-from .errors import PeerUnreachable
+from .errors import LayoutMismatch, PeerUnreachable
+from .layout import (
+    ARMED_FOR, ARMED_SELF, ATOMIC_LOCK_SLOTS, E_BASE, E_KEY, E_KIND, E_LENGTH, E_PRIV, E_PZ, E_SEG, E_SEGOFF,
+    ENTRY_WORDS, HCA_MAGIC as MAGIC, HCA_W_ARMED as W_ARMED, HCA_W_CLOSED as W_CLOSED,
+    HCA_W_CM_PENDING as W_CM_PENDING, HCA_W_LAYOUT as W_LAYOUT, HCA_W_LISTEN_SLOTS as W_LISTEN_SLOTS,
+    HCA_W_MAGIC as W_MAGIC, HCA_W_PID as W_PID, HCA_W_START as W_START, HCA_W_TABLE_SLOTS as W_TABLE_SLOTS,
+    INDEX_BITS, LAYOUT_VERSION, LISTEN_ENTRY_BYTES, LISTEN_OFFSET, SLOT_MASK, TAG_BITS, WORD)
 from .shm import Segment, ProcessWatch
 
-MAGIC = 0x73686D6461743031            # "shmdat01"
-CELL = 64
-HEADER_BYTES = 4096
-
-# Header words (8 bytes each); armed and cm_pending sit on cache lines of their own.
-W_MAGIC, W_PID, W_START, W_TABLE_SLOTS, W_LISTEN_SLOTS = 0, 1, 2, 3, 4
-W_ARMED = 8             # 0; ARMED_SELF: ring my doorbell; ARMED_FOR + n: ring my HCA n's
-W_CM_PENDING = 16
-W_CLOSED = 24
-
-# Listening table: (conn_qual, listening) word pairs.
-LISTEN_OFFSET = HEADER_BYTES
-
-# Registration table: one 64-byte entry per LMR or bound RMR.
-ENTRY_WORDS = 8
-E_KEY, E_KIND, E_PRIV, E_PZ, E_BASE, E_LENGTH, E_SEG, E_SEGOFF = range(8)
-KIND_SEGMENT = 1        # memory in one of the owner's shared segments
-KIND_PROCESS = 2        # the owner's private memory, reached by cross-memory attach
-INDEX_BITS = 16         # a key is 31 bits (DAT's rmr_context, verbs' rkey): a tag, then the slot
-TAG_BITS = 15
-SLOT_MASK = (1 << INDEX_BITS) - 1
-# What a registration lets a peer do (the same bits as DAT's MemPriv remote ones).
-PRIV_REMOTE_READ = 0x02
-PRIV_REMOTE_WRITE = 0x20
-PRIV_REMOTE_ATOMIC = 0x40
-ATOMIC_LOCK_SLOTS = 4096                # record locks on a peer's table file, by 8-byte word
 _atomic_threads = threading.Lock()
-ARMED_SELF, ARMED_FOR = 1, 2
 
 
 class Registration:
@@ -69,8 +48,8 @@ class Registration:
 
 def _layout(listen_slots, table_slots):
     """(byte offset of the registration table, total segment size)."""
-    table = LISTEN_OFFSET + listen_slots * 16
-    return table, table + table_slots * ENTRY_WORDS * 8
+    table = LISTEN_OFFSET + listen_slots * LISTEN_ENTRY_BYTES
+    return table, table + table_slots * ENTRY_WORDS * WORD
 
 
 def _listen_view(segment, listen_slots):
@@ -99,7 +78,7 @@ class Hca:
             raise
         w = self.segment.words
         w[W_PID], w[W_START], w[W_TABLE_SLOTS] = shm.MY_PID, shm.MY_START, table_slots
-        w[W_LISTEN_SLOTS] = listen_slots
+        w[W_LISTEN_SLOTS], w[W_LAYOUT] = listen_slots, LAYOUT_VERSION
         self._listening = _listen_view(self.segment, listen_slots)
         w[W_MAGIC] = MAGIC                      # last: the header is complete when it shows
         self.words = w
@@ -338,6 +317,10 @@ class RemoteHca:
         if w[W_MAGIC] != MAGIC or w[W_PID] != pid or w[W_START] != start or w[W_CLOSED]:
             self.segment.close()
             raise PeerUnreachable(address)
+        version = w[W_LAYOUT]
+        if version != LAYOUT_VERSION:
+            self.segment.close()
+            raise LayoutMismatch(f"{address}: layout version {version}, ours {LAYOUT_VERSION}")
         self.table_slots = w[W_TABLE_SLOTS]
         self._table_word, size = _layout(w[W_LISTEN_SLOTS], self.table_slots)
         self._table_word //= 8

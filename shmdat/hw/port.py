@@ -27,10 +27,9 @@ import struct
 import threading
 
 from . import shm
+from .layout import (PORT_MAGIC as MAGIC, PORT_SIZE as SIZE, PORT_W_DOWN as W_DOWN,
+                     PORT_W_GENERATION as W_GENERATION, PORT_W_MAGIC as W_MAGIC)
 
-MAGIC = 0x3174726F70646D73      # "smdport1": the layout's version
-SIZE = 4096
-W_MAGIC, W_DOWN, W_GENERATION = 0, 1, 2
 _threads = threading.Lock()     # record locks belong to processes: this one covers threads
 
 

@@ -21,12 +21,8 @@ import os
 import numpy as np
 
 from . import shm
-
-SLOTS = 1 << 16
-SLOT_WORDS = 4                          # pid, start time, hca number, a word of the owner's
-FIRST_QPN = 2
-HEADER_WORDS = 8                        # word 0: where the next claim starts looking
-SIZE = (HEADER_WORDS + SLOTS * SLOT_WORDS) * 8
+from .layout import (QPN_FIRST as FIRST_QPN, QPN_HEADER_WORDS as HEADER_WORDS, QPN_SIZE as SIZE,
+                     QPN_SLOT_WORDS as SLOT_WORDS, QPN_SLOTS as SLOTS)
 
 
 class TableFull(Exception):

@@ -76,62 +76,38 @@ import os
 import time
 
 from . import cma
-from .errors import RingCorrupt
-from .hca import PRIV_REMOTE_ATOMIC, PRIV_REMOTE_READ, PRIV_REMOTE_WRITE
+from .errors import LayoutMismatch, RingCorrupt
+from .layout import (
+    ACCESS_PUBLISHED, CELL, CHUNK, CONN_HEADER_BYTES as HEADER_BYTES, CONN_MAGIC, CONN_W_ABANDON as W_ABANDON,
+    CONN_W_ACCESS as W_ACCESS, CONN_W_CAN_READ as W_CAN_READ, CONN_W_CREDITS as W_CREDITS,
+    CONN_W_FAULT as W_FAULT, CONN_W_HEAD as W_HEAD, CONN_W_LAYOUT as W_LAYOUT, CONN_W_MAGIC as W_MAGIC,
+    CONN_W_NAK as W_NAK, CONN_W_NAK_DELAY as W_NAK_DELAY, CONN_W_NCELLS as W_NCELLS,
+    CONN_W_PROBE_ADDR as W_PROBE_ADDR, CONN_W_PROBE_VALUE as W_PROBE_VALUE, CONN_W_STATE as W_STATE,
+    CONN_W_TAIL as W_TAIL, DATAGRAM_HEADER, F_IMM, F_SOLICITED, F_WRITE_NOTICE, FAULT_ACCESS, FAULT_INVALID,
+    HDR, K_FRAG, K_MSG, K_PAD, K_RDV, LAYOUT_VERSION, LENGTH_MASK, NAK_DROPPED, NAK_INVALID, NAK_NOT_READY,
+    NAK_REMOTE_OP, PRIV_REMOTE_ATOMIC, PRIV_REMOTE_READ, PRIV_REMOTE_WRITE, S_BROKEN, S_CLOSED, S_UP)
 from .shm import Segment
-
-CONN_MAGIC = 0x636F6E6E64617431         # "connedat1"
-HEADER_BYTES = 4096
-CELL = 64
-HDR = 16                                 # record header bytes
-
-# Connection header words. Each side's state and each ring index sit on a cache line of their own.
-W_MAGIC, W_NCELLS = 0, 1
-W_STATE = (8, 16)                        # state of side 0 (active) and side 1 (passive)
-W_HEAD = (24, 40)                        # head of the ring that side 0 / side 1 produces
-W_TAIL = (32, 48)                        # tail of that ring (written by the other side)
-W_PROBE_ADDR = (56, 64)                  # where each side's CMA probe word lives
-W_PROBE_VALUE = (57, 65)
-W_CAN_READ = (58, 66)                    # 1: this side can read the other side's memory by CMA
-# A side's NAK of the message at a position of the ring it receives: (position + 1) << 8 | reason,
-# the delay (microseconds) it asks the sender to wait after a NOT_READY NAK, its fault word, and
-# the remote access it allows (ACCESS_PUBLISHED | PRIV_* bits; 0: not published, anything goes).
-W_NAK = (72, 80)
-W_NAK_DELAY = (73, 81)
-W_FAULT = (74, 82)
-W_ACCESS = (75, 83)
-W_ABANDON = (76, 84)            # (position + 1) of a message in the ring a side produces that it gave up
-NAK_NOT_READY, NAK_INVALID, NAK_REMOTE_OP, NAK_DROPPED = 1, 2, 3, 4
-FAULT_ACCESS, FAULT_INVALID = 1, 2
-ACCESS_PUBLISHED = 1 << 8
-# The receives a side has made available to the other side's messages, a running total (its
-# credits, on a line of its own: written at each receive posted, read at each send).
-W_CREDITS = (88, 96)
-
-# Side states.
-S_INIT, S_UP, S_CLOSED, S_BROKEN = 0, 1, 2, 3
-
-# Record kinds and flags.
-K_PAD, K_MSG, K_FRAG, K_RDV = 1, 2, 3, 4
-F_SOLICITED = 1
-F_IMM = 2               # the first record carries 32 bits of immediate data
-F_WRITE_NOTICE = 4      # an empty MSG telling that an RDMA write with immediate data is done
 
 # Work-request operations.
 OP_SEND, OP_RDMA_WRITE, OP_RDMA_READ, OP_FETCH_ADD, OP_CMP_SWAP = 0, 1, 2, 3, 4
-LENGTH_MASK = (1 << 32) - 1
 UNCOVERED = 1 << 64                      # a WorkRequest.msg no credit count reaches
 
-# Completion statuses the hardware reports (the DAT layer maps them to DtoStatus).
-OK, FLUSHED, LENGTH, REMOTE_ACCESS, LOCAL_PROTECTION = 0, 1, 2, 6, 4
+# Completion statuses: the hardware's own numbers (WorkRequest.status), which a driver translates
+# into its API's (shmdat.verbs: ibv_wc_status). OK is 0, so a status is true when the WR failed.
+OK = 0
+FLUSHED = 1                 # the connection went down (or the driver flushed the WR) before it was done
+LENGTH = 2                  # the message is longer than the receive that took it
+LOCAL_PROTECTION = 3        # a local SGE the registration table does not allow
+REMOTE_ACCESS = 4           # RDMA outside the peer's registration, or the peer broke on our access
 # Only on acked connections, and for published access: the receiver refused the request
 # as invalid, could not carry it out, or had no receive for it until the sender gave up.
-REMOTE_INVALID, REMOTE_OP, NOT_READY = 7, 8, 9
-LOCAL_OPERATION = 10        # a WR its connection does not carry (the driver sets it at post)
+REMOTE_INVALID = 5
+REMOTE_OP = 6
+NOT_READY = 7
+LOCAL_OPERATION = 8         # a WR its connection does not carry (the driver sets it at post)
 _NAK_STATUS = {NAK_INVALID: REMOTE_INVALID, NAK_REMOTE_OP: REMOTE_OP}
 
 RING_BYTES = int(os.environ.get("SHMDAT_RING_KIB", "256")) * 1024
-CHUNK = 64 * 1024                        # largest payload of one MSG/FRAG record
 RDV_THRESHOLD = int(os.environ.get("SHMDAT_RDV_BYTES", str(32 * 1024)))
 
 
@@ -165,7 +141,6 @@ class WorkRequest:
 
 
 _LOST = object()        # the ctx of a stand-in receive for a message that `drops` loses
-DATAGRAM_HEADER = 8     # a datagram's first bytes: its key (32 bits, little-endian), 4 reserved
 
 
 def datagram_header(key):
@@ -181,6 +156,7 @@ def create_connection_segment(name, ring_bytes=RING_BYTES):
     w = seg.words
     w[W_NCELLS] = ring_bytes // CELL
     w[W_STATE[0]] = S_UP
+    w[W_LAYOUT] = LAYOUT_VERSION
     w[W_MAGIC] = CONN_MAGIC
     return seg
 
@@ -193,6 +169,10 @@ def open_connection_segment(name):
             or w[W_NCELLS] & (w[W_NCELLS] - 1)):
         seg.close()
         raise RingCorrupt(f"{name} is not a shmdat connection")
+    version = w[W_LAYOUT]
+    if version != LAYOUT_VERSION:
+        seg.close()
+        raise LayoutMismatch(f"{name}: layout version {version}, ours {LAYOUT_VERSION}")
     return seg
 
 

@@ -15,7 +15,7 @@ keeps the keys, so a peer's rkey still works after the access is widened.
 import ctypes
 import errno
 
-from ..hw import cma, hca as hw, ring
+from ..hw import cma, layout, ring
 from ..hw.errors import NoRoom
 from . import checks, libibverbs_enums as e
 from .base import PyverbsCM, Unsupported, UnsupportedAttr
@@ -25,9 +25,9 @@ from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 _REMOTE = e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC
 _NEEDS_LOCAL_WRITE = e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_ATOMIC
 _SUPPORTED = int(e.IBV_ACCESS_LOCAL_WRITE | _REMOTE | e.IBV_ACCESS_RELAXED_ORDERING)
-_HW_PRIV = ((e.IBV_ACCESS_REMOTE_READ, hw.PRIV_REMOTE_READ),
-            (e.IBV_ACCESS_REMOTE_WRITE, hw.PRIV_REMOTE_WRITE),
-            (e.IBV_ACCESS_REMOTE_ATOMIC, hw.PRIV_REMOTE_ATOMIC))
+_HW_PRIV = ((e.IBV_ACCESS_REMOTE_READ, layout.PRIV_REMOTE_READ),
+            (e.IBV_ACCESS_REMOTE_WRITE, layout.PRIV_REMOTE_WRITE),
+            (e.IBV_ACCESS_REMOTE_ATOMIC, layout.PRIV_REMOTE_ATOMIC))
 _REREG_FLAGS = int(e.IBV_REREG_MR_CHANGE_TRANSLATION | e.IBV_REREG_MR_CHANGE_PD
                    | e.IBV_REREG_MR_CHANGE_ACCESS)
 SGE_CACHE_ENTRIES = 4096                # resolved SGEs a PD keeps (work_request)
@@ -121,7 +121,7 @@ class MR(PyverbsCM):
 
     def _entry(self):
         """The registration table entry's fields (kind, priv, pd, base, length, seg, segoff)."""
-        kind = hw.KIND_SEGMENT if self._segment is not None else hw.KIND_PROCESS
+        kind = layout.KIND_SEGMENT if self._segment is not None else layout.KIND_PROCESS
         return kind, remote_priv(self.access), self.pd.pd_id, self.buf, self.length, self._seg_id, 0
 
     def _free_buffer(self):

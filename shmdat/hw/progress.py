@@ -1,4 +1,4 @@
-"""Progress and waiting for one HCA (a DAT IA, a verbs Context): the engine room.
+"""Progress and waiting for one HCA (a verbs Context): the engine room.
 
 Progress is manual: it runs inside the API's wait, poll and post calls, under
 the HCA's lock. A thread that must block first spins (running progress) for a short,

@@ -193,10 +193,13 @@ class Segment:
 
     @classmethod
     def open(cls, name):
-        """Map an existing segment; raises posix_ipc.ExistentialError if there is none."""
+        """Map an existing segment; raises posix_ipc.ExistentialError if there is none, or
+        none yet: its creator has made the name but not yet given it its size."""
         shm = posix_ipc.SharedMemory("/" + name)
         try:
             size = os.fstat(shm.fd).st_size
+            if size == 0:
+                raise posix_ipc.ExistentialError(f"{name} is not sized yet")
             mm = mmap.mmap(shm.fd, size)
         finally:
             shm.close_fd()

@@ -3,8 +3,8 @@ device's three event streams into DAT events (as dapl does, section 1 of
 docs/design/dat-over-verbs.md):
 
   - completions: each DTO EVD's CQ, drained into the EVD's queue (evd.py);
-  - rdma_cm events: each service point's and connection's CMEventChannel,
-    handed to the connection manager (cm.py);
+  - rdma_cm events: the IA's CMEventChannel, each handed by the connection
+    manager (cm.py) to the owner of its CMID;
   - async events: the Context's, handed to the EP, EVD or SRQ they are about.
 
 Progress is manual on shm0: it runs inside DAT's calls (poll), and a waiter
@@ -32,7 +32,7 @@ class Engine:
         # shm0 runs inside calls under its Context's lock; the IA lock is that lock, so a
         # waiter asleep in the device (which releases it) lets the IA's other threads in.
         self.lock = self.dv.context_lock(self.ctx)
-        self.events_seen = -1           # shm0dv.events_pending when the CM and async queues were last read
+        self.events_seen = -1           # events_pending when the CM and async queues were last read
         self.spin_seconds = _SPIN
         self.dto_evds = []              # EVDs with a CQ: drained every round
         self.eps_by_qp_num = {}         # qp_num -> EP: an async event's element
@@ -143,7 +143,10 @@ class Engine:
             self.dv.wake(self.ctx)
 
     def drain_waiters(self, bound=1.0):
-        """With the lock held, let the threads blocked here leave (their ready() is now true)."""
+        """With the lock held, let the threads blocked here leave (their ready() is now true).
+
+        Only the IA's close waits here, bounded: it lets go of the lock in short turns,
+        since the device's sleep has no condition of ours to wait on."""
         end = time.monotonic() + bound
         while self.blocked and time.monotonic() < end:
             self.dv.wake(self.ctx)

@@ -217,9 +217,13 @@ class EP(Handle):
         param.set_private_data(private_data)
         return param
 
-    def _move_qp(self, cmid, state):
-        attr, mask = cmid.init_qp_attr(state)
-        self._qp.modify(attr, mask)
+    def _to_rts(self, cmid):
+        """The QP to RTR and RTS with the attributes rdma_cm has for this connection
+        (the external-QP flow: rdma_init_qp_attr, then ibv_modify_qp)."""
+        e = self._ia._dev.enums
+        for state in (e.IBV_QPS_RTR, e.IBV_QPS_RTS):
+            attr, mask = cmid.init_qp_attr(state)
+            self._qp.modify(attr, mask)
 
     def _link(self):
         for evd in {self._recv_evd, self._request_evd, self._connect_evd} - {None}:
@@ -361,8 +365,7 @@ class EP(Handle):
         dev = self._ia._dev
         header = split_header(event.private_data)
         try:
-            self._move_qp(self._cmid, dev.enums.IBV_QPS_RTR)
-            self._move_qp(self._cmid, dev.enums.IBV_QPS_RTS)
+            self._to_rts(self._cmid)
             self._cmid.establish()
         except dev.pyverbs_error.PyverbsError:
             ep_state.fire(self, V.UNREACHABLE)
@@ -432,8 +435,7 @@ class EP(Handle):
             return
         param = self._conn_param(with_header(self._private_data))
         try:
-            self._move_qp(cmid, dev.enums.IBV_QPS_RTR)
-            self._move_qp(cmid, dev.enums.IBV_QPS_RTS)
+            self._to_rts(cmid)
             cmid.accept(param)
         except dev.pyverbs_error.PyverbsError:
             ep_state.fire(self, V.CONNECT_ERROR)

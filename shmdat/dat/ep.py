@@ -560,6 +560,8 @@ class EP(Handle):
 
     def _request_room(self, flags, position):
         """Check a request's flags (returned as a plain int) and that the queue has room."""
+        if self._requests >= self._attr.max_request_dtos and self._request_evd is not None:
+            self._request_evd._take_completed()     # what completed frees its slot (as verbs' SQ)
         if self._requests >= self._attr.max_request_dtos:
             raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
                                         "max_request_dtos); reap completions first",
@@ -593,10 +595,6 @@ class EP(Handle):
             self._requests -= 1
             self._ia._engine.slots.pop(wr_id, None)
             raise seam.dat_error(err, "QP.post_send") from None
-        if self._request_evd is not None:
-            # What completed at the post (a receive was waiting for it) is queued now, as
-            # a completion that came before any later wait.
-            self._request_evd._drain()
 
     def post_send(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.
@@ -638,6 +636,8 @@ class EP(Handle):
                                            "CompletionFlags of a receive (SUPPRESS, UNSIGNALLED)")
             if completion_flags & _UNSIGNALLED and not self._recv_unsignalled:
                 raise bad_arg(5, "UNSIGNALLED needs an EP whose recv_completion_flags allow it")
+            if self._recvs >= self._attr.max_recv_dtos and self._recv_evd is not None:
+                self._recv_evd._take_completed()    # what completed frees its slot
             if self._recvs >= self._attr.max_recv_dtos:
                 raise InsufficientResources(f"the EP already has max_recv_dtos "
                                             f"({self._attr.max_recv_dtos}) receives posted",

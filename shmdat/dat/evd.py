@@ -67,6 +67,12 @@ class EVD(Handle):
         """Whether a thread owns the EVD by waiting: its WAITER band, or None."""
         return self._bands & _WAITER or None
 
+    def _take_completed(self):
+        """What has completed in the CQ counts as queued (the device not run: a message
+        still in the ring has not completed, and does not)."""
+        if self._cq is not None:
+            self._drain()
+
     def _drain(self):
         """Move the CQ's completions into the queue (as dapl's dapls_evd_copy_cq)."""
         n, wcs = self._ia._dev.dv.poll_cq(self._cq, _DRAIN)     # the device has run: take only
@@ -147,6 +153,7 @@ class EVD(Handle):
                                    "UNSIGNALLED or SOLICITED_WAIT completions",
                                    subtype="INVALID_STATE_EVD_CONFIG_THRESHOLD")
             evd_state.check_call(self, "wait")
+            self._take_completed()
             if len(self._q) >= threshold:       # already queued: returned whatever their notification
                 self._ia._watch_peers()         # no progress round on this path
                 event = self._take()
@@ -260,6 +267,7 @@ class EVD(Handle):
         with self._ia._engine.lock:
             self._check()
             self._ia._watch_peers()         # evd_count then includes a dead peer's flushes
+            self._take_completed()
             return EvdParam(ia=self._ia, evd_qlen=self._qlen, evd_state=evd_state.query_state(self),
                             evd_flags=self._flags, cno=self._cno, evd_count=len(self._q),
                             overflowed=bool(self._bands & _OVERFLOWED))

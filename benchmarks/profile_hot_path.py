@@ -13,11 +13,14 @@ import pstats
 
 from shmdat.bench.plan import Cell
 from shmdat.bench.shmdat_transport import ShmdatEndpoint
+from shmdat.bench.verbs_transport import VerbsEndpoint
 from shmdat.bench.timing import client_cell, serve
 
+LAYERS = {"dat": ShmdatEndpoint, "verbs": VerbsEndpoint}
 
-def _server(ctrl, max_size):
-    t = ShmdatEndpoint("server", ctrl, max_size)
+
+def _server(layer, ctrl, max_size):
+    t = LAYERS[layer]("server", ctrl, max_size)
     serve(t, ctrl)
     t.close()
 
@@ -29,12 +32,13 @@ def main():
     p.add_argument("--wait", default="poll")
     p.add_argument("--seconds", type=float, default=2.0)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--layer", choices=sorted(LAYERS), default="dat")
     args = p.parse_args()
     ctx = multiprocessing.get_context("spawn")
     a, b = ctx.Pipe()
-    server = ctx.Process(target=_server, args=(a, args.size), daemon=True)
+    server = ctx.Process(target=_server, args=(args.layer, a, args.size), daemon=True)
     server.start()
-    t = ShmdatEndpoint("client", b, args.size)
+    t = LAYERS[args.layer]("client", b, args.size)
     cell = Cell(args.test, args.size, args.wait)
     print("without profiler: median %.3g, min %.3g" % client_cell(t, b, cell, args.seconds))
     prof = cProfile.Profile()
@@ -44,7 +48,10 @@ def main():
     b.send(None)
     server.join(10)
     t.close()
-    pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+    stats = pstats.Stats(prof)
+    loops = sum(v[1] for k, v in stats.stats.items() if k[2] in ("_pingpong", "_rdma_once", "_batch", "_rdma_batch"))
+    print("Python calls per timed iteration: %.0f" % (stats.total_calls / loops))
+    stats.sort_stats("tottime").print_stats(args.top)
 
 
 if __name__ == "__main__":

@@ -122,22 +122,23 @@ class Sge:
 
 
 class WorkRequest:
-    """A send-queue or receive-queue entry. `ctx` belongs to the driver."""
-    __slots__ = ("op", "sges", "length", "remote", "flags", "ctx", "end", "status", "done", "solicited",
-                 "imm", "write_len", "written", "compare_add", "swap", "start", "msg")
+    """A send-queue or receive-queue entry. `ctx` belongs to the driver.
+
+    The fields most requests leave alone have their defaults on the class, so that
+    making one (once per post) sets six."""
+    end = 0             # send: complete once the peer's tail reaches this (0: complete now)
+    status = OK
+    done = 0            # bytes placed (receive) or queued (send)
+    solicited = False
+    imm = None          # 32 bits of immediate data sent, or received (None: none)
+    write_len = None    # receive: the length of the RDMA write its immediate data ends
+    written = False     # RDMA write with immediate data: the copy is done, the notice not yet
+    compare_add = swap = 0      # atomics: the operands
+    start = -1          # send: the ring position of its first record
+    msg = UNCOVERED     # acked send copied into the ring: its message number (1, 2...)
 
     def __init__(self, op, sges, length, remote=None, flags=0, ctx=None):
         self.op, self.sges, self.length, self.remote, self.flags, self.ctx = op, sges, length, remote, flags, ctx
-        self.end = 0            # send: complete once the peer's tail reaches this (0: complete now)
-        self.status = OK
-        self.done = 0           # bytes placed (receive) or queued (send)
-        self.solicited = False
-        self.imm = None         # 32 bits of immediate data sent, or received (None: none)
-        self.write_len = None   # receive: the length of the RDMA write its immediate data ends
-        self.written = False    # RDMA write with immediate data: the copy is done, the notice not yet
-        self.compare_add = self.swap = 0    # atomics: the operands
-        self.start = -1         # send: the ring position of its first record
-        self.msg = UNCOVERED    # acked send copied into the ring: its message number (1, 2...)
 
 
 _LOST = object()        # the ctx of a stand-in receive for a message that `drops` loses
@@ -372,10 +373,15 @@ class QueuePair:
     # Send side.
 
     def post_send(self, wr):
-        """Queue a send-queue WR and start it at once if nothing is ahead of it."""
-        self.sq.append(wr)
-        if len(self.sq) == 1:
+        """Queue a send-queue WR and start it at once if nothing is ahead of it; if it
+        is then done (RDMA, an eager send, an acked one the credits cover), it
+        completes now, as a NIC completes it while the program goes on."""
+        sq = self.sq
+        sq.append(wr)
+        if len(sq) == 1:
             self.advance_sq()
+            if self.inflight:
+                self._complete_done(self.tx_tail)
 
     def advance_sq(self):
         """Move queued WRs into the ring (sends) or carry them out (RDMA), in order."""
@@ -411,11 +417,18 @@ class QueuePair:
             self.tx_tail = tail
         if self.sq:
             self.advance_sq()
-        send_done = self.sink.send_done
-        while inflight and (inflight[0].end <= tail or inflight[0].msg <= self.words[self.w_peer_credits]):
-            send_done(inflight.popleft())
+        self._complete_done(tail)
         if inflight and (self._rnr_wr is not None or self.words[self.w_peer_nak] != self._nak_seen):
             self._not_ready(inflight[0], tail)
+
+    def _complete_done(self, tail):
+        """Complete, in order, the in-flight WRs done by the time the peer's tail reached
+        `tail` (or its credits cover)."""
+        inflight = self.inflight
+        credits = self.words[self.w_peer_credits]
+        send_done = self.sink.send_done
+        while inflight and (inflight[0].end <= tail or inflight[0].msg <= credits):
+            send_done(inflight.popleft())
 
     def _not_ready(self, wr, tail):
         """The peer NAKed a message as not ready: give its send up once rnr_retry of the

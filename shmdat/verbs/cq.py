@@ -22,10 +22,14 @@ _NOT_ARMED, _ARMED_ALL, _ARMED_SOLICITED = 0, 1, 2
 
 
 class WC:
-    """ibv_wc: one work completion (a plain slotted class: one is made per completion)."""
-    __slots__ = ("wr_id", "status", "opcode", "vendor_err", "byte_len", "qp_num", "src_qp",
-                 "imm_data", "wc_flags", "pkey_index", "slid", "sl", "dlid_path_bits",
-                 "solicited")      # shm0's: the sender asked for a solicited event (shm0dv.wc_solicited)
+    """ibv_wc: one work completion.
+
+    Every field has its default on the class, so that the device makes a
+    completion by setting only what it knows (wc(), one per completion, on the
+    hot path); a program's WC(...) sets them all, as pyverbs' constructor does."""
+    wr_id = status = opcode = vendor_err = byte_len = qp_num = src_qp = imm_data = wc_flags = 0
+    pkey_index = slid = sl = dlid_path_bits = 0
+    solicited = False       # shm0's: the sender asked for a solicited event (shm0dv.wc_solicited)
 
     def __init__(self, wr_id=0, status=0, opcode=0, vendor_err=0, byte_len=0, qp_num=0, src_qp=0,
                  imm_data=0, wc_flags=0, pkey_index=0, slid=0, sl=0, dlid_path_bits=0):
@@ -33,10 +37,22 @@ class WC:
         self.byte_len, self.qp_num, self.src_qp, self.imm_data = byte_len, qp_num, src_qp, imm_data
         self.wc_flags, self.pkey_index, self.slid, self.sl = wc_flags, pkey_index, slid, sl
         self.dlid_path_bits = dlid_path_bits
-        self.solicited = False
 
     def __str__(self):
-        return "".join(f"{name:<22}: {getattr(self, name)}\n" for name in self.__slots__)
+        return "".join(f"{name:<22}: {getattr(self, name)}\n" for name in _WC_FIELDS)
+
+
+_WC_FIELDS = ("wr_id", "status", "opcode", "vendor_err", "byte_len", "qp_num", "src_qp", "imm_data",
+              "wc_flags", "pkey_index", "slid", "sl", "dlid_path_bits", "solicited")
+_new = object.__new__
+
+
+def new_wc(wr_id, status, opcode, byte_len, qp_num):
+    """The device's completion: the fields a completion always has, the rest at
+    their defaults (about a third of the cost of WC(...) with keywords)."""
+    made = _new(WC)
+    made.wr_id, made.status, made.opcode, made.byte_len, made.qp_num = wr_id, status, opcode, byte_len, qp_num
+    return made
 
 
 class CompChannel(PyverbsCM):
@@ -130,8 +146,10 @@ class CQ(PyverbsCM):
         """
         if num_entries.__class__ is not int or num_entries < 0:
             num_entries = checks.uint(num_entries, "num_entries")
-        self._check_open("Failed to poll CQ")
-        self.context.progress()
+        if self._closed:
+            self._check_open("Failed to poll CQ")
+        if len(self._wcs) < num_entries or not num_entries:
+            self.context.progress()         # the device runs unless the CQ can answer alone
         return self._take(num_entries)
 
     def _take(self, num_entries):
@@ -139,7 +157,12 @@ class CQ(PyverbsCM):
         if self.overrun:
             raise PyverbsRDMAError("Failed to poll CQ: it overran", errno.EOVERFLOW)
         wcs = self._wcs
-        taken = [wcs.popleft() for _ in range(min(num_entries, len(wcs)))]
+        n = len(wcs)
+        if n == 0:
+            return 0, []
+        if num_entries == 1:
+            return 1, [wcs.popleft()]
+        taken = [wcs.popleft() for _ in range(min(num_entries, n))]
         return len(taken), taken
 
     def req_notify(self, solicited_only=False):
@@ -174,7 +197,8 @@ class CQ(PyverbsCM):
                 for qp in list(self.qps):
                     qp._fatal()
             return
-        wc.solicited = solicited
+        if solicited:
+            wc.solicited = True
         self._wcs.append(wc)
         armed = self._armed
         if armed and (armed == _ARMED_ALL or solicited or wc.status != e.IBV_WC_SUCCESS):

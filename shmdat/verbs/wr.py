@@ -160,7 +160,7 @@ class SendWR(_Closeable):
         self.wr_id = checks.uint(wr_id, 'wr_id', 64)
         self.opcode = opcode
         self.imm_data = checks.uint(imm_data, 'imm_data')
-        self.send_flags = checks.uint(send_flags, 'send_flags')
+        self.send_flags = int(checks.uint(send_flags, 'send_flags'))     # a plain int: tested at each post
         self.next_wr = checks.instance(next_wr, SendWR, 'next_wr', none=True)
         self.rdma_remote_addr = self.rdma_rkey = 0
         self.atomic_remote_addr = self.atomic_rkey = self.compare_add = self.swap = 0

@@ -42,6 +42,7 @@ _UP = (S.CONNECTED, S.DISCONNECT_PENDING, S.COMPLETION_PENDING)    # a connectio
 _RESOLVE_MS = 2000
 _CM = seam.CmEvent
 _vrb = seam.libibverbs_enums
+_WR_CACHE_SIZE = 64                 # WRs an EP keeps for the local_iovs it posts (_wr)
 _WR_SEND, _WR_RDMA_WRITE, _WR_RDMA_READ = _vrb.IBV_WR_SEND, _vrb.IBV_WR_RDMA_WRITE, _vrb.IBV_WR_RDMA_READ
 _SIGNALED, _SEND_SOLICITED, _SEND_FENCE = (int(_vrb.IBV_SEND_SIGNALED), int(_vrb.IBV_SEND_SOLICITED),
                                            int(_vrb.IBV_SEND_FENCE))
@@ -142,6 +143,7 @@ class EP(Handle):
         cm_state.end(self)                  # ... and its state: none yet
         self._requests = 0                  # requests posted and not yet completed
         self._recvs = 0                     # receives posted to the EP and not yet completed
+        self._wrs = {}                      # (kind, id(sges)) -> (sges, the WR over them): see _wr
         self.remote_ia_address = None
         self.remote_port_qual = None
         self.local_port_qual = None
@@ -584,9 +586,8 @@ class EP(Handle):
             send_flags |= _SEND_SOLICITED
         if flags & _FENCE:
             send_flags |= _SEND_FENCE
-        sges = sges or self._pz._empty_sges()
-        wr = dev.wr.SendWR(wr_id=wr_id, opcode=opcode, num_sge=len(sges), sg=sges,
-                           send_flags=send_flags)
+        wr = self._wr(dev.wr.SendWR, sges or self._pz._empty_sges())
+        wr.wr_id, wr.opcode, wr.send_flags = wr_id, opcode, send_flags
         if remote is not None:
             wr.set_wr_rdma(remote.rmr_context, remote.target_address)
         self._requests += 1
@@ -596,6 +597,19 @@ class EP(Handle):
             self._requests -= 1
             self._ia._engine.slots.pop(wr_id, None)
             raise seam.dat_error(err, "QP.post_send") from None
+
+    def _wr(self, kind, sges):
+        """The SendWR or RecvWR (`kind`) over `sges`: made once per resolved local_iov
+        (resolve_iov gives the same list for the same triplets) and posted again with
+        its wr_id and flags set, since a post copies the WR. The entry holds the list,
+        so its id is not reused while the entry stands."""
+        key = (kind, id(sges))
+        entry = self._wrs.get(key)
+        if entry is None or entry[0] is not sges:
+            if len(self._wrs) >= _WR_CACHE_SIZE:
+                self._wrs.clear()
+            entry = self._wrs[key] = (sges, kind(num_sge=len(sges), sg=sges))
+        return entry[1]
 
     def post_send(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.
@@ -649,8 +663,9 @@ class EP(Handle):
             wr_id = self._ia._engine.slot((self, user_cookie, completion_flags, _RECEIVE, total))
             self._recvs += 1
             try:
-                sges = sges or self._pz._empty_sges()
-                self._qp.post_recv(dev.wr.RecvWR(wr_id=wr_id, num_sge=len(sges), sg=sges))
+                wr = self._wr(dev.wr.RecvWR, sges or self._pz._empty_sges())
+                wr.wr_id = wr_id
+                self._qp.post_recv(wr)
             except dev.pyverbs_error.PyverbsError as err:
                 self._recvs -= 1
                 self._ia._engine.slots.pop(wr_id, None)

@@ -493,27 +493,36 @@ class QueuePair:
 
     def _push_send(self, wr):
         """Put as much of a send into the ring as fits. True once all of it is in."""
+        length = aux = wr.length
         flags = F_SOLICITED if wr.solicited else 0
-        aux = wr.length
         if wr.imm is not None:
             flags |= F_IMM
             aux |= wr.imm << 32
-        if wr.done == 0 and wr.length >= RDV_THRESHOLD and self._can_rendezvous(wr.sges):
+        done = wr.done
+        if done == 0 and length >= RDV_THRESHOLD and self._can_rendezvous(wr.sges):
             return self._push_rendezvous(wr, flags, aux)
-        buf = self.buf
+        buf, sges, chunk = self.buf, wr.sges, self.chunk
         while True:
-            n = min(wr.length - wr.done, self.chunk)
+            n = length - done
+            if n > chunk:
+                n = chunk
             off = self._reserve(n)
             if off < 0:
                 return False
             if n:
-                gather(wr.sges, wr.done, buf[off + HDR:off + HDR + n], n)
-            first = wr.done == 0
-            if first:
+                if len(sges) == 1:
+                    view = sges[0].view
+                    buf[off + HDR:off + HDR + n] = view if n == len(view) else view[done:done + n]
+                else:
+                    gather(sges, done, buf[off + HDR:off + HDR + n], n)
+            if done == 0:
                 self._begin_message(wr)
-            wr.done += n
-            self._publish(off, K_MSG if first else K_FRAG, flags, n, aux if first else wr.length)
-            if wr.done == wr.length:
+                self._publish(off, K_MSG, flags, n, aux)
+            else:
+                self._publish(off, K_FRAG, flags, n, length)
+            done += n
+            wr.done = done
+            if done == length:
                 self._in_ring(wr)
                 return True
 
@@ -721,7 +730,14 @@ class QueuePair:
                 if self.acked and (total > wr.length or wr.status != OK):
                     self._refuse(wr, tail)
                     break
-                self._begin(wr, total - skip, flags & F_SOLICITED)
+                total -= skip
+                self.msn += 1
+                wr.done = 0
+                wr.solicited = flags & F_SOLICITED != 0
+                self.rx_cur, self.rx_total = wr, total
+                self.rx_discard = total > wr.length or wr.status != OK
+                if total > wr.length and wr.status == OK:
+                    wr.status = LENGTH
                 if kind == K_MSG:
                     self._place(off + HDR + skip, length - skip)
                 else:
@@ -767,23 +783,19 @@ class QueuePair:
         wr.done = 0
         self.sink.recv_done(wr)
 
-    def _begin(self, wr, total, solicited):
-        self.msn += 1
-        wr.done = 0
-        wr.solicited = bool(solicited)
-        self.rx_cur = wr
-        self.rx_total = total
-        self.rx_discard = total > wr.length or wr.status != OK
-        if total > wr.length and wr.status == OK:
-            wr.status = LENGTH
-
     def _place(self, off, n):
         wr = self.rx_cur
-        if wr.done + n > self.rx_total:
+        done = wr.done
+        if done + n > self.rx_total:
             raise RingCorrupt("a message's fragments exceed its announced length")
-        if not self.rx_discard and n:
-            scatter(wr.sges, wr.done, self.buf[off:off + n], n)
-        wr.done += n
+        if n and not self.rx_discard:
+            sges = wr.sges
+            if len(sges) == 1 and done == 0:
+                view = sges[0].view
+                (view if n == len(view) else view[:n])[:] = self.buf[off:off + n]
+            else:
+                scatter(sges, done, self.buf[off:off + n], n)
+        wr.done = done + n
 
     def _place_rendezvous(self, off, n):
         wr = self.rx_cur

@@ -66,7 +66,13 @@ class _EventCount:
 
 
 events_queued = _EventCount()
-_contexts = weakref.WeakSet()   # this process's open Contexts: one device moves them all
+# This process's open Contexts (one device moves them all): id -> weak reference, a plain
+# dict so that the progress round's len() and look at the others cost no Python call.
+_contexts = {}
+
+
+def _open_contexts():
+    return [ctx for ctx in (ref() for ref in list(_contexts.values())) if ctx is not None]
 _dropped = []                   # Contexts that became garbage unclosed, to close at the next Context()
 
 # What the device can do: at least Soft-RoCE's where the issue names it, and
@@ -245,7 +251,8 @@ class Context(PyverbsCM):
         self._progress = Progress(self.hca, self._poll, self._others)
         self.lock = self._progress.lock     # the context's lock: every call that moves the device holds it
         self._ours = True               # False in a forked child: the parent's to close
-        _contexts.add(self)             # last: another thread's poll may move it from now on
+        key = id(self)                  # last: another thread's poll may move it from now on
+        _contexts[key] = weakref.ref(self, lambda _, key=key: _contexts.pop(key, None))
 
     def __del__(self):
         # pyverbs frees a Context nobody holds (rdma-core's tests drop many unclosed).
@@ -258,7 +265,7 @@ class Context(PyverbsCM):
         Destroying them waits for no async event's ack: the whole device goes."""
         with self._progress.lock:
             self._closing = True
-            _contexts.discard(self)
+            _contexts.pop(id(self), None)
             if self.cm is not None:
                 self.cm.close_all()     # its CMIDs: connections end, ports are freed
             close_children([self.qps, self.ccs, self.cqs, self.pds])
@@ -286,7 +293,7 @@ class Context(PyverbsCM):
         being moved by its holder: it is skipped, so no two locks are ever waited on."""
         self._poll_own()
         if len(_contexts) > 1:
-            for other in list(_contexts):
+            for other in _open_contexts():
                 if other is not self and other.lock.acquire(blocking=False):
                     try:
                         other._poll_own()
@@ -295,7 +302,7 @@ class Context(PyverbsCM):
 
     def _others(self):
         """The engines of this process's other Contexts: a waiter here sleeps for them too."""
-        return [other._progress for other in list(_contexts) if other is not self]
+        return [other._progress for other in _open_contexts() if other is not self]
 
     def _poll_own(self):
         if self._closed:
@@ -618,7 +625,7 @@ def _close_dropped():
 def _forget_parent_contexts():
     """In a child made by fork(): the parent's Contexts are not ours to move or close
     (hw/shm.py has refreshed the process identity by then)."""
-    for ctx in list(_contexts) + _dropped:
+    for ctx in _open_contexts() + _dropped:
         ctx._ours = False
         ctx.hca.forget_inherited()
     _contexts.clear()
@@ -633,7 +640,7 @@ def _close_all():
     """A process that exits without closing its Contexts gives their QP numbers and
     memory back all the same (as ia_open's IAs are closed at exit)."""
     _close_dropped()
-    for ctx in list(_contexts):
+    for ctx in _open_contexts():
         ctx.close()
 
 

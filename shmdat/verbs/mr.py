@@ -211,6 +211,9 @@ class MR(PyverbsCM):
                 f"  buf: {self.buf:#x}\n")
 
 
+LOCAL_WRITE = int(e.IBV_ACCESS_LOCAL_WRITE)
+
+
 def work_request(pd, op, sges, need, ctx):
     """A hardware WorkRequest for the SGEs of a verbs WR, each checked against the
     MRs of `pd` (and the access `need`ed): status LOCAL_PROTECTION if one fails,
@@ -244,7 +247,7 @@ def _resolve(pd, sge, key):
     cache = pd.sge_cache
     if len(cache) >= SGE_CACHE_ENTRIES:         # a program whose buffers keep moving
         cache.clear()
-    resolved = cache[key] = (_sge(mr, off, sge.length), mr.access)
+    resolved = cache[key] = (_sge(mr, off, sge.length), int(mr.access))     # (a plain int: tested per post)
     return resolved
 
 
@@ -258,7 +261,7 @@ class Receive:
 
     def take(self):
         """The hardware WorkRequest, its status LOCAL_PROTECTION if an SGE fails."""
-        return work_request(self.pd, ring.OP_SEND, self.sges, e.IBV_ACCESS_LOCAL_WRITE, self.ctx)
+        return work_request(self.pd, ring.OP_SEND, self.sges, LOCAL_WRITE, self.ctx)
 
     def flushed(self):
         """A WorkRequest that completes this receive with FLUSHED."""

@@ -58,7 +58,7 @@ from .cq import CQ, new_wc
 from .datagrams import Datagrams
 from .device import ACTIVE_MTU, GIDS, Context
 from .grh import grh
-from .mr import Receive, inline_request, private_sge, remote_priv, work_request
+from .mr import LOCAL_WRITE, Receive, inline_request, private_sge, remote_priv, work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .qp_state import check_modify
@@ -726,7 +726,7 @@ class QP(PyverbsCM):
                                        errno.EINVAL)
             work = inline_request(ring_op, sges, (wr.wr_id, wc_op, signaled))
         else:
-            need = e.IBV_ACCESS_LOCAL_WRITE if ring_op in _LOCAL_WRITE_OPS else 0
+            need = LOCAL_WRITE if ring_op in _LOCAL_WRITE_OPS else 0
             work = work_request(self.pd, ring_op, sges, need, (wr.wr_id, wc_op, signaled))
         if flags & _SOLICITED:
             work.solicited = True

@@ -23,7 +23,7 @@ from ...srq import SRQ
 def _shm0(obj, cls, name, what):
     """`obj` if it is shm0's `cls`; EOPNOTSUPP if it is another provider's object of
     that kind (a class of that name in its ancestry), PyverbsUserError otherwise."""
-    if isinstance(obj, cls):
+    if obj.__class__ is cls or isinstance(obj, cls):        # (the common case: one comparison)
         return obj
     if any(base.__name__ == cls.__name__ for base in type(obj).__mro__):
         raise PyverbsRDMAError(f"{what}: the {cls.__name__} is not shm0's", errno.EOPNOTSUPP)
@@ -36,7 +36,8 @@ def events_pending(ctx):
     the last value drains its async events and CM channels only when it moved (no
     system call on a quiet round). Raises PyverbsUserError, PyverbsRDMAError
     (EOPNOTSUPP)."""
-    _shm0(ctx, Context, "ctx", "events_pending")
+    if ctx.__class__ is not Context:
+        _shm0(ctx, Context, "ctx", "events_pending")
     return events_queued.value
 
 
@@ -53,8 +54,10 @@ def progress(ctx):
     """Run the device once, as every poll, post and wait on the Context does. A caller
     that takes the completions of several CQs runs it once, then poll_cq each. Raises
     PyverbsUserError, PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
-    ctx = _shm0(ctx, Context, "ctx", "progress")
-    ctx.check_usable("Failed to run the device")
+    if ctx.__class__ is not Context:
+        ctx = _shm0(ctx, Context, "ctx", "progress")
+    if ctx._closed or ctx._fatal:
+        ctx.check_usable("Failed to run the device")
     ctx.progress()
 
 
@@ -62,9 +65,12 @@ def poll_cq(cq, num_entries):
     """ibv_poll_cq without running the device first: (npolled, [WC]) of the completions
     the CQ holds now. Raises PyverbsUserError, PyverbsRDMAError (EBADF: closed;
     EOVERFLOW once the CQ overran; EOPNOTSUPP)."""
-    cq = _shm0(cq, CQ, "cq", "poll_cq")
-    num_entries = checks.uint(num_entries, "num_entries")
-    cq._check_open("Failed to poll CQ")
+    if cq.__class__ is not CQ:
+        cq = _shm0(cq, CQ, "cq", "poll_cq")
+    if num_entries.__class__ is not int or num_entries < 0:
+        num_entries = checks.uint(num_entries, "num_entries")
+    if cq._closed:
+        cq._check_open("Failed to poll CQ")
     return cq._take(num_entries)
 
 
@@ -98,7 +104,8 @@ def watch(ctx):
     clock read otherwise): the QPs of a peer process that died go to ERR with
     IBV_EVENT_QP_FATAL, also on paths that run no progress (a wait that finds events
     queued, a query, a post). Raises PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
-    _shm0(ctx, Context, "ctx", "watch")
+    if ctx.__class__ is not Context:
+        _shm0(ctx, Context, "ctx", "watch")
     ctx.watch()
 
 
@@ -150,7 +157,9 @@ def wc_solicited(wc):
     solicited event (IBV_SEND_SOLICITED): ibv_wc has no such bit, and a DAT provider
     that polls its CQ must still tell which receives wake a solicited-only waiter.
     Raises PyverbsUserError (not a WC), PyverbsRDMAError (EOPNOTSUPP: not shm0's)."""
-    return _shm0(wc, WC, "wc", "wc_solicited").solicited
+    if wc.__class__ is not WC:
+        _shm0(wc, WC, "wc", "wc_solicited")
+    return wc.solicited
 
 
 def srq_available(srq):

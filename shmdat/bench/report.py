@@ -6,7 +6,7 @@ import platform
 
 TITLES = {"send": "send/recv", "rdma_write": "RDMA write", "rdma_read": "RDMA read"}
 ALTERNATIVES = ("shmdat.verbs", "multiprocessing.Pipe", "pyzmq", "mpi4py")
-WAIT_TITLES = {"poll": "receiver polling", "block": "receiver blocked in evd.wait"}
+WAIT_TITLES = {"poll": "receiver polling", "block": "receiver blocked (evd.wait, get_cq_event)"}
 SHORT = {"shmdat.verbs": "verbs", "multiprocessing.Pipe": "Pipe", "pyzmq": "pyzmq", "mpi4py": "mpi4py"}
 
 

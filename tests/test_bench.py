@@ -7,6 +7,7 @@ import sys
 import pytest
 
 ROW_KEYS = {"transport", "op", "metric", "size", "wait", "median", "min", "unit"}
+RATE_KEYS = ROW_KEYS | {"senders"}
 
 
 def run_bench(*args):
@@ -31,6 +32,13 @@ def check_rows(rows):
         assert isinstance(r["size"], int) and r["median"] > 0 and r["min"] > 0
 
 
+def check_rates(rates):
+    for m in rates:
+        assert set(m) == RATE_KEYS, m
+        assert (m["op"], m["metric"], m["unit"], m["size"]) == ("msgrate", "message_rate", "msgs/s", 8)
+        assert m["median"] > 0 and m["min"] > 0 and m["wait"] in ("poll", "block")
+
+
 def test_json_shape_of_every_shmdat_cell():
     out = bench("--senders", "1,2")
     assert {"machine", "rows", "msgrate", "waiting"} <= set(out)
@@ -41,8 +49,10 @@ def test_json_shape_of_every_shmdat_cell():
     # The verbs layer beside DAT: the same cells, the block ones waiting on completion channels.
     verbs = {(r["op"], r["metric"], r["size"], r["wait"]) for r in rows if r["transport"] == "shmdat.verbs"}
     assert verbs == cells
-    assert [m["senders"] for m in out["msgrate"]] == [1, 2]
-    assert all(m["msgs_per_s"] > 0 for m in out["msgrate"])
+    # Message rate: DAT's from 1 and 2 senders, the verbs layer's from one, each row naming its layer.
+    check_rates(out["msgrate"])
+    assert sorted((m["transport"], m["senders"]) for m in out["msgrate"]) == \
+        [("shmdat", 1), ("shmdat", 2), ("shmdat.verbs", 1)]
     assert out["waiting"]["idle_waiter_cpu_percent"] >= 0 and out["waiting"]["death_notice_ms"]
 
 

@@ -1,7 +1,8 @@
 """mpi4py's side of the benchmark, run by `mpiexec -n 2 python -m shmdat.bench.mpi_worker`.
 
 Rank 0 drives (the client), rank 1 serves; the cells come as JSON on rank 0's
-stdin and each result goes out as one JSON line.
+stdin and each result goes out as one JSON line. The message-rate cell runs over
+windows of Isend / Irecv (MpiWindowEndpoint), the others over Send / Recv.
 """
 
 import json
@@ -9,8 +10,9 @@ import sys
 
 from mpi4py import MPI
 
-from .alternatives import MpiEndpoint
+from .alternatives import MpiEndpoint, MpiWindowEndpoint
 from .plan import Cell
+from .shmdat_transport import WINDOW
 from .timing import drive, serve
 
 CTRL = 2        # tag of control messages, apart from the data's
@@ -32,14 +34,24 @@ def main():
     spec = json.loads(sys.stdin.read()) if comm.Get_rank() == 0 else None
     spec = comm.bcast(spec, root=0)
     cells = [Cell(*c) for c in spec["cells"]]
-    t = MpiEndpoint(comm, max(c.size for c in cells))
     ctrl = _Ctrl(comm)
-    if comm.Get_rank() == 0:
-        def report(cell, median, minimum):
-            print(json.dumps({"cell": list(cell), "median": median, "min": minimum}), flush=True)
-        drive(t, ctrl, cells, spec["budget"], report)
-    else:
-        serve(t, ctrl)
+    for window in (False, True):
+        these = [c for c in cells if (c.test == "msgrate") == window]
+        if not these:
+            continue
+        max_size = max(c.size for c in these)
+        t = MpiWindowEndpoint(comm, max_size, WINDOW) if window else MpiEndpoint(comm, max_size)
+        try:
+            if comm.Get_rank() == 0:
+                drive(t, ctrl, these, spec["budget"], _report)
+            else:
+                serve(t, ctrl)
+        finally:
+            t.close()
+
+
+def _report(cell, median, minimum):
+    print(json.dumps({"cell": list(cell), "median": median, "min": minimum}), flush=True)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,18 @@ def _better(metric, ours, theirs):
     return theirs / ours if metric == "latency" else ours / theirs
 
 
+def _msgrate_table(msgrate):
+    """Message rate (medians): a line per sender count, a column per layer that measured it."""
+    index = {(m["transport"], m["senders"]): m["median"] for m in msgrate}
+    layers = [t for t in ("shmdat", *ALTERNATIVES) if any(k[0] == t for k in index)]
+    out = ["message rate (msgs/s), 8-byte sends into one receiver, a window of sends posted",
+           f"{'senders':>8}" + "".join(f"  {SHORT.get(t, t):>10}" for t in layers)]
+    for n in sorted({k[1] for k in index}):
+        out.append(f"{n:>8}" + "".join(f"  {index[(t, n)]:>10.4g}" if (t, n) in index else f"  {'-':>10}"
+                                        for t in layers))
+    return out
+
+
 def table(rows, msgrate=(), waits=None, skipped=None):
     """The readable report: one block per (op, metric, wait), a line per size."""
     index = {(r["transport"], r["op"], r["metric"], r["wait"], r["size"]): r for r in rows}
@@ -70,9 +82,7 @@ def table(rows, msgrate=(), waits=None, skipped=None):
                 line += f"  {memcpy[size]:>8.3g} {100 * ours / memcpy[size]:>4.0f}%"
             out.append(line)
     if msgrate:
-        out += ["", "message rate, 8-byte sends, N senders to one receiver",
-                f"{'senders':>8}  {'msgs/s':>10}"]
-        out += [f"{m['senders']:>8}  {m['msgs_per_s']:>10.4g}" for m in msgrate]
+        out += ["", *_msgrate_table(msgrate)]
     if waits:
         notices = ", ".join(f"{ms:.0f}" for ms in waits["death_notice_ms"])
         out += ["", f"idle waiter blocked in evd.wait: {waits['idle_waiter_cpu_percent']:.2f}% of a core",

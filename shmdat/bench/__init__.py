@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from . import msgrate, report, runner, waiting
+from . import msgrate, report, runner, targets, waiting
 from ..dat.limits import MAX_MESSAGE_SIZE, MAX_RDMA_SIZE
 from .plan import DEFAULT_SIZES, MSGRATE, QUICK_SIZES, TESTS, UNITS, WAITS, Cell, rate_row, row
 
@@ -191,13 +191,14 @@ def main(argv=None):
     if sys.stderr.isatty():
         _progress("")
     m = {**report.machine(), "seconds": round(time.monotonic() - started, 1)}
+    judged = targets.evaluate(rows, rates, wait_costs)
 
     if args.json:
         print(json.dumps({"machine": m, "rows": rows, "msgrate": rates, "waiting": wait_costs,
-                          "skipped": skipped}, indent=1))
+                          "skipped": skipped, "targets": judged}, indent=1))
     else:
         print(f"shmdat bench, {m['date']}, {m['cpu']}, {m['cores']} cores, {m['seconds']:.0f} s\n")
-        print(report.table(rows, rates, wait_costs, skipped))
+        print(report.table(rows, rates, wait_costs, skipped, judged))
     if args.plot:
         from . import plot      # matplotlib is optional: imported only when asked for
         plot.draw(rows, args.plot, m, " ".join(["shmdat bench", *argv]))

@@ -54,8 +54,25 @@ def _msgrate_table(msgrate):
     return out
 
 
-def table(rows, msgrate=(), waits=None, skipped=None):
-    """The readable report: one block per (op, metric, wait), a line per size."""
+def _figure(value, unit):
+    return f"{value:>9.3g} {unit:<6}" if value is not None else f"{'-':>9} {unit:<6}"
+
+
+def targets_table(judged):
+    """The targets section: each target's figures, ratio, bound, and met / MISSED / not measured."""
+    out = ["targets (issue 13), medians of this run: ours, theirs, ours / theirs, the bound",
+           f"{'':<44} {'ours':>9} {'':<6} {'theirs':>9} {'':<6} {'ratio':>7}  bound"]
+    for t in judged:
+        verdict = "met" if t["met"] else "MISSED" if t["measured"] else "not measured"
+        ratio = f"{t['ratio']:>6.2f}x" if t["ratio"] is not None else f"{'-':>7}"
+        out.append(f"{t['name']:<44} {_figure(t['ours'], t['unit'])} {_figure(t['theirs'], t['unit'])}"
+                   f" {ratio}  {t['relation'] + format(t['bound'], 'g') + 'x':<7}  {verdict}")
+    return out
+
+
+def table(rows, msgrate=(), waits=None, skipped=None, judged=()):
+    """The readable report: one block per (op, metric, wait), a line per size; then the
+    message rates, the waiting figures, what was skipped, and the targets judged."""
     index = {(r["transport"], r["op"], r["metric"], r["wait"], r["size"]): r for r in rows}
     memcpy = {r["size"]: r["median"] for r in rows if r["op"] == "memcpy"}
     present = [t for t in ALTERNATIVES if any(r["transport"] == t for r in rows)]
@@ -92,4 +109,6 @@ def table(rows, msgrate=(), waits=None, skipped=None):
                     " (%): shmdat's bandwidth as a share of numpy.copyto's"]
     for name, why in (skipped or {}).items():
         out.append(f"skipped {name}: {why}")
+    if judged:
+        out += ["", *targets_table(judged)]
     return "\n".join(out).lstrip("\n")

@@ -6,8 +6,11 @@ import sys
 
 import pytest
 
+from shmdat.bench import targets
+
 ROW_KEYS = {"transport", "op", "metric", "size", "wait", "median", "min", "unit"}
 RATE_KEYS = ROW_KEYS | {"senders"}
+TARGET_KEYS = {"name", "ours", "theirs", "against", "ratio", "relation", "bound", "unit", "measured", "met"}
 
 
 def run_bench(*args):
@@ -41,7 +44,7 @@ def check_rates(rates):
 
 def test_json_shape_of_every_shmdat_cell():
     out = bench("--senders", "1,2")
-    assert {"machine", "rows", "msgrate", "waiting"} <= set(out)
+    assert {"machine", "rows", "msgrate", "waiting", "targets"} <= set(out)
     rows = out["rows"]
     check_rows(rows)
     cells = {(r["op"], r["metric"], r["size"], r["wait"]) for r in rows if r["transport"] == "shmdat"}
@@ -64,6 +67,37 @@ def test_compare_names_every_alternative_measured_or_skipped():
     for name in ("multiprocessing.Pipe", "pyzmq", "mpi4py"):
         assert name in transports or name in out["skipped"], name
     assert {"shmdat", "shmdat.verbs", "memcpy"} <= transports
+
+
+def test_compare_measures_the_message_rate_per_layer_and_judges_the_targets():
+    out = bench("--compare", "--tests", "send_lat", "--sizes", "8", "--senders", "1", "--no-waiting")
+    check_rates(out["msgrate"])
+    layers = {m["transport"] for m in out["msgrate"]}
+    assert {"shmdat", "shmdat.verbs"} <= layers
+    assert "mpi4py" in layers or "mpi4py" in out["skipped"]
+    assert all(m["senders"] == 1 for m in out["msgrate"])
+    assert [t["name"] for t in out["targets"]] == [t.name for t in targets.TARGETS]
+    for t in out["targets"]:
+        assert set(t) == TARGET_KEYS, t
+        assert t["met"] is False or t["measured"] is True, t
+    judged = {t["name"]: t for t in out["targets"]}
+    # Not selected in this run: never met.
+    for name in ("DAT 16 MiB RDMA write vs numpy.copyto", "idle blocked waiter, % of a core"):
+        assert judged[name]["measured"] is False and judged[name]["met"] is False
+    # Measured in this run: judged one way or the other, with the ratio of the run's medians.
+    t = judged["verbs 8 B send/recv, blocked vs polling"]
+    assert t["measured"] is True and t["ratio"] == t["ours"] / t["theirs"]
+
+
+def test_the_table_ends_with_the_targets_section():
+    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--tests", "send_lat", "--sizes", "8",
+                           "--budget", "0.002", "--messages", "200", "--senders", "1", "--no-waiting"],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    section = done.stdout[done.stdout.index("targets (issue 13)"):].splitlines()[2:]
+    assert [line[:44].rstrip() for line in section] == [t.name for t in targets.TARGETS]
+    assert "not measured" in done.stdout
+    assert "message rate (msgs/s)" in done.stdout
 
 
 @pytest.mark.parametrize("option, value", [

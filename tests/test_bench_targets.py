@@ -92,4 +92,4 @@ def test_the_section_says_met_missed_or_not_measured():
     assert lines["verbs 8 B send/recv, polling, vs mpi4py"].endswith("  MISSED")
     assert lines["DAT 16 MiB RDMA write vs numpy.copyto"].endswith("  not measured")
     assert all(line.startswith(name) for name, line in lines.items())
-    assert " 0.50x " in lines["DAT 8 B send/recv, polling, vs mpi4py"]
+    assert " 0.5x " in lines["DAT 8 B send/recv, polling, vs mpi4py"]

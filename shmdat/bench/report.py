@@ -64,7 +64,7 @@ def targets_table(judged):
            f"{'':<44} {'ours':>9} {'':<6} {'theirs':>9} {'':<6} {'ratio':>7}  bound"]
     for t in judged:
         verdict = "met" if t["met"] else "MISSED" if t["measured"] else "not measured"
-        ratio = f"{t['ratio']:>6.2f}x" if t["ratio"] is not None else f"{'-':>7}"
+        ratio = f"{t['ratio']:>6.3g}x" if t["ratio"] is not None else f"{'-':>7}"
         out.append(f"{t['name']:<44} {_figure(t['ours'], t['unit'])} {_figure(t['theirs'], t['unit'])}"
                    f" {ratio}  {t['relation'] + format(t['bound'], 'g') + 'x':<7}  {verdict}")
     return out

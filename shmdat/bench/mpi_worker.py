@@ -11,8 +11,7 @@ import sys
 from mpi4py import MPI
 
 from .alternatives import MpiEndpoint, MpiWindowEndpoint
-from .plan import Cell
-from .shmdat_transport import WINDOW
+from .plan import WINDOW, Cell
 from .timing import drive, serve
 
 CTRL = 2        # tag of control messages, apart from the data's
@@ -35,19 +34,23 @@ def main():
     spec = comm.bcast(spec, root=0)
     cells = [Cell(*c) for c in spec["cells"]]
     ctrl = _Ctrl(comm)
-    for window in (False, True):
-        these = [c for c in cells if (c.test == "msgrate") == window]
-        if not these:
-            continue
-        max_size = max(c.size for c in these)
-        t = MpiWindowEndpoint(comm, max_size, WINDOW) if window else MpiEndpoint(comm, max_size)
-        try:
-            if comm.Get_rank() == 0:
-                drive(t, ctrl, these, spec["budget"], _report)
-            else:
-                serve(t, ctrl)
-        finally:
-            t.close()
+    plain = [c for c in cells if c.test != "msgrate"]
+    windowed = [c for c in cells if c.test == "msgrate"]
+    if plain:
+        _run(comm, ctrl, MpiEndpoint(comm, max(c.size for c in plain)), plain, spec["budget"])
+    if windowed:
+        _run(comm, ctrl, MpiWindowEndpoint(comm, max(c.size for c in windowed), WINDOW), windowed, spec["budget"])
+
+
+def _run(comm, ctrl, t, cells, budget):
+    """One endpoint's cells: rank 0 drives them, rank 1 serves."""
+    try:
+        if comm.Get_rank() == 0:
+            drive(t, ctrl, cells, budget, _report)
+        else:
+            serve(t, ctrl)
+    finally:
+        t.close()
 
 
 def _report(cell, median, minimum):

@@ -10,9 +10,9 @@ import time
 import shmdat
 from shmdat import EventNumber, EvdFlags
 
-from .plan import MSGRATE_SIZE, REPS, TIMEOUT_US, rate_row
+from .plan import MSGRATE_SIZE, REPS, TIMEOUT_US, WINDOW, rate_row
 from .runner import error_report, expect, stop_on_sigterm, supervised
-from .shmdat_transport import WINDOW, _next
+from .shmdat_transport import _next
 
 WHAT = "message-rate test"
 _ctx = multiprocessing.get_context("spawn")

@@ -10,6 +10,7 @@ WAITS = ("poll", "block")
 REPS = 5                # bandwidth: repetitions of a timed batch (median and min over them)
 WARM = 3                # untimed iterations before each cell
 TIMEOUT_US = 30_000_000  # every blocking wait inside the benchmark is bounded
+WINDOW = 32             # sends a sender keeps posted at most (and receives a receiver keeps posted)
 MSGRATE_SIZE = 8        # bytes of a message-rate message
 MSGRATE_LEAST = 1000    # messages in a message-rate batch at least, whatever the budget
 UNITS = {"latency": "us", "bandwidth": "GB/s", "message_rate": "msgs/s"}

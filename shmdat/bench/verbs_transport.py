@@ -23,7 +23,7 @@ from ..verbs.mr import MR
 from ..verbs.pd import PD
 from ..verbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from ..verbs.wr import SGE, RecvWR, SendWR
-from .shmdat_transport import WINDOW
+from .plan import WINDOW
 
 ACCESS = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
 GID_INDEX = 3                   # ::ffff:127.0.0.1, RoCE v2, as ib_*_lat -x 3 on Soft-RoCE

@@ -6,7 +6,11 @@ import sys
 
 import pytest
 
+from shmdat.bench import targets
+
 ROW_KEYS = {"transport", "op", "metric", "size", "wait", "median", "min", "unit"}
+RATE_KEYS = ROW_KEYS | {"senders"}
+TARGET_KEYS = {"name", "ours", "theirs", "against", "ratio", "relation", "bound", "unit", "measured", "met"}
 
 
 def run_bench(*args):
@@ -31,19 +35,27 @@ def check_rows(rows):
         assert isinstance(r["size"], int) and r["median"] > 0 and r["min"] > 0
 
 
+def check_rates(rates):
+    for m in rates:
+        assert set(m) == RATE_KEYS, m
+        assert (m["op"], m["metric"], m["unit"], m["size"]) == ("msgrate", "message_rate", "msgs/s", 8)
+        assert m["median"] > 0 and m["min"] > 0 and m["wait"] in ("poll", "block")
+
+
 def test_json_shape_of_every_shmdat_cell():
     out = bench("--senders", "1,2")
-    assert {"machine", "rows", "msgrate", "waiting"} <= set(out)
+    assert {"machine", "rows", "msgrate", "waiting", "targets"} <= set(out)
     rows = out["rows"]
     check_rows(rows)
     cells = {(r["op"], r["metric"], r["size"], r["wait"]) for r in rows if r["transport"] == "shmdat"}
     assert len(cells) == 3 * 2 * 2 * 2      # ops x metrics x sizes x waits
-    # The verbs layer beside DAT: the same cells, polling only; the blocking ones said not measured.
+    # The verbs layer beside DAT: the same cells, the block ones waiting on completion channels.
     verbs = {(r["op"], r["metric"], r["size"], r["wait"]) for r in rows if r["transport"] == "shmdat.verbs"}
-    assert verbs == {c for c in cells if c[3] == "poll"}
-    assert "not measured" in out["skipped"]["shmdat.verbs block cells"]
-    assert [m["senders"] for m in out["msgrate"]] == [1, 2]
-    assert all(m["msgs_per_s"] > 0 for m in out["msgrate"])
+    assert verbs == cells
+    # Message rate: DAT's from 1 and 2 senders, the verbs layer's from one, each row naming its layer.
+    check_rates(out["msgrate"])
+    assert sorted((m["transport"], m["senders"]) for m in out["msgrate"]) == \
+        [("shmdat", 1), ("shmdat", 2), ("shmdat.verbs", 1)]
     assert out["waiting"]["idle_waiter_cpu_percent"] >= 0 and out["waiting"]["death_notice_ms"]
 
 
@@ -55,7 +67,37 @@ def test_compare_names_every_alternative_measured_or_skipped():
     for name in ("multiprocessing.Pipe", "pyzmq", "mpi4py"):
         assert name in transports or name in out["skipped"], name
     assert {"shmdat", "shmdat.verbs", "memcpy"} <= transports
-    assert "shmdat.verbs block cells" not in out["skipped"]      # --wait poll: nothing left out
+
+
+def test_compare_measures_the_message_rate_per_layer_and_judges_the_targets():
+    out = bench("--compare", "--tests", "send_lat", "--sizes", "8", "--senders", "1", "--no-waiting")
+    check_rates(out["msgrate"])
+    layers = {m["transport"] for m in out["msgrate"]}
+    assert {"shmdat", "shmdat.verbs"} <= layers
+    assert "mpi4py" in layers or "mpi4py" in out["skipped"]
+    assert all(m["senders"] == 1 for m in out["msgrate"])
+    assert [t["name"] for t in out["targets"]] == [t.name for t in targets.TARGETS]
+    for t in out["targets"]:
+        assert set(t) == TARGET_KEYS, t
+        assert t["met"] is False or t["measured"] is True, t
+    judged = {t["name"]: t for t in out["targets"]}
+    # Not selected in this run: never met.
+    for name in ("DAT 16 MiB RDMA write vs numpy.copyto", "idle blocked waiter, % of a core"):
+        assert judged[name]["measured"] is False and judged[name]["met"] is False
+    # Measured in this run: judged one way or the other, with the ratio of the run's medians.
+    t = judged["verbs 8 B send/recv, blocked vs polling"]
+    assert t["measured"] is True and t["ratio"] == t["ours"] / t["theirs"]
+
+
+def test_the_table_ends_with_the_targets_section():
+    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--tests", "send_lat", "--sizes", "8",
+                           "--budget", "0.002", "--messages", "200", "--senders", "1", "--no-waiting"],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    section = done.stdout[done.stdout.index("targets (issue 13)"):].splitlines()[2:]
+    assert [line[:44].rstrip() for line in section] == [t.name for t in targets.TARGETS]
+    assert "not measured" in done.stdout
+    assert "message rate (msgs/s)" in done.stdout
 
 
 @pytest.mark.parametrize("option, value", [

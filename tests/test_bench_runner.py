@@ -1,5 +1,7 @@
 """The benchmark's runner in-process: a failing benchmark stops its peers cleanly and
-leaves nothing in /dev/shm; mpiexec is found beside the interpreter."""
+leaves nothing in /dev/shm; mpiexec is found beside the interpreter; the verbs
+layer's blocked cells and every layer's message rate run for real (tiny budgets:
+no figure is judged)."""
 
 import math
 import os
@@ -9,7 +11,8 @@ import pytest
 
 from shmdat import bench
 from shmdat.hw import shm
-from shmdat.bench import runner
+from shmdat.bench import msgrate, runner
+from shmdat.bench.plan import MSGRATE, TESTS, Cell
 
 
 def test_a_failing_benchmark_stops_its_peer_and_leaves_no_memory(monkeypatch, capsys):
@@ -44,3 +47,40 @@ def test_mpiexec_beside_the_interpreter_is_found_off_path(monkeypatch):
         pytest.skip("no mpiexec beside this interpreter")
     monkeypatch.setenv("PATH", os.pathsep.join(["/nonexistent", "/usr/bin", "/bin"]))    # a venv not activated
     assert runner.find_mpiexec() == beside
+
+
+def measured(run, cells):
+    """run(cells, budget, on_row) with a tiny budget: [(cell, median, min)] in order."""
+    got = []
+    run(cells, 0.001, lambda cell, median, minimum: got.append((cell, median, minimum)))
+    return got
+
+
+def test_verbs_block_cells_wait_on_completion_channels():
+    cells = [Cell(test, 8, "block") for test in TESTS]
+    got = measured(lambda *a: runner.run_pair("shmdat.verbs", *a), cells)
+    assert [c for c, _, _ in got] == cells
+    assert all(median > 0 and minimum > 0 for _, median, minimum in got)
+
+
+def test_verbs_message_rate_cell():
+    [(cell, median, minimum)] = measured(lambda *a: runner.run_pair("shmdat.verbs", *a), [MSGRATE])
+    assert cell == MSGRATE and cell.metric == "message_rate" and median >= minimum > 0
+
+
+def test_mpi4py_message_rate_cell_over_isend_irecv_windows():
+    why = runner.mpi_available()
+    if why:
+        pytest.skip(why)
+    # With a latency cell before it: the worker changes endpoint between them.
+    cells = [Cell("send_lat", 8, "poll"), MSGRATE]
+    got = measured(runner.run_mpi, cells)
+    assert [c for c, _, _ in got] == cells
+    assert all(median > 0 and minimum > 0 for _, median, minimum in got)
+
+
+def test_dat_message_rate_of_one_sender_is_a_layered_row():
+    r = msgrate.run(1, 60)
+    assert (r["transport"], r["op"], r["metric"], r["senders"], r["unit"]) == \
+        ("shmdat", "msgrate", "message_rate", 1, "msgs/s")
+    assert r["median"] >= r["min"] > 0

@@ -9,9 +9,9 @@ import os
 import sys
 import time
 
-from . import msgrate, report, runner, waiting
+from . import msgrate, report, runner, targets, waiting
 from ..dat.limits import MAX_MESSAGE_SIZE, MAX_RDMA_SIZE
-from .plan import DEFAULT_SIZES, QUICK_SIZES, TESTS, WAITS, Cell, row
+from .plan import DEFAULT_SIZES, MSGRATE, QUICK_SIZES, TESTS, UNITS, WAITS, Cell, rate_row, row
 
 TARGET_SECONDS = 50.0       # what the cells of a default run share (about a minute with set-up)
 MAX_SIZE = min(MAX_MESSAGE_SIZE, MAX_RDMA_SIZE)     # a larger cell could only fail
@@ -118,14 +118,14 @@ def _progress(text):
     sys.stderr.flush()
 
 
-def _transports(compare, cells):
-    """[(name, cells)] to measure, and {name: why} of the alternatives that cannot run."""
+def _transports(compare, cells, msgrate):
+    """[(name, cells)] to measure, and {name: why} of the alternatives that cannot run.
+    With `msgrate`, the verbs layer and mpi4py also measure one sender's message rate
+    (DAT's is msgrate.run with one sender)."""
     alt_cells = [c for c in cells if c.op == "send"]
-    # The verbs layer of the same hardware, beside DAT in every run; polling only, as perftest.
-    verbs_cells = [c for c in cells if c.wait == "poll"]
-    transports, skipped = [("shmdat", cells), ("shmdat.verbs", verbs_cells)], {}
-    if len(verbs_cells) < len(cells):
-        skipped["shmdat.verbs block cells"] = "not measured (verbs cells poll the CQ, as perftest does)"
+    rate_cells = [MSGRATE] if msgrate else []
+    # The verbs layer of the same hardware, beside DAT in every run.
+    transports, skipped = [("shmdat", cells), ("shmdat.verbs", cells + rate_cells)], {}
     if compare:
         transports.append(("multiprocessing.Pipe", alt_cells))
         if importlib.util.find_spec("zmq") is None:
@@ -136,7 +136,7 @@ def _transports(compare, cells):
         if why:
             skipped["mpi4py"] = why
         else:
-            transports.append(("mpi4py", alt_cells))
+            transports.append(("mpi4py", alt_cells + rate_cells))
     return [(name, c) for name, c in transports if c], skipped
 
 
@@ -145,10 +145,10 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     cells = [Cell(t, s, w) for t in args.tests for s in sizes for w in args.wait]
-    transports, skipped = _transports(args.compare, cells)
+    senders = args.senders or ([1, 2] if args.quick else list(range(1, 2 * (os.cpu_count() or 1) + 1)))
+    transports, skipped = _transports(args.compare, cells, 1 in senders)
     ncells = sum(len(c) for _, c in transports)
     budget = args.budget or (0.02 if args.quick else max(0.02, TARGET_SECONDS / max(ncells, 1)))
-    senders = args.senders or ([1, 2] if args.quick else list(range(1, 2 * (os.cpu_count() or 1) + 1)))
     messages = args.messages or (4000 if args.quick else 40000)
 
     rows, rates, wait_costs = [], [], None
@@ -156,9 +156,13 @@ def main(argv=None):
 
     def on_row(transport):
         def take(cell, median, minimum):
-            rows.append(row(transport, cell, median, minimum))
-            _progress(f"[{len(rows)}/{total}] {transport:<20} {cell.test:<14} {report.size_text(cell.size):>8}"
-                      f" {cell.wait:<5} {median:9.3g} {rows[-1]['unit']}")
+            if cell == MSGRATE:
+                rates.append(rate_row(transport, 1, cell.wait, median, minimum))
+            else:
+                rows.append(row(transport, cell, median, minimum))
+            done = len(rows) + len(rates)
+            _progress(f"[{done}/{total}] {transport:<20} {cell.test:<14} {report.size_text(cell.size):>8}"
+                      f" {cell.wait:<5} {median:9.3g} {UNITS[cell.metric]}")
         return take
 
     started = time.monotonic()
@@ -187,13 +191,14 @@ def main(argv=None):
     if sys.stderr.isatty():
         _progress("")
     m = {**report.machine(), "seconds": round(time.monotonic() - started, 1)}
+    judged = targets.evaluate(rows, rates, wait_costs)
 
     if args.json:
         print(json.dumps({"machine": m, "rows": rows, "msgrate": rates, "waiting": wait_costs,
-                          "skipped": skipped}, indent=1))
+                          "skipped": skipped, "targets": judged}, indent=1))
     else:
         print(f"shmdat bench, {m['date']}, {m['cpu']}, {m['cores']} cores, {m['seconds']:.0f} s\n")
-        print(report.table(rows, rates, wait_costs, skipped))
+        print(report.table(rows, rates, wait_costs, skipped, judged))
     if args.plot:
         from . import plot      # matplotlib is optional: imported only when asked for
         plot.draw(rows, args.plot, m, " ".join(["shmdat bench", *argv]))

@@ -1,5 +1,6 @@
 """The alternatives as benchmark transports, with the same send/recv/finish
-interface as shmdat's: multiprocessing.Pipe, pyzmq over ipc://, mpi4py.
+interface as shmdat's: multiprocessing.Pipe, pyzmq over ipc://, mpi4py (and
+mpi4py with windows of Isend / Irecv, for the message rate).
 
 Each uses its library the fast way a user would: bytes straight from and into
 preallocated numpy buffers, no pickling.
@@ -110,3 +111,50 @@ class MpiEndpoint:
 
     def close(self):
         pass
+
+
+class MpiWindowEndpoint:
+    """mpi4py Isend / Irecv with a window, as osu_mbw_mr: WINDOW receives kept posted
+    (each in its own slot of one buffer); sends posted with Isend and completed WINDOW
+    at a time with Waitall. For the message rate, not for latency."""
+
+    def __init__(self, comm, max_size, window):
+        from mpi4py import MPI
+        self.MPI = MPI
+        self.comm = comm
+        self.peer = 1 - comm.Get_rank()
+        self.window = window
+        self.src = np.zeros(max_size, np.uint8)
+        self.slots = [[buf, MPI.BYTE] for buf in np.zeros((window, max_size), np.uint8)]
+        self.recvs = [self._irecv(slot) for slot in self.slots]       # oldest first
+        self.next = 0                                                  # index of the oldest
+        self.sends = []
+
+    def _irecv(self, slot):
+        return self.comm.Irecv(slot, source=self.peer, tag=1)
+
+    def send(self, size):
+        self.sends.append(self.comm.Isend([self.src[:size], self.MPI.BYTE], dest=self.peer, tag=1))
+        if len(self.sends) == self.window:
+            self.MPI.Request.Waitall(self.sends)
+            self.sends = []
+
+    def recv(self, poll):
+        i = self.next
+        req = self.recvs[i]
+        if poll:
+            while not req.Test():
+                pass
+        else:
+            req.Wait()
+        self.recvs[i] = self._irecv(self.slots[i])
+        self.next = (i + 1) % self.window
+
+    def finish(self, poll):
+        self.MPI.Request.Waitall(self.sends)
+        self.sends = []
+
+    def close(self):
+        for req in self.recvs:
+            req.Cancel()
+        self.MPI.Request.Waitall(self.recvs)

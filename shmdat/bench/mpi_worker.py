@@ -1,7 +1,8 @@
 """mpi4py's side of the benchmark, run by `mpiexec -n 2 python -m shmdat.bench.mpi_worker`.
 
 Rank 0 drives (the client), rank 1 serves; the cells come as JSON on rank 0's
-stdin and each result goes out as one JSON line.
+stdin and each result goes out as one JSON line. The message-rate cell runs over
+windows of Isend / Irecv (MpiWindowEndpoint), the others over Send / Recv.
 """
 
 import json
@@ -9,8 +10,8 @@ import sys
 
 from mpi4py import MPI
 
-from .alternatives import MpiEndpoint
-from .plan import Cell
+from .alternatives import MpiEndpoint, MpiWindowEndpoint
+from .plan import WINDOW, Cell
 from .timing import drive, serve
 
 CTRL = 2        # tag of control messages, apart from the data's
@@ -32,14 +33,28 @@ def main():
     spec = json.loads(sys.stdin.read()) if comm.Get_rank() == 0 else None
     spec = comm.bcast(spec, root=0)
     cells = [Cell(*c) for c in spec["cells"]]
-    t = MpiEndpoint(comm, max(c.size for c in cells))
     ctrl = _Ctrl(comm)
-    if comm.Get_rank() == 0:
-        def report(cell, median, minimum):
-            print(json.dumps({"cell": list(cell), "median": median, "min": minimum}), flush=True)
-        drive(t, ctrl, cells, spec["budget"], report)
-    else:
-        serve(t, ctrl)
+    plain = [c for c in cells if c.test != "msgrate"]
+    windowed = [c for c in cells if c.test == "msgrate"]
+    if plain:
+        _run(comm, ctrl, MpiEndpoint(comm, max(c.size for c in plain)), plain, spec["budget"])
+    if windowed:
+        _run(comm, ctrl, MpiWindowEndpoint(comm, max(c.size for c in windowed), WINDOW), windowed, spec["budget"])
+
+
+def _run(comm, ctrl, t, cells, budget):
+    """One endpoint's cells: rank 0 drives them, rank 1 serves."""
+    try:
+        if comm.Get_rank() == 0:
+            drive(t, ctrl, cells, budget, _report)
+        else:
+            serve(t, ctrl)
+    finally:
+        t.close()
+
+
+def _report(cell, median, minimum):
+    print(json.dumps({"cell": list(cell), "median": median, "min": minimum}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
-"""Message rate: N sender processes to one receiver over shmdat, 8-byte messages."""
+"""Message rate of the DAT layer: N sender processes to one receiver over shmdat,
+8-byte messages, each sender keeping WINDOW sends posted; the receiver waits in
+evd.wait and reposts. Timed at the receiver from its first message to its last,
+in REPS stretches: the median and min of their rates."""
 
 import multiprocessing
+import statistics
 import time
 
 import shmdat
 from shmdat import EventNumber, EvdFlags
 
-from .plan import TIMEOUT_US
+from .plan import MSGRATE_SIZE, REPS, TIMEOUT_US, WINDOW, rate_row
 from .runner import error_report, expect, stop_on_sigterm, supervised
-from .shmdat_transport import WINDOW, _next
+from .shmdat_transport import _next
 
-SIZE = 8
 WHAT = "message-rate test"
 _ctx = multiprocessing.get_context("spawn")
 
@@ -40,15 +43,15 @@ def _receiver(conn, senders, per_sender):
                 if conn_evd.wait(TIMEOUT_US)[0].number != EventNumber.CONNECTION_EVENT_ESTABLISHED:
                     raise RuntimeError("a sender failed to connect")
             conn.send("ready")
-            total = senders * per_sender
-            first = None
-            for _ in range(total):
-                d = _next(recv_evd, False).data
-                if first is None:
-                    first = time.perf_counter()
-                d.ep.post_recv(iov, None)
-            elapsed = time.perf_counter() - first
-            conn.send(("rate", (total - 1) / elapsed if elapsed > 0 else float("nan")))
+            # Message indices at which the clock is read: the first, then REPS stretches.
+            bounds = [k * (senders * per_sender - 1) // REPS for k in range(REPS + 1)]
+            stamps = []
+            for count in [1] + [b - a for a, b in zip(bounds, bounds[1:])]:
+                for _ in range(count):
+                    _next(recv_evd, False).data.ep.post_recv(iov, None)
+                stamps.append(time.perf_counter())
+            rates = [(b - a) / (t1 - t0) for a, b, t0, t1 in zip(bounds, bounds[1:], stamps, stamps[1:])]
+            conn.send(("rates", rates))
             conn.recv()     # the senders are done: close
     except Exception:
         conn.send(error_report())
@@ -66,7 +69,7 @@ def _sender(conn, address, conn_qual, count):
             ep.connect(address, conn_qual, TIMEOUT_US)
             conn_evd.wait(TIMEOUT_US)
             conn.recv()     # go
-            iov = [lmr.triplet(0, SIZE)]
+            iov = [lmr.triplet(0, MSGRATE_SIZE)]
             outstanding = 0
             for _ in range(count):
                 if outstanding == WINDOW:
@@ -83,8 +86,9 @@ def _sender(conn, address, conn_qual, count):
 
 
 def run(senders, total):
-    """Messages per second that one receiver takes from `senders` processes."""
-    per_sender = max(1, total // senders)
+    """The message-rate row (plan.rate_row) of one receiver taking `total` messages from
+    `senders` processes (each sends at least REPS + 1)."""
+    per_sender = max(REPS + 1, total // senders)
     rconn, rchild = _ctx.Pipe()
     receiver = _ctx.Process(target=_receiver, args=(rchild, senders, per_sender), daemon=True)
     with supervised([receiver]) as procs:
@@ -102,9 +106,9 @@ def run(senders, total):
         assert expect(rconn, WHAT) == "ready"
         for c in sconns:
             c.send("go")
-        _, rate = expect(rconn, WHAT)
+        _, rates = expect(rconn, WHAT)
         for c in sconns:
             assert expect(c, WHAT) == "sent"
             c.send("bye")
         rconn.send("bye")
-    return {"senders": senders, "messages": per_sender * senders, "size": SIZE, "msgs_per_s": rate}
+    return rate_row("shmdat", senders, "block", statistics.median(rates), min(rates))

@@ -10,10 +10,14 @@ WAITS = ("poll", "block")
 REPS = 5                # bandwidth: repetitions of a timed batch (median and min over them)
 WARM = 3                # untimed iterations before each cell
 TIMEOUT_US = 30_000_000  # every blocking wait inside the benchmark is bounded
+WINDOW = 32             # sends a sender keeps posted at most (and receives a receiver keeps posted)
+MSGRATE_SIZE = 8        # bytes of a message-rate message
+MSGRATE_LEAST = 1000    # messages in a message-rate batch at least, whatever the budget
+UNITS = {"latency": "us", "bandwidth": "GB/s", "message_rate": "msgs/s"}
 
 
 class Cell(NamedTuple):
-    test: str           # one of TESTS
+    test: str           # one of TESTS, or "msgrate" (one sender's window of sends: MSGRATE)
     size: int
     wait: str           # "poll" | "block"
 
@@ -23,7 +27,13 @@ class Cell(NamedTuple):
 
     @property
     def metric(self):
+        if self.test == "msgrate":
+            return "message_rate"
         return "latency" if self.test.endswith("_lat") else "bandwidth"
+
+
+# Message rate, one sender to one receiver: 8-byte sends, the sender keeping a window posted.
+MSGRATE = Cell("msgrate", MSGRATE_SIZE, "poll")
 
 
 def iterations(seconds_per_iteration, budget, lo=5, hi=200_000):
@@ -34,5 +44,10 @@ def iterations(seconds_per_iteration, budget, lo=5, hi=200_000):
 def row(transport, cell, median, minimum):
     """One row of the --json schema."""
     return {"transport": transport, "op": cell.op, "metric": cell.metric, "size": cell.size,
-            "wait": cell.wait, "median": median, "min": minimum,
-            "unit": "us" if cell.metric == "latency" else "GB/s"}
+            "wait": cell.wait, "median": median, "min": minimum, "unit": UNITS[cell.metric]}
+
+
+def rate_row(transport, senders, wait, median, minimum):
+    """One message-rate row of the --json schema (msgs/s, 8-byte messages, into one receiver)."""
+    return {"transport": transport, "op": "msgrate", "metric": "message_rate", "size": MSGRATE_SIZE,
+            "senders": senders, "wait": wait, "median": median, "min": minimum, "unit": UNITS["message_rate"]}

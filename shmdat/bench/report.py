@@ -6,7 +6,7 @@ import platform
 
 TITLES = {"send": "send/recv", "rdma_write": "RDMA write", "rdma_read": "RDMA read"}
 ALTERNATIVES = ("shmdat.verbs", "multiprocessing.Pipe", "pyzmq", "mpi4py")
-WAIT_TITLES = {"poll": "receiver polling", "block": "receiver blocked in evd.wait"}
+WAIT_TITLES = {"poll": "receiver polling", "block": "receiver blocked (evd.wait, get_cq_event)"}
 SHORT = {"shmdat.verbs": "verbs", "multiprocessing.Pipe": "Pipe", "pyzmq": "pyzmq", "mpi4py": "mpi4py"}
 
 
@@ -42,8 +42,37 @@ def _better(metric, ours, theirs):
     return theirs / ours if metric == "latency" else ours / theirs
 
 
-def table(rows, msgrate=(), waits=None, skipped=None):
-    """The readable report: one block per (op, metric, wait), a line per size."""
+def _msgrate_table(msgrate):
+    """Message rate (medians): a line per sender count, a column per layer that measured it."""
+    index = {(m["transport"], m["senders"]): m["median"] for m in msgrate}
+    layers = [t for t in ("shmdat", *ALTERNATIVES) if any(k[0] == t for k in index)]
+    out = ["message rate (msgs/s), 8-byte sends into one receiver, a window of sends posted",
+           f"{'senders':>8}" + "".join(f"  {SHORT.get(t, t):>10}" for t in layers)]
+    for n in sorted({k[1] for k in index}):
+        out.append(f"{n:>8}" + "".join(f"  {index[(t, n)]:>10.4g}" if (t, n) in index else f"  {'-':>10}"
+                                        for t in layers))
+    return out
+
+
+def _figure(value, unit):
+    return f"{value:>9.3g} {unit:<6}" if value is not None else f"{'-':>9} {unit:<6}"
+
+
+def targets_table(judged):
+    """The targets section: each target's figures, ratio, bound, and met / MISSED / not measured."""
+    out = ["targets (issue 13), medians of this run: ours, theirs, ours / theirs, the bound",
+           f"{'':<44} {'ours':>9} {'':<6} {'theirs':>9} {'':<6} {'ratio':>7}  bound"]
+    for t in judged:
+        verdict = "met" if t["met"] else "MISSED" if t["measured"] else "not measured"
+        ratio = f"{t['ratio']:>6.3g}x" if t["ratio"] is not None else f"{'-':>7}"
+        out.append(f"{t['name']:<44} {_figure(t['ours'], t['unit'])} {_figure(t['theirs'], t['unit'])}"
+                   f" {ratio}  {t['relation'] + format(t['bound'], 'g') + 'x':<7}  {verdict}")
+    return out
+
+
+def table(rows, msgrate=(), waits=None, skipped=None, judged=()):
+    """The readable report: one block per (op, metric, wait), a line per size; then the
+    message rates, the waiting figures, what was skipped, and the targets judged."""
     index = {(r["transport"], r["op"], r["metric"], r["wait"], r["size"]): r for r in rows}
     memcpy = {r["size"]: r["median"] for r in rows if r["op"] == "memcpy"}
     present = [t for t in ALTERNATIVES if any(r["transport"] == t for r in rows)]
@@ -70,9 +99,7 @@ def table(rows, msgrate=(), waits=None, skipped=None):
                 line += f"  {memcpy[size]:>8.3g} {100 * ours / memcpy[size]:>4.0f}%"
             out.append(line)
     if msgrate:
-        out += ["", "message rate, 8-byte sends, N senders to one receiver",
-                f"{'senders':>8}  {'msgs/s':>10}"]
-        out += [f"{m['senders']:>8}  {m['msgs_per_s']:>10.4g}" for m in msgrate]
+        out += ["", *_msgrate_table(msgrate)]
     if waits:
         notices = ", ".join(f"{ms:.0f}" for ms in waits["death_notice_ms"])
         out += ["", f"idle waiter blocked in evd.wait: {waits['idle_waiter_cpu_percent']:.2f}% of a core",
@@ -82,4 +109,6 @@ def table(rows, msgrate=(), waits=None, skipped=None):
                     " (%): shmdat's bandwidth as a share of numpy.copyto's"]
     for name, why in (skipped or {}).items():
         out.append(f"skipped {name}: {why}")
+    if judged:
+        out += ["", *targets_table(judged)]
     return "\n".join(out).lstrip("\n")

@@ -10,9 +10,7 @@ import time
 import shmdat
 from shmdat import EpAttr, EventNumber, EvdFlags, RmrTriplet
 
-from .plan import TIMEOUT_US
-
-WINDOW = 32
+from .plan import TIMEOUT_US, WINDOW
 
 
 class ShmdatEndpoint:

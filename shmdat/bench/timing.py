@@ -11,7 +11,7 @@ measures.
 import statistics
 import time
 
-from .plan import REPS, WARM, iterations
+from .plan import MSGRATE_LEAST, REPS, WARM, iterations
 
 ACK = 8                 # bytes of the bandwidth test's acknowledgement
 _now = time.perf_counter
@@ -51,7 +51,8 @@ def _rdma_batch(t, op, size, count, poll):
 
 
 def client_cell(t, ctrl, cell, budget):
-    """Measure one cell; returns (median, min) in us (latency) or GB/s (bandwidth)."""
+    """Measure one cell; returns (median, min) in us (latency), GB/s (bandwidth) or msgs/s
+    (message rate)."""
     poll = cell.wait == "poll"
     size = cell.size
     ctrl.send(cell)
@@ -62,11 +63,14 @@ def client_cell(t, ctrl, cell, budget):
         ctrl.send(n)
         samples = [_pingpong(t, size, poll) for _ in range(n)]
         return _latency(samples)
-    if kind == "send_bw":
+    if kind in ("send_bw", "msgrate"):
+        # The message rate is send_bw's batch of small messages, each batch ended by the
+        # receiver's acknowledgement (osu_mbw_mr's shape).
         est = _batch(t, size, WARM, poll) / WARM
-        n = iterations(est, budget / REPS, lo=WARM)
+        n = iterations(est, budget / REPS, lo=WARM if kind == "send_bw" else MSGRATE_LEAST)
         ctrl.send(n)
-        return _bandwidth(size * n, [_batch(t, size, n, poll) for _ in range(REPS)])
+        seconds = [_batch(t, size, n, poll) for _ in range(REPS)]
+        return _bandwidth(size * n, seconds) if kind == "send_bw" else _rate(n, seconds)
     op = cell.op
     if kind.endswith("_lat"):
         est = min(_rdma_once(t, op, size, poll) for _ in range(WARM))
@@ -85,7 +89,7 @@ def server_cell(t, ctrl, cell):
     if cell.test == "send_lat":
         _echo(t, cell.size, WARM, poll)
         _echo(t, cell.size, ctrl.recv(), poll)
-    elif cell.test == "send_bw":
+    elif cell.test in ("send_bw", "msgrate"):
         _serve_batch(t, WARM, poll)
         n = ctrl.recv()
         for _ in range(REPS):
@@ -115,6 +119,11 @@ def _latency(seconds):
 def _bandwidth(nbytes, seconds):
     gbps = [nbytes / s / 1e9 for s in seconds]
     return statistics.median(gbps), min(gbps)
+
+
+def _rate(count, seconds):
+    rates = [count / s for s in seconds]
+    return statistics.median(rates), min(rates)
 
 
 def serve(t, ctrl):

@@ -7,20 +7,23 @@ completion, polled at the initiator (not ib_write_lat's write-both-ways
 ping-pong: this is what DAT's rows measure too); the bandwidth cells post
 WINDOW at most outstanding, as ib_*_bw do with their tx depth.
 
-Verbs cells are measured with polling only: a CQ polled in a loop is how
-perftest measures, and `block` cells are left out (bench reports them as not
-measured).
+Polling cells poll the CQ in a loop, as perftest does. Blocking cells wait as
+a pyverbs program does with a completion channel (one per CQ, so that an event
+is always the expected CQ's): poll, and when nothing is there arm the CQ
+(`req_notify`), poll again (a completion that came before the arming raises no
+event), then `get_cq_event` with no timeout, `ack_events(1)`, and poll. A hang
+is bounded by the runner's CELL_TIMEOUT, which stops both processes.
 """
 
 from ..verbs import libibverbs_enums as e
 from ..verbs.addr import GID, AHAttr, GlobalRoute
-from ..verbs.cq import CQ
+from ..verbs.cq import CQ, CompChannel
 from ..verbs.device import Context
 from ..verbs.mr import MR
 from ..verbs.pd import PD
 from ..verbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from ..verbs.wr import SGE, RecvWR, SendWR
-from .shmdat_transport import WINDOW
+from .plan import WINDOW
 
 ACCESS = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
 GID_INDEX = 3                   # ::ffff:127.0.0.1, RoCE v2, as ib_*_lat -x 3 on Soft-RoCE
@@ -36,13 +39,17 @@ class VerbsEndpoint:
             self.ctx.close()    # at once: its MRs may be large
             raise
         self.outstanding = 0
+        # The cell's wait, as its last recv or finish said: a full send window is reaped the same way.
+        self.polling = True
         self.wrs = {}           # (op, size) -> its SendWR, built once and posted again, as perftest does
 
     def _connect(self, ctrl, max_size):
         ctx = self.ctx
         pd = PD(ctx)
-        self.send_cq = CQ(ctx, 4 * WINDOW)
-        self.recv_cq = CQ(ctx, 4 * WINDOW)
+        self.send_channel = CompChannel(ctx)
+        self.recv_channel = CompChannel(ctx)
+        self.send_cq = CQ(ctx, 4 * WINDOW, channel=self.send_channel)
+        self.recv_cq = CQ(ctx, 4 * WINDOW, channel=self.recv_channel)
         self.src = MR(pd, max_size, ACCESS)
         self.dst = MR(pd, max_size, ACCESS)
         cap = QPCap(max_send_wr=WINDOW, max_recv_wr=WINDOW)
@@ -80,18 +87,18 @@ class VerbsEndpoint:
             self.wrs[(op, size)] = wr
         return wr
 
-    def _reap(self, keep):
-        """Poll the send CQ until at most `keep` requests are outstanding."""
-        poll = self.send_cq.poll
+    def _reap(self, keep, poll):
+        """Reap the send CQ until at most `keep` requests are outstanding."""
+        cq, channel = self.send_cq, self.send_channel
         while self.outstanding > keep:
-            n, wcs = poll(WINDOW)
-            for wc in wcs[:n]:
+            n, wcs = cq.poll(WINDOW) if poll else _wait(cq, channel, WINDOW)
+            for wc in wcs:
                 _check(wc)
             self.outstanding -= n
 
     def _post(self, op, size):
         if self.outstanding >= WINDOW:
-            self._reap(WINDOW - 1)
+            self._reap(WINDOW - 1, self.polling)
         self.qp.post_send(self._wr(op, size))
         self.outstanding += 1
 
@@ -99,13 +106,16 @@ class VerbsEndpoint:
         self._post("send", size)
 
     def recv(self, poll):
-        """The next receive completion, polling the CQ (verbs cells always poll; a hang is
-        bounded by the runner's CELL_TIMEOUT, which stops both processes)."""
-        cq_poll = self.recv_cq.poll
-        while True:
-            n, wcs = cq_poll()
-            if n:
-                break
+        """The next receive completion: the CQ polled in a loop, or waited for on its channel."""
+        self.polling = poll
+        if poll:
+            cq_poll = self.recv_cq.poll
+            while True:
+                n, wcs = cq_poll()
+                if n:
+                    break
+        else:
+            _, wcs = _wait(self.recv_cq, self.recv_channel, 1)
         _check(wcs[0])
         self.qp.post_recv(self.recv_wr)
         return wcs[0].byte_len
@@ -114,10 +124,25 @@ class VerbsEndpoint:
         self._post(op, size)
 
     def finish(self, poll):
-        self._reap(0)
+        self.polling = poll
+        self._reap(0, poll)
 
     def close(self):
         self.ctx.close()
+
+
+def _wait(cq, channel, num_entries):
+    """(n, wcs) of at least one completion from `cq`, sleeping on its channel until there is one."""
+    n, wcs = cq.poll(num_entries)
+    while not n:
+        cq.req_notify()
+        n, wcs = cq.poll(num_entries)
+        if n:
+            break
+        channel.get_cq_event(cq)
+        cq.ack_events(1)
+        n, wcs = cq.poll(num_entries)
+    return n, wcs
 
 
 def _check(wc):

@@ -230,9 +230,13 @@ class EVD(Handle):
             if self._freed:
                 self._check()
             evd_state.check_call(self, "dequeue")
-            prog.poll()
-            if not self._q:
-                raise QueueEmpty("the EVD holds no event")
+            self._take_completed()
+            if self._q:
+                self._ia._watch_peers()     # no progress round: what is queued is the answer
+            else:
+                prog.poll()
+                if not self._q:
+                    raise QueueEmpty("the EVD holds no event")
             return self._take()
 
     def post_se(self, pointer):

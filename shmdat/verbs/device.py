@@ -293,8 +293,9 @@ class Context(PyverbsCM):
         being moved by its holder: it is skipped, so no two locks are ever waited on."""
         self._poll_own()
         if len(_contexts) > 1:
-            for other in _open_contexts():
-                if other is not self and other.lock.acquire(blocking=False):
+            for ref in tuple(_contexts.values()):
+                other = ref()
+                if other is not None and other is not self and other.lock.acquire(blocking=False):
                     try:
                         other._poll_own()
                     finally:

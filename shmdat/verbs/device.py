@@ -22,7 +22,7 @@ from ..hw import cm_ports, shm
 from ..hw.errors import NoRoom
 from ..hw.hca import Hca
 from ..hw.port import Port
-from ..hw.progress import LIVENESS_SLICE, Progress, SignalError
+from ..hw.progress import LIVENESS_SLICE, SPIN_SECONDS, Progress, SignalError
 from ..hw.qpn import QpnTable
 from . import checks, libibverbs_enums as e
 from .datagrams import parse_notice
@@ -396,8 +396,20 @@ class Context(PyverbsCM):
             lock.release()
 
     def block(self, ready):
-        """Run progress and sleep on the doorbell until ready() (checked under the lock)."""
-        with self._progress.lock:
+        """Run progress until ready() (checked under the lock): spinning for SPIN_SECONDS
+        (SHMDAT_SPIN_US) first, the lock let go between rounds, as a NIC's completion
+        often comes within microseconds and a sleep and wake-up costs tens; then
+        asleep on the doorbell."""
+        lock = self._progress.lock
+        end = time.monotonic() + SPIN_SECONDS
+        while True:
+            with lock:
+                self._poll()
+                if ready():
+                    return
+            if time.monotonic() >= end:
+                break
+        with lock:
             self._progress.block(ready, None)       # with no deadline it returns once ready()
 
     def wake_waiters(self):

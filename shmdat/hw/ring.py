@@ -377,11 +377,43 @@ class QueuePair:
         is then done (RDMA, an eager send, an acked one the credits cover), it
         completes now, as a NIC completes it while the program goes on."""
         sq = self.sq
-        sq.append(wr)
-        if len(sq) == 1:
-            self.advance_sq()
-            if self.inflight:
-                self._complete_done(self.tx_tail)
+        if not sq and wr.op == OP_SEND and self._push_send(wr):
+            self.inflight.append(wr)            # the common case: straight into the ring
+        else:
+            sq.append(wr)
+            if len(sq) == 1:
+                self.advance_sq()
+        if self.inflight:
+            self._complete_done(self.tx_tail)
+
+    def send_eager(self, view, length, solicited):
+        """The driver's fast lane for the commonest send, when nothing is queued or in
+        flight: a message of one record (`view`, `length` bytes), copied into the ring
+        now and complete at once: in the ring, and covered by the peer's credits if
+        the connection is acked. True if so; False, with nothing done, when it would
+        not be (no room before the ring's end, more than a chunk, not covered): the
+        driver then posts a WorkRequest, which does the same and the rest."""
+        cells = (HDR + length + CELL - 1) // CELL
+        head = self.tx_head
+        pos = head & self.mask
+        ncells = self.ncells
+        if length > self.chunk or pos + cells > ncells or head + cells - self.tx_tail > ncells:
+            return False
+        w = self.words
+        msg = self.tx_msgs + 1
+        if self.acked and msg > w[self.w_peer_credits]:
+            return False
+        off = self.tx_base + pos * CELL
+        if length:
+            self.buf[off + HDR:off + HDR + length] = view
+        self.tx_msgs = msg
+        w0 = off >> 3
+        w[w0] = K_MSG | (F_SOLICITED << 8 if solicited else 0) | length << 32
+        w[w0 + 1] = length
+        self.tx_head = head = head + cells
+        w[self.w_tx_head] = head            # last: publishes the record
+        self.peer.ring()
+        return True
 
     def advance_sq(self):
         """Move queued WRs into the ring (sends) or carry them out (RDMA), in order."""
@@ -471,8 +503,11 @@ class QueuePair:
         need = (HDR + payload + CELL - 1) // CELL
         head = self.tx_head
         pos = head & self.mask
-        pad = self.ncells - pos if pos + need > self.ncells else 0
-        if head + pad + need - self.tx_tail > self.ncells:
+        ncells = self.ncells
+        if pos + need <= ncells and head + need - self.tx_tail <= ncells:
+            return self.tx_base + pos * CELL    # the common case: room, and no wrap
+        pad = ncells - pos if pos + need > ncells else 0
+        if head + pad + need - self.tx_tail > ncells:
             self.tx_tail = self.words[self.w_tx_tail]
             if head + pad + need - self.tx_tail > self.ncells:
                 return -1
@@ -485,11 +520,12 @@ class QueuePair:
         return self.tx_base + pos * CELL
 
     def _publish(self, off, kind, flags, payload, aux):
+        w = self.words
         w0 = off >> 3
-        self.words[w0] = kind | flags << 8 | payload << 32
-        self.words[w0 + 1] = aux
-        self.tx_head += (HDR + payload + CELL - 1) // CELL
-        self.words[self.w_tx_head] = self.tx_head      # last: publishes the record (and any PAD)
+        w[w0] = kind | flags << 8 | payload << 32
+        w[w0 + 1] = aux
+        head = self.tx_head = self.tx_head + (HDR + payload + CELL - 1) // CELL
+        w[self.w_tx_head] = head            # last: publishes the record (and any PAD)
 
     def _push_send(self, wr):
         """Put as much of a send into the ring as fits. True once all of it is in."""
@@ -516,7 +552,8 @@ class QueuePair:
                 else:
                     gather(sges, done, buf[off + HDR:off + HDR + n], n)
             if done == 0:
-                self._begin_message(wr)
+                wr.start = self.tx_head             # (_begin_message, inline on the hot path)
+                self.tx_msgs += 1
                 self._publish(off, K_MSG, flags, n, aux)
             else:
                 self._publish(off, K_FRAG, flags, n, length)

@@ -217,23 +217,30 @@ LOCAL_WRITE = int(e.IBV_ACCESS_LOCAL_WRITE)
 def work_request(pd, op, sges, need, ctx):
     """A hardware WorkRequest for the SGEs of a verbs WR, each checked against the
     MRs of `pd` (and the access `need`ed): status LOCAL_PROTECTION if one fails,
-    as the device reports it in the completion. An SGE checked once is found in the
-    PD's cache (pd.sge_cache) from then on, until its MR closes or is reregistered."""
+    as the device reports it in the completion."""
+    hw_sges, total, status = resolve_sges(pd, sges, need)
+    work = ring.WorkRequest(op, hw_sges, total, None, 0, ctx)
+    if status:
+        work.status = status
+    return work
+
+
+def resolve_sges(pd, sges, need):
+    """(hardware Sges, total bytes, ring.OK or ring.LOCAL_PROTECTION) for the SGEs of a
+    verbs WR, each checked against the MRs of `pd` and the access `need`ed. An SGE
+    checked once is found in the PD's cache (pd.sge_cache) from then on, until its
+    MR closes or is reregistered."""
     cache, out, total = pd.sge_cache, [], 0
-    status = ring.OK
     for sge in sges:
         key = (sge.lkey, sge.addr, sge.length)
         resolved = cache.get(key)
         if resolved is None:
             resolved = _resolve(pd, sge, key)
         if resolved is None or (need and not resolved[1] & need):
-            status = ring.LOCAL_PROTECTION
-            break
+            return out, total, ring.LOCAL_PROTECTION
         out.append(resolved[0])
         total += sge.length
-    work = ring.WorkRequest(op, out, total, None, 0, ctx)
-    work.status = status
-    return work
+    return out, total, ring.OK
 
 
 def _resolve(pd, sge, key):
@@ -251,23 +258,30 @@ def _resolve(pd, sge, key):
     return resolved
 
 
-class Receive:
-    """A posted receive. Its SGEs are checked against the MRs when a message takes it,
-    as a NIC resolves the lkeys then: a rereg in between (PD, translation) counts."""
-    __slots__ = ("pd", "sges", "ctx")
+class Receive(ring.WorkRequest):
+    """A posted receive: the hardware WorkRequest a message fills. Its SGEs are
+    checked against the MRs when a message takes it, as a NIC resolves the lkeys
+    then: a rereg in between (PD, translation) counts."""
+    op = ring.OP_SEND
+    remote = None
+    flags = 0
+    sges = ()               # the hardware Sges, once taken
+    length = 0
 
-    def __init__(self, pd, sges, ctx):
-        self.pd, self.sges, self.ctx = pd, sges, ctx
+    def __init__(self, pd, posted, ctx):
+        self.pd, self.posted, self.ctx = pd, posted, ctx
 
     def take(self):
-        """The hardware WorkRequest, its status LOCAL_PROTECTION if an SGE fails."""
-        return work_request(self.pd, ring.OP_SEND, self.sges, LOCAL_WRITE, self.ctx)
+        """This receive, its SGEs resolved; status LOCAL_PROTECTION if one fails."""
+        self.sges, self.length, status = resolve_sges(self.pd, self.posted, LOCAL_WRITE)
+        if status:
+            self.status = status
+        return self
 
     def flushed(self):
-        """A WorkRequest that completes this receive with FLUSHED."""
-        work = ring.WorkRequest(ring.OP_SEND, [], 0, None, 0, self.ctx)
-        work.status = ring.FLUSHED
-        return work
+        """This receive, to complete with FLUSHED."""
+        self.status = ring.FLUSHED
+        return self
 
 
 def inline_request(op, sges, ctx):

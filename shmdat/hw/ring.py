@@ -216,6 +216,16 @@ def scatter(sges, pos, src, n):
         o += take
 
 
+def _copy_in(sges, src, n):
+    """Copy memoryview src (n bytes) to the start of the sges (scatter at 0, with the
+    one-SGE case in one assignment)."""
+    if len(sges) == 1:
+        view = sges[0].view
+        (view if n == len(view) else view[:n])[:] = src
+    else:
+        scatter(sges, 0, src, n)
+
+
 def _address(buf):
     """The address of a bytearray's bytes (for cross-memory attach)."""
     return ctypes.addressof(ctypes.c_char.from_buffer(buf))
@@ -718,26 +728,29 @@ class QueuePair:
         or is lost if `drops`.
         """
         w = self.words
+        mask, ncells, base = self.mask, self.ncells, self.rx_base
         consumed = 0
+        whole = None            # a message placed whole from its one record, to complete
         while True:
             tail = self.rx_tail
             if tail == self.rx_head:
                 head = w[self.w_rx_head]
                 if head == tail:
                     break
-                if not 0 < head - tail <= self.ncells:
+                if not 0 < head - tail <= ncells:
                     raise RingCorrupt(f"the peer set our receive ring's head to {head} with tail {tail}")
                 self.rx_head = head
-            off = self.rx_base + (tail & self.mask) * CELL
+            pos = tail & mask
+            off = base + pos * CELL
             w0 = w[off >> 3]
             kind = w0 & 0xFF
             length = w0 >> 32
             cells = (HDR + length + CELL - 1) // CELL
             if kind == K_PAD:
                 cells = w[(off >> 3) + 1]
-                if cells != self.ncells - (tail & self.mask):
+                if cells != ncells - pos:
                     raise RingCorrupt("a PAD record that does not end at the ring's end")
-            elif (tail & self.mask) + cells > self.ncells or tail + cells > self.rx_head:
+            elif pos + cells > ncells or tail + cells > self.rx_head:
                 raise RingCorrupt(f"a record of {length} bytes runs past the ring or the head")
             elif kind == K_MSG or kind == K_RDV:
                 if self.rx_cur is not None:
@@ -760,36 +773,52 @@ class QueuePair:
                     wr = WorkRequest(OP_SEND, [], 0, ctx=_LOST)
                 flags, aux = (w0 >> 8) & 0xFF, w[(off >> 3) + 1]
                 total = aux & LENGTH_MASK
-                if flags & F_IMM:
-                    wr.imm = aux >> 32
-                if flags & F_WRITE_NOTICE:
-                    wr.write_len, total = total, 0      # nothing to place: the data was written already
-                if self.acked and (total > wr.length or wr.status != OK):
+                if flags & (F_IMM | F_WRITE_NOTICE):
+                    if flags & F_IMM:
+                        wr.imm = aux >> 32
+                    if flags & F_WRITE_NOTICE:
+                        wr.write_len, total = total, 0      # nothing to place: the data was written already
+                total -= skip                   # (a datagram's header: skip is 0 on acked rings)
+                fits = total <= wr.length and not wr.status
+                if self.acked and not fits:
                     self._refuse(wr, tail)
                     break
-                total -= skip
                 self.msn += 1
-                wr.done = 0
-                wr.solicited = flags & F_SOLICITED != 0
-                self.rx_cur, self.rx_total = wr, total
-                self.rx_discard = total > wr.length or wr.status != OK
-                if total > wr.length and wr.status == OK:
+                if flags & F_SOLICITED:
+                    wr.solicited = True
+                if not fits and wr.status == OK:
                     wr.status = LENGTH
-                if kind == K_MSG:
-                    self._place(off + HDR + skip, length - skip)
+                if kind == K_MSG and length - skip == total:
+                    # The commonest message, whole in this record: placed now, complete below.
+                    if total and fits:
+                        _copy_in(wr.sges, self.buf[off + HDR + skip:off + HDR + length], total)
+                    wr.done = total
+                    whole = wr
                 else:
-                    self._place_rendezvous(off + HDR, length)
+                    wr.done = 0
+                    self.rx_cur, self.rx_total, self.rx_discard = wr, total, not fits
+                    if kind == K_MSG:
+                        self._place(off + HDR + skip, length - skip)
+                    else:
+                        self._place_rendezvous(off + HDR, length)
             elif kind == K_FRAG:
                 if self.rx_cur is None:
                     raise RingCorrupt("a fragment with no message")
                 self._place(off + HDR, length)
             else:
                 raise RingCorrupt(f"unknown record kind {kind}")
-            self.rx_tail = tail + cells
-            w[self.w_rx_tail] = self.rx_tail
+            tail += cells
+            self.rx_tail = tail
+            w[self.w_rx_tail] = tail
             consumed += 1
-            if self.rx_cur is not None and self.rx_cur.done == self.rx_total:
-                self._finish()
+            if whole is not None:
+                if whole.ctx is not _LOST:
+                    self.sink.recv_done(whole)
+                whole = None
+            else:
+                cur = self.rx_cur
+                if cur is not None and cur.done == self.rx_total:
+                    self._finish()
         if consumed:
             self.peer.ring()
         return consumed
@@ -826,12 +855,10 @@ class QueuePair:
         if done + n > self.rx_total:
             raise RingCorrupt("a message's fragments exceed its announced length")
         if n and not self.rx_discard:
-            sges = wr.sges
-            if len(sges) == 1 and done == 0:
-                view = sges[0].view
-                (view if n == len(view) else view[:n])[:] = self.buf[off:off + n]
+            if done == 0:
+                _copy_in(wr.sges, self.buf[off:off + n], n)
             else:
-                scatter(sges, done, self.buf[off:off + n], n)
+                scatter(wr.sges, done, self.buf[off:off + n], n)
         wr.done = done + n
 
     def _place_rendezvous(self, off, n):

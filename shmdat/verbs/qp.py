@@ -108,6 +108,7 @@ _NOT_ON = {RC: (), UC: (ring.OP_RDMA_READ, *_ATOMICS),
 _SUCCESS = int(e.IBV_WC_SUCCESS)
 _WR_SEND = int(e.IBV_WR_SEND)
 _WC_SEND = int(e.IBV_WC_SEND)
+_WC_RECV = int(e.IBV_WC_RECV)
 _WITH_GRH = int(e.IBV_WC_GRH)
 _WITH_IMM = int(e.IBV_WC_WITH_IMM)
 _SIGNALED = int(e.IBV_SEND_SIGNALED)
@@ -662,7 +663,10 @@ class QP(PyverbsCM):
             if self.state == RESET or len(self._rq) >= self.cap.max_recv_wr \
                     or wr.num_sge > self.cap.max_recv_sge or self.srq is not None:
                 raise PyverbsRDMAError("Failed to post recv", errno.EINVAL)
-            receive = Receive(self.pd, wr.sg_list[:wr.num_sge], (wr.wr_id, e.IBV_WC_RECV, True))
+            sges = wr.sg_list
+            if wr.num_sge != len(sges):
+                sges = sges[:wr.num_sge]
+            receive = Receive(self.pd, sges, (wr.wr_id, _WC_RECV, True))
             if self.state == ERR:
                 self.recv_done(receive.flushed())
             else:

@@ -66,6 +66,8 @@ class _EventCount:
 
 
 events_queued = _EventCount()
+_now = time.monotonic
+
 # This process's open Contexts (one device moves them all): id -> weak reference, a plain
 # dict so that the progress round's len() and look at the others cost no Python call.
 _contexts = {}
@@ -295,7 +297,7 @@ class Context(PyverbsCM):
         if len(_contexts) > 1:
             for ref in tuple(_contexts.values()):
                 other = ref()
-                if other is not None and other is not self and other.lock.acquire(blocking=False):
+                if other is not None and other is not self and other.lock.acquire(False):     # (only tried)
                     try:
                         other._poll_own()
                     finally:
@@ -312,9 +314,11 @@ class Context(PyverbsCM):
             self._port_changed()
         if self.hca.cm_pending():
             self._inbox()
-        for qp in self.active_qps[:] if len(self.active_qps) > 1 else self.active_qps:
-            qp._progress()
-        if time.monotonic() >= self._next_liveness:     # a dead peer is seen within a slice
+        active = self.active_qps
+        if active:
+            for qp in active[:] if len(active) > 1 else active:
+                qp._progress()
+        if _now() >= self._next_liveness:     # a dead peer is seen within a slice
             self._liveness()
 
     def _liveness(self):

@@ -108,6 +108,8 @@ _NOT_ON = {RC: (), UC: (ring.OP_RDMA_READ, *_ATOMICS),
 _SUCCESS = int(e.IBV_WC_SUCCESS)
 _WR_SEND = int(e.IBV_WR_SEND)
 _WC_SEND = int(e.IBV_WC_SEND)
+_WR_RDMA_WRITE, _WC_RDMA_WRITE = int(e.IBV_WR_RDMA_WRITE), int(e.IBV_WC_RDMA_WRITE)
+_WR_RDMA_READ, _WC_RDMA_READ = int(e.IBV_WR_RDMA_READ), int(e.IBV_WC_RDMA_READ)
 _WC_RECV = int(e.IBV_WC_RECV)
 _WITH_GRH = int(e.IBV_WC_GRH)
 _WITH_IMM = int(e.IBV_WC_WITH_IMM)
@@ -290,7 +292,7 @@ class QP(PyverbsCM):
         self.pd, self.context = creator, ctx
         self.qp_type, self.sq_sig_all, self.qp_context = qp_type, sq_sig_all, init_attr.qp_context
         self._not_on = _NOT_ON[qp_type]
-        # The eager lane (_send_eager) needs room for one WR of one SGE on a connected QP.
+        # The eager lane (_post_eager) needs room for one WR of one SGE on a connected QP.
         self._eager = qp_type != UD and caps["max_send_wr"] > 0 and caps["max_send_sge"] > 0
         self.send_cq, self.recv_cq, self.srq = init_attr.send_cq, init_attr.recv_cq, srq
         # As rxe: a send WQE holds max_send_sge SGEs or max_inline_data bytes, whichever
@@ -693,7 +695,7 @@ class QP(PyverbsCM):
             if self._closed:
                 self._check_open("Failed to post send")
             try:
-                if self._eager and wr.opcode == _WR_SEND and wr.next_wr is None and self._send_eager(wr):
+                if self._eager and wr.next_wr is None and self._post_eager(wr):
                     return
                 while wr is not None:
                     self._post_one(wr)
@@ -707,12 +709,23 @@ class QP(PyverbsCM):
         finally:
             lock.release()
 
-    def _send_eager(self, wr):
-        """The fast lane for the commonest post: one signaled or unsignaled SEND of one
-        SGE already checked (in the PD's cache), on a joined RC or UC QP in RTS with
-        nothing queued or in flight, that the ring completes at once (ring.send_eager).
-        True if it went; False, with nothing done, for _post_one to take it, which
-        does the same (and everything else) with a WorkRequest."""
+    def _post_eager(self, wr):
+        """The fast lane for the commonest posts: one SEND, RDMA_WRITE or (RC) RDMA_READ
+        without immediate data, inline data or fence, of one SGE already checked (in
+        the PD's cache), on a joined RC or UC QP in RTS with nothing queued or in
+        flight. A SEND goes if the ring completes it at once (ring.send_eager); an RDMA
+        is carried out now (ring.rdma_now) and completes with its status. True if it
+        went; False, with nothing done, for _post_one, which does the same (and
+        everything else) through the general checks."""
+        opcode = wr.opcode
+        if opcode == _WR_SEND:
+            wc_op = _WC_SEND
+        elif opcode == _WR_RDMA_WRITE:
+            wc_op = _WC_RDMA_WRITE
+        elif opcode == _WR_RDMA_READ and self.qp_type == RC:
+            wc_op = _WC_RDMA_READ
+        else:
+            return False
         qp = self._qp
         if qp is None or self.state != RTS or qp.sq or qp.inflight or self._waiting \
                 or self.context.port_down or wr.num_sge != 1:
@@ -723,10 +736,23 @@ class QP(PyverbsCM):
         sge = wr.sg_list[0]
         length = sge.length
         hit = self.pd.sge_cache.get((sge.lkey, sge.addr, length))
-        if hit is None or not qp.send_eager(hit[0].view, length, flags & _SOLICITED):
+        if hit is None:
             return False
-        if self.sq_sig_all or flags & _SIGNALED:
-            self.send_cq._complete(new_wc(wr.wr_id, _SUCCESS, _WC_SEND, length, self.qp_num))
+        signaled = self.sq_sig_all or flags & _SIGNALED
+        if wc_op == _WC_SEND:
+            if not qp.send_eager(hit[0].view, length, flags & _SOLICITED):
+                return False
+            if signaled:
+                self.send_cq._complete(new_wc(wr.wr_id, _SUCCESS, _WC_SEND, length, self.qp_num))
+            return True
+        rkey, addr = wr.rdma_rkey, wr.rdma_remote_addr
+        write = wc_op == _WC_RDMA_WRITE
+        if rkey.__class__ is not int or addr.__class__ is not int or not (write or hit[1] & LOCAL_WRITE):
+            return False                    # (the general path names the field, or the protection error)
+        work = ring.WorkRequest(ring.OP_RDMA_WRITE if write else ring.OP_RDMA_READ, [hit[0]], length,
+                                (rkey, addr, length), 0, (wr.wr_id, wc_op, signaled))
+        qp.rdma_now(work, write)
+        self.send_done(work)
         return True
 
     def _post_one(self, wr):

@@ -474,8 +474,8 @@ class QP(PyverbsCM):
         less those the receive credits will not let messages take."""
         if self._credits and self._qp is not None:
             held = len(self._rq)
-            self._qp.publish_credits(self._recvs_posted - held
-                                     + min(held, self._take_limit - self._taken))
+            room = self._take_limit - self._taken
+            self._qp.publish_credits(self._recvs_posted - held + (held if held < room else room))
 
     def _sq_drained(self):
         """In SQD, with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once no send WR
@@ -892,8 +892,7 @@ class QP(PyverbsCM):
         if src_qp is not None:
             wc.wc_flags |= _WITH_GRH
         self.recv_cq._complete(wc, work.solicited)
-        if self.state == RTR and not self._established and status == e.IBV_WC_SUCCESS \
-                and src_qp is None:
+        if self.state == RTR and not self._established and not status and src_qp is None:
             self._established = True        # the first message at a QP that is not yet RTS
             self.context._async_event(e.IBV_EVENT_COMM_EST, qp=self)
         if status and status != e.IBV_WC_WR_FLUSH_ERR and self.state != ERR:

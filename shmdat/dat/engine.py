@@ -49,8 +49,10 @@ class Engine:
     def poll(self):
         if self.ia._freed:
             return                      # closed: waiters are leaving
-        self.dv.progress(self.ctx)      # once: then each CQ's completions, the device not run again
-        self._drain_events()
+        dv, ctx = self.dv, self.ctx
+        dv.progress(ctx)                # once: then each CQ's completions, the device not run again
+        if dv.events_pending(ctx) != self.events_seen:     # a quiet round: this comparison only
+            self._drain_events()
         for evd in self.dto_evds:
             evd._drain()
         if self.next_timer is not None:
@@ -63,19 +65,19 @@ class Engine:
         self.dv.progress(self.ctx)
 
     def _drain_events(self):
-        """The CM and async events, if any was queued since the last look."""
-        pending = self.dv.events_pending(self.ctx)
-        if pending != self.events_seen:
-            self.events_seen = pending
-            self._drain_async()         # first: a QP error is told from a disconnect (ep.py)
-            self.cm.drain()
+        """The CM and async events: called when events_pending moved since the last look."""
+        self.events_seen = self.dv.events_pending(self.ctx)
+        self._drain_async()             # first: a QP error is told from a disconnect (ep.py)
+        self.cm.drain()
 
     def watch(self):
-        """On paths that run no progress (a post, a query, a wait that finds events
-        queued): the device's look at its peers, due once a LIVENESS_SLICE, and what
-        it found (a dead peer's QP_FATAL)."""
-        self.dv.watch(self.ctx)
-        self._drain_events()
+        """Notice dead peers on paths that run no progress (a post, a query, a wait that
+        finds events queued): the device's look at its peers, due once a LIVENESS_SLICE
+        (one clock read otherwise), and what it found (a dead peer's QP_FATAL)."""
+        dv, ctx = self.dv, self.ctx
+        dv.watch(ctx)
+        if dv.events_pending(ctx) != self.events_seen:
+            self._drain_events()
 
     def _drain_async(self):
         ctx = self.ctx

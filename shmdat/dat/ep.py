@@ -564,7 +564,7 @@ class EP(Handle):
         """Check a request's flags (returned as a plain int) and that the queue has room."""
         if self._requests >= self._attr.max_request_dtos and self._request_evd is not None:
             self._ia._engine.progress()             # the device runs (as a NIC would have meanwhile),
-            self._request_evd._take_completed()     # and what completed frees its slot
+            self._request_evd._drain()     # and what completed frees its slot
         if self._requests >= self._attr.max_request_dtos:
             raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
                                         "max_request_dtos); reap completions first",
@@ -578,7 +578,7 @@ class EP(Handle):
 
     def _post_request(self, opcode, sges, total, flags, cookie, op, remote=None):
         """Hand a request to the QP (on a DISCONNECTED EP the QP is in ERR: it flushes)."""
-        self._ia._watch_peers()         # may break the connection: the request then flushes
+        self._ia._engine.watch()        # may break the connection: the request then flushes
         dev = self._ia._dev
         wr_id = self._ia._engine.slot((self, cookie, flags, op, total))
         send_flags = _SIGNALED
@@ -652,7 +652,7 @@ class EP(Handle):
             if completion_flags & _UNSIGNALLED and not self._recv_unsignalled:
                 raise bad_arg(5, "UNSIGNALLED needs an EP whose recv_completion_flags allow it")
             if self._recvs >= self._attr.max_recv_dtos and self._recv_evd is not None:
-                self._recv_evd._take_completed()    # what completed frees its slot
+                self._recv_evd._drain()    # what completed frees its slot
             if self._recvs >= self._attr.max_recv_dtos:
                 raise InsufficientResources(f"the EP already has max_recv_dtos "
                                             f"({self._attr.max_recv_dtos}) receives posted",
@@ -783,7 +783,7 @@ class EP(Handle):
         """dat_ep_query -> EpParam."""
         with self._ia._engine.lock:
             self._check()
-            self._ia._watch_peers()
+            self._ia._engine.watch()
             return EpParam(ia=self._ia, ep_state=self._state, local_ia_address=self._ia._dev.address,
                            local_port_qual=self.local_port_qual,
                            remote_ia_address=self.remote_ia_address,

@@ -25,6 +25,10 @@ _DRAIN = 1 << 16                # completions taken from a CQ at once: all of th
 W = evd_state.EvdEvent
 _WAITER, _UNWAITABLE, _DISABLED, _OVERFLOWED = (evd_state.WAITER, evd_state.UNWAITABLE,
                                                evd_state.DISABLED, evd_state.OVERFLOWED)
+_DEQUEUE_REFUSED = evd_state.REFUSING["dequeue"]   # the bands dequeue refuses: one test
+# An Event made by tuple.__new__: the NamedTuple's own __new__ is a Python call, once per
+# completion on the hot path.
+_tuple_new = tuple.__new__
 
 
 def unreaped_receives(evds, match):
@@ -54,12 +58,14 @@ class EVD(Handle):
         self._notify_seq = 0            # counts notification events (what wakes a waiter)
         self._streams = []              # EPs, PSPs and RSPs whose events come here
         self._notifier = None           # a private CNO for wait_async, made on first use
+        self._engine = ia._engine
         self._cq = None                 # a DTO EVD's completions come through a verbs CQ
         if flags & EvdFlags.DTO:
             try:        # as large as the device allows: a CQ must never overrun (DAT drops instead)
                 self._cq = ia._dev.cq.CQ(ia._engine.ctx, ia._device_attr.max_cqe)
             except ia._dev.pyverbs_error.PyverbsError as err:
                 raise seam.dat_error(err, "CQ") from None
+            self._poll_cq = ia._dev.dv.poll_cq
             ia._engine.dto_evds.append(self)
 
     @property
@@ -67,21 +73,19 @@ class EVD(Handle):
         """Whether a thread owns the EVD by waiting: its WAITER band, or None."""
         return self._bands & _WAITER or None
 
-    def _take_completed(self):
-        """What has completed in the CQ counts as queued (the device not run: a message
-        still in the ring has not completed, and does not)."""
-        if self._cq is not None:
-            self._drain()
-
     def _drain(self):
-        """Move the CQ's completions into the queue (as dapl's dapls_evd_copy_cq)."""
-        n, wcs = self._ia._dev.dv.poll_cq(self._cq, _DRAIN)     # the device has run: take only
+        """Move the CQ's completions (none without a CQ) into the queue, as dapl's
+        dapls_evd_copy_cq: what has completed counts as queued. The device is not run
+        here (a message still in the ring has not completed, and does not)."""
+        if self._cq is None:
+            return
+        n, wcs = self._poll_cq(self._cq, _DRAIN)
         if n:
-            slots = self._ia._engine.slots
+            engine = self._engine
+            slots = engine.slots
             for wc in wcs:
                 ep, cookie, flags, op, length = slots.pop(wc.wr_id)
-                (ep or self._ia._engine.eps_by_qp_num[wc.qp_num])._completed(
-                    self, wc, cookie, flags, op, length)
+                (ep or engine.eps_by_qp_num[wc.qp_num])._completed(self, wc, cookie, flags, op, length)
 
     # Producer side (called by progress, with the IA lock held).
 
@@ -91,7 +95,7 @@ class EVD(Handle):
         if len(q) >= self._qlen:
             self._overflow()
             return False
-        q.append(Event(number, self, data))
+        q.append(_tuple_new(Event, (number, self, data)))
         if notify:
             self._notify_seq += 1
             bands = self._bands
@@ -100,7 +104,8 @@ class EVD(Handle):
                     self._cno._trigger(self)
                 if self._notifier is not None:
                     self._notifier._trigger(self)
-            self._ia._engine.wake()
+            if self._engine.blocked:        # (wake's own test, without its call)
+                self._engine.wake()
         return True
 
     def _overflow(self):
@@ -123,8 +128,9 @@ class EVD(Handle):
         return False
 
     def _take(self):
-        event = self._q.popleft()
-        if self._bands & _OVERFLOWED and len(self._q) < self._qlen:
+        q = self._q
+        event = q.popleft()
+        if self._bands & _OVERFLOWED and len(q) < self._qlen:
             evd_state.fire(self, W.ROOM)
         data = event.data
         if data.__class__ is DtoCompletion and data.operation is _RECEIVE:
@@ -153,9 +159,9 @@ class EVD(Handle):
                                    "UNSIGNALLED or SOLICITED_WAIT completions",
                                    subtype="INVALID_STATE_EVD_CONFIG_THRESHOLD")
             evd_state.check_call(self, "wait")
-            self._take_completed()
+            self._drain()
             if len(self._q) >= threshold:       # already queued: returned whatever their notification
-                self._ia._watch_peers()         # no progress round on this path
+                self._ia._engine.watch()        # no progress round on this path
                 event = self._take()
                 return event, len(self._q)
             # From here on only notification events wake the waiter (UNSIGNALLED and
@@ -225,19 +231,24 @@ class EVD(Handle):
 
         Raises QueueEmpty, InvalidState (a thread is waiting on it), InvalidHandle.
         """
-        prog = self._ia._engine
-        with prog.lock:
+        engine = self._engine
+        lock = engine.lock
+        lock.acquire()                      # (`with` costs twice as much)
+        try:
             if self._freed:
                 self._check()
-            evd_state.check_call(self, "dequeue")
-            self._take_completed()
+            if self._bands & _DEQUEUE_REFUSED:
+                evd_state.check_call(self, "dequeue")
+            self._drain()
             if self._q:
-                self._ia._watch_peers()     # no progress round: what is queued is the answer
+                engine.watch()              # no progress round: what is queued is the answer
             else:
-                prog.poll()
+                engine.poll()
                 if not self._q:
                     raise QueueEmpty("the EVD holds no event")
             return self._take()
+        finally:
+            lock.release()
 
     def post_se(self, pointer):
         """dat_evd_post_se: queue a SOFTWARE_EVENT carrying `pointer` (any object).
@@ -270,8 +281,8 @@ class EVD(Handle):
         """dat_evd_query -> EvdParam."""
         with self._ia._engine.lock:
             self._check()
-            self._ia._watch_peers()         # evd_count then includes a dead peer's flushes
-            self._take_completed()
+            self._ia._engine.watch()        # evd_count then includes a dead peer's flushes
+            self._drain()
             return EvdParam(ia=self._ia, evd_qlen=self._qlen, evd_state=evd_state.query_state(self),
                             evd_flags=self._flags, cno=self._cno, evd_count=len(self._q),
                             overflowed=bool(self._bands & _OVERFLOWED))

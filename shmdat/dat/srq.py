@@ -108,12 +108,14 @@ class SRQ(Handle):
                                             "buffers outstanding; reap completions or resize it",
                                             subtype="RESOURCE_SRQ")
             dev = ia._dev
-            wr_id = ia._engine.slot((None, user_cookie, 0, _RECEIVE, total))
+            engine = ia._engine
+            wr_id = next(engine.wr_ids)
+            engine.slots[wr_id] = (None, user_cookie, 0, _RECEIVE, total)
             try:
                 sges = sges or self._pz._empty_sges()
                 self._verbs_srq.post_recv(dev.wr.RecvWR(wr_id=wr_id, num_sge=len(sges), sg=sges))
             except dev.pyverbs_error.PyverbsError as err:
-                ia._engine.slots.pop(wr_id, None)
+                engine.slots.pop(wr_id, None)
                 raise seam.dat_error(err, "SRQ.post_recv") from None
             self._posted += 1
 

@@ -24,7 +24,7 @@ from .errors import (InsufficientResources, InvalidAddress, InvalidHandle, Inval
                      LengthError, ModelNotSupported, bad_arg)
 from .evd import EVD, unreaped_receives
 from .handle import Handle, check_handle
-from .lmr import resolve_iov
+from .lmr import ResolvedIov, resolve_iov
 from .private_data import split_header, with_header
 from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam
 
@@ -46,7 +46,6 @@ _UP = (S.CONNECTED, S.DISCONNECT_PENDING, S.COMPLETION_PENDING)    # a connectio
 _RESOLVE_MS = 2000
 _CM = seam.CmEvent
 _vrb = seam.libibverbs_enums
-_WR_CACHE_SIZE = 64                 # WRs an EP keeps for the local_iovs it posts (_wr)
 _WR_SEND, _WR_RDMA_WRITE, _WR_RDMA_READ = _vrb.IBV_WR_SEND, _vrb.IBV_WR_RDMA_WRITE, _vrb.IBV_WR_RDMA_READ
 _SIGNALED, _SEND_SOLICITED, _SEND_FENCE = (int(_vrb.IBV_SEND_SIGNALED), int(_vrb.IBV_SEND_SOLICITED),
                                            int(_vrb.IBV_SEND_FENCE))
@@ -147,7 +146,6 @@ class EP(Handle):
         cm_state.end(self)                  # ... and its state: none yet
         self._requests = 0                  # requests posted and not yet completed
         self._recvs = 0                     # receives posted to the EP and not yet completed
-        self._wrs = {}                      # (kind, id(sges)) -> (sges, the WR over them): see _wr
         self._engine = ia._engine
         self.remote_ia_address = None
         self.remote_port_qual = None
@@ -589,20 +587,22 @@ class EP(Handle):
             raise bad_arg(position, "UNSIGNALLED needs an EP whose request_completion_flags allow it")
         return flags
 
-    def _post_request(self, opcode, sges, total, flags, cookie, op, remote=None):
+    def _post_request(self, opcode, iov, flags, cookie, op, remote=None):
         """Hand a request to the QP (on a DISCONNECTED EP the QP is in ERR: it flushes)."""
         engine = self._engine
         engine.watch()                  # may break the connection: the request then flushes
         dev = self._ia._dev
         wr_id = next(engine.wr_ids)
-        engine.slots[wr_id] = (self, cookie, flags, op, total)
+        engine.slots[wr_id] = (self, cookie, flags, op, iov.total)
         send_flags = _SIGNALED
         if flags:
             if flags & _SOLICITED:
                 send_flags |= _SEND_SOLICITED
             if flags & _FENCE:
                 send_flags |= _SEND_FENCE
-        wr = self._wr(dev.wr.SendWR, sges or self._pz._empty_sges())
+        wr = iov.send_wr
+        if wr is None:
+            wr = iov.send_wr = iov.work_request(dev.wr.SendWR)
         wr.wr_id, wr.opcode, wr.send_flags = wr_id, opcode, send_flags
         if remote is not None:
             wr.set_wr_rdma(remote.rmr_context, remote.target_address)
@@ -613,19 +613,6 @@ class EP(Handle):
             self._requests -= 1
             engine.slots.pop(wr_id, None)
             raise seam.dat_error(err, "QP.post_send") from None
-
-    def _wr(self, kind, sges):
-        """The SendWR or RecvWR (`kind`) over `sges`: made once per resolved local_iov
-        (resolve_iov gives the same list for the same triplets) and posted again with
-        its wr_id and flags set, since a post copies the WR. The entry holds the list,
-        so its id is not reused while the entry stands."""
-        key = (kind, id(sges))
-        entry = self._wrs.get(key)
-        if entry is None or entry[0] is not sges:
-            if len(self._wrs) >= _WR_CACHE_SIZE:
-                self._wrs.clear()
-            entry = self._wrs[key] = (sges, kind(num_sge=len(sges), sg=sges))
-        return entry[1]
 
     def post_send(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.
@@ -643,12 +630,12 @@ class EP(Handle):
             if self._state not in _POST_SEND:
                 raise ep_state.refusal(self._state, "post_send")
             completion_flags = self._request_room(completion_flags, 5)
-            sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_READ,
-                                      self._attr.max_request_iov, 3, "EP")
-            if total > self._attr.max_message_size:
-                raise LengthError(f"{total} bytes is over the EP's max_message_size "
+            iov = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_READ,
+                              self._attr.max_request_iov, 3, "EP")
+            if iov.total > self._attr.max_message_size:
+                raise LengthError(f"{iov.total} bytes is over the EP's max_message_size "
                                   f"({self._attr.max_message_size})")
-            self._post_request(_WR_SEND, sges, total, completion_flags, user_cookie, _SEND)
+            self._post_request(_WR_SEND, iov, completion_flags, user_cookie, _SEND)
         finally:
             lock.release()
 
@@ -678,14 +665,16 @@ class EP(Handle):
                 raise InsufficientResources(f"the EP already has max_recv_dtos "
                                             f"({self._attr.max_recv_dtos}) receives posted",
                                             subtype="RESOURCE_TEP")
-            sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_WRITE,
-                                      self._attr.max_recv_iov, 3, "EP")
+            iov = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_WRITE,
+                              self._attr.max_recv_iov, 3, "EP")
             dev = self._ia._dev
             wr_id = next(engine.wr_ids)
-            engine.slots[wr_id] = (self, user_cookie, completion_flags, _RECEIVE, total)
+            engine.slots[wr_id] = (self, user_cookie, completion_flags, _RECEIVE, iov.total)
             self._recvs += 1
             try:
-                wr = self._wr(dev.wr.RecvWR, sges or self._pz._empty_sges())
+                wr = iov.recv_wr
+                if wr is None:
+                    wr = iov.recv_wr = iov.work_request(dev.wr.RecvWR)
                 wr.wr_id = wr_id
                 self._qp.post_recv(wr)
             except dev.pyverbs_error.PyverbsError as err:
@@ -731,8 +720,8 @@ class EP(Handle):
             completion_flags = self._request_room(completion_flags, 6)
             remote = check_rmr_triplet(remote_iov, 5)
             need = _LOCAL_READ if write else _LOCAL_WRITE
-            sges, total = resolve_iov(self._ia, self._pz, local_iov, need,
-                                      self._attr.max_request_iov, 3, "EP")
+            iov = resolve_iov(self._ia, self._pz, local_iov, need, self._attr.max_request_iov, 3, "EP")
+            total = iov.total
             if write:
                 if total > remote.segment_length:
                     raise LengthError(f"local_iov holds {total} bytes but remote_iov only "
@@ -742,11 +731,11 @@ class EP(Handle):
                     raise LengthError(f"local_iov holds {total} bytes, too few for the "
                                       f"{remote.segment_length} bytes of remote_iov")
                 if remote.segment_length < total:       # a read moves the remote length
-                    sges = _trim(self._ia._dev.wr.SGE, sges, remote.segment_length)
-                total = remote.segment_length
+                    total = remote.segment_length
+                    iov = ResolvedIov(self._pz, _trim(self._ia._dev.wr.SGE, iov.sges, total), total)
             if total > self._attr.max_rdma_size:
                 raise LengthError(f"{total} bytes is over the EP's max_rdma_size ({self._attr.max_rdma_size})")
-            self._post_request(_WR_RDMA_WRITE if write else _WR_RDMA_READ, sges, total,
+            self._post_request(_WR_RDMA_WRITE if write else _WR_RDMA_READ, iov,
                                completion_flags, user_cookie,
                                _RDMA_WRITE if write else _RDMA_READ, remote)
 

@@ -7,6 +7,7 @@ overflowed), are evd_state.py's tables: the calls check and move them there.
 """
 
 import collections
+import functools
 import time
 
 from . import aio, evd_state, seam
@@ -65,7 +66,9 @@ class EVD(Handle):
                 self._cq = ia._dev.cq.CQ(ia._engine.ctx, ia._device_attr.max_cqe)
             except ia._dev.pyverbs_error.PyverbsError as err:
                 raise seam.dat_error(err, "CQ") from None
-            self._poll_cq = ia._dev.dv.poll_cq
+            # All of the CQ's completions, bound once: the engine polls every DTO EVD's
+            # CQ after each progress round.
+            self._poll_cq = functools.partial(ia._dev.dv.poll_cq, self._cq, _DRAIN)
             ia._engine.dto_evds.append(self)
 
     @property
@@ -77,15 +80,18 @@ class EVD(Handle):
         """Move the CQ's completions (none without a CQ) into the queue, as dapl's
         dapls_evd_copy_cq: what has completed counts as queued. The device is not run
         here (a message still in the ring has not completed, and does not)."""
-        if self._cq is None:
-            return
-        n, wcs = self._poll_cq(self._cq, _DRAIN)
-        if n:
-            engine = self._engine
-            slots = engine.slots
-            for wc in wcs:
-                ep, cookie, flags, op, length = slots.pop(wc.wr_id)
-                (ep or engine.eps_by_qp_num[wc.qp_num])._completed(self, wc, cookie, flags, op, length)
+        if self._cq is not None:
+            n, wcs = self._poll_cq()
+            if n:
+                self._completions(wcs)
+
+    def _completions(self, wcs):
+        """Each WC to the EP it completes a DTO of (ep.py's _completed), by its wr_id."""
+        engine = self._engine
+        slots = engine.slots
+        for wc in wcs:
+            ep, cookie, flags, op, length = slots.pop(wc.wr_id)
+            (ep or engine.eps_by_qp_num[wc.qp_num])._completed(self, wc, cookie, flags, op, length)
 
     # Producer side (called by progress, with the IA lock held).
 

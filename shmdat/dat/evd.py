@@ -26,7 +26,8 @@ _DRAIN = 1 << 16                # completions taken from a CQ at once: all of th
 W = evd_state.EvdEvent
 _WAITER, _UNWAITABLE, _DISABLED, _OVERFLOWED = (evd_state.WAITER, evd_state.UNWAITABLE,
                                                evd_state.DISABLED, evd_state.OVERFLOWED)
-_DEQUEUE_REFUSED = evd_state.REFUSING["dequeue"]   # the bands dequeue refuses: one test
+# The bands wait and dequeue refuse: one test each.
+_WAIT_REFUSED, _DEQUEUE_REFUSED = evd_state.REFUSING["wait"], evd_state.REFUSING["dequeue"]
 # An Event made by tuple.__new__: the NamedTuple's own __new__ is a Python call, once per
 # completion on the hot path.
 _tuple_new = tuple.__new__
@@ -154,22 +155,26 @@ class EVD(Handle):
         EVD), TimeoutExpired and InterruptedCall (both with .nmore), Abort (EVD
         freed or IA closed meanwhile), InvalidHandle.
         """
-        prog = self._ia._engine
-        with prog.lock:
-            self._check()
-            seconds = check_timeout(timeout, 2)
-            check_int(threshold, 3, "threshold", 1, self._qlen,
-                      f"an int from 1 to the EVD's qlen ({self._qlen})")
-            if threshold > 1 and self._notification_controlled():
-                raise InvalidState("threshold must be 1 on an EVD fed by a stream with "
-                                   "UNSIGNALLED or SOLICITED_WAIT completions",
-                                   subtype="INVALID_STATE_EVD_CONFIG_THRESHOLD")
-            evd_state.check_call(self, "wait")
+        prog = self._engine
+        lock = prog.lock
+        lock.acquire()                      # (`with` costs twice as much)
+        try:
+            if self._freed:
+                self._check()
+            # The common case (a plain int timeout, threshold 1, no band refusing) is three
+            # tests; the full checks, in DAT's order of the arguments, name the error.
+            if timeout.__class__ is not int or not 0 <= timeout <= TIMEOUT_INFINITE:
+                check_timeout(timeout, 2)
+            if threshold.__class__ is not int or threshold != 1:
+                self._check_threshold(threshold)
+            if self._bands & _WAIT_REFUSED:
+                evd_state.check_call(self, "wait")
             self._drain()
             if len(self._q) >= threshold:       # already queued: returned whatever their notification
-                self._ia._engine.watch()        # no progress round on this path
+                prog.watch()                    # no progress round on this path
                 event = self._take()
                 return event, len(self._q)
+            seconds = check_timeout(timeout, 2)
             # From here on only notification events wake the waiter (UNSIGNALLED and
             # unsolicited completions queue silently).
             seq = self._notify_seq
@@ -180,6 +185,8 @@ class EVD(Handle):
             if seconds == 0:
                 raise TimeoutExpired("no event arrived within the timeout", nmore=len(self._q))
             evd_state.fire(self, W.WAIT)
+        finally:
+            lock.release()
 
         def ready():
             return (self._freed or self._bands & _UNWAITABLE or self._ia._freed
@@ -192,10 +199,13 @@ class EVD(Handle):
             if deadline is not None:
                 spin_end = min(spin_end, deadline)
             while True:
-                with prog.lock:
+                lock.acquire()
+                try:
                     prog.poll()
                     if ready():
                         return self._result(True)
+                finally:
+                    lock.release()
                 if time.monotonic() >= spin_end:
                     break
             with prog.lock:
@@ -207,6 +217,16 @@ class EVD(Handle):
                 return self._result(ok)
         finally:
             evd_state.fire(self, W.WAIT_DONE)
+
+    def _check_threshold(self, threshold):
+        """wait's threshold: an int from 1 to qlen, and 1 on an EVD whose notification a
+        stream controls."""
+        check_int(threshold, 3, "threshold", 1, self._qlen,
+                  f"an int from 1 to the EVD's qlen ({self._qlen})")
+        if threshold > 1 and self._notification_controlled():
+            raise InvalidState("threshold must be 1 on an EVD fed by a stream with "
+                               "UNSIGNALLED or SOLICITED_WAIT completions",
+                               subtype="INVALID_STATE_EVD_CONFIG_THRESHOLD")
 
     async def wait_async(self, timeout=TIMEOUT_INFINITE, threshold=1):
         """dat_evd_wait for asyncio: `event, nmore = await evd.wait_async(timeout)`.

@@ -573,7 +573,7 @@ class EP(Handle):
         """Check a request's flags (returned as a plain int) and that the queue has room."""
         if self._requests >= self._attr.max_request_dtos and self._request_evd is not None:
             self._ia._engine.progress()             # the device runs (as a NIC would have meanwhile),
-            self._request_evd._drain()     # and what completed frees its slot
+            self._request_evd._drain()              # and what completed frees its slot
         if self._requests >= self._attr.max_request_dtos:
             raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
                                         "max_request_dtos); reap completions first",

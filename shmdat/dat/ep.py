@@ -24,7 +24,7 @@ from .errors import (InsufficientResources, InvalidAddress, InvalidHandle, Inval
                      LengthError, ModelNotSupported, bad_arg)
 from .evd import EVD, unreaped_receives
 from .handle import Handle, check_handle
-from .lmr import resolve_iov
+from .lmr import ResolvedIov, resolve_iov
 from .private_data import split_header, with_header
 from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam
 
@@ -37,12 +37,15 @@ _DTO_STATUS = seam.DTO_STATUS
 _SUCCESS = DtoStatus.SUCCESS
 _ERR_FLUSHED = DtoStatus.ERR_FLUSHED
 _ERR_TRANSPORT = DtoStatus.ERR_TRANSPORT
-_RECEIVE = DtoOp.RECEIVE
+# Enum members as module constants: reading one off its class is a Python call.
+_RECEIVE, _SEND, _RDMA_WRITE, _RDMA_READ = DtoOp.RECEIVE, DtoOp.SEND, DtoOp.RDMA_WRITE, DtoOp.RDMA_READ
+_DISCONNECT_PENDING = S.DISCONNECT_PENDING
+# A DtoCompletion made by tuple.__new__: the NamedTuple's own __new__ is a Python call.
+_tuple_new = tuple.__new__
 _UP = (S.CONNECTED, S.DISCONNECT_PENDING, S.COMPLETION_PENDING)    # a connection that can break
 _RESOLVE_MS = 2000
 _CM = seam.CmEvent
 _vrb = seam.libibverbs_enums
-_WR_CACHE_SIZE = 64                 # WRs an EP keeps for the local_iovs it posts (_wr)
 _WR_SEND, _WR_RDMA_WRITE, _WR_RDMA_READ = _vrb.IBV_WR_SEND, _vrb.IBV_WR_RDMA_WRITE, _vrb.IBV_WR_RDMA_READ
 _SIGNALED, _SEND_SOLICITED, _SEND_FENCE = (int(_vrb.IBV_SEND_SIGNALED), int(_vrb.IBV_SEND_SOLICITED),
                                            int(_vrb.IBV_SEND_FENCE))
@@ -143,7 +146,7 @@ class EP(Handle):
         cm_state.end(self)                  # ... and its state: none yet
         self._requests = 0                  # requests posted and not yet completed
         self._recvs = 0                     # receives posted to the EP and not yet completed
-        self._wrs = {}                      # (kind, id(sges)) -> (sges, the WR over them): see _wr
+        self._engine = ia._engine
         self.remote_ia_address = None
         self.remote_port_qual = None
         self.local_port_qual = None
@@ -158,6 +161,11 @@ class EP(Handle):
         attr = self._attr
         self._recv_solicited_only = bool(attr.recv_completion_flags & CompletionFlags.SOLICITED_WAIT)
         self._recv_unsignalled = bool(attr.recv_completion_flags & CompletionFlags.UNSIGNALLED)
+        # The completion flag bits a post refuses, as plain ints: a post whose flags are an
+        # int with none of them is checked by one test (the full checks name the error).
+        unsignalled_requests = attr.request_completion_flags & _UNSIGNALLED
+        self._request_refused = ~(_REQUEST_FLAGS if unsignalled_requests else _REQUEST_FLAGS & ~_UNSIGNALLED)
+        self._recv_refused = ~(_RECV_FLAGS if self._recv_unsignalled else _RECV_FLAGS & ~_UNSIGNALLED)
 
     # The EP's QP: an RC QP from ep_create to ep_free, in INIT while unconnected
     # (so receives can be posted in any DAT state).
@@ -513,7 +521,7 @@ class EP(Handle):
 
     def _completed(self, evd, wc, cookie, flags, op, length):
         status = _DTO_STATUS.get(wc.status, _ERR_TRANSPORT)
-        if op == _RECEIVE:
+        if op is _RECEIVE:
             if self._srq is None:
                 self._recvs -= 1
             else:
@@ -524,19 +532,20 @@ class EP(Handle):
             soft = self._soft_hw != WATERMARK_INFINITE
         else:
             self._requests -= 1
-            transferred = length if status == _SUCCESS else 0
+            transferred = length if status is _SUCCESS else 0
             notify = not flags & _UNSIGNALLED
             soft = False
-        if status == _SUCCESS:
+        if status is _SUCCESS:
             if not flags & _SUPPRESS:
-                evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op), notify)
+                evd._post(_DTO_EVENT, _tuple_new(DtoCompletion, (self, cookie, status, transferred, op)),
+                          notify)
             if soft and self._held() > self._soft_hw:
                 self._soft_exceeded()
         else:
             evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op))
             if status != _ERR_FLUSHED and self._state in _UP:
                 ep_state.fire(self, V.BROKEN)       # an error completion breaks it, as dapl's
-        if self._state == S.DISCONNECT_PENDING and self._requests == 0:
+        if self._state is _DISCONNECT_PENDING and self._requests == 0:
             ep_state.fire(self, V.REQUESTS_DRAINED)
 
     # Receive buffers held (the watermarks and recv_query).
@@ -564,11 +573,13 @@ class EP(Handle):
         """Check a request's flags (returned as a plain int) and that the queue has room."""
         if self._requests >= self._attr.max_request_dtos and self._request_evd is not None:
             self._ia._engine.progress()             # the device runs (as a NIC would have meanwhile),
-            self._request_evd._take_completed()     # and what completed frees its slot
+            self._request_evd._drain()              # and what completed frees its slot
         if self._requests >= self._attr.max_request_dtos:
             raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
                                         "max_request_dtos); reap completions first",
                                         subtype="RESOURCE_TEP")
+        if flags.__class__ is int and not flags & self._request_refused:
+            return flags                            # the common case
         flags = check_flags(flags, position, "completion_flags", _REQUEST_FLAGS,
                             "CompletionFlags of a request (SUPPRESS, SOLICITED_WAIT, UNSIGNALLED, "
                             "BARRIER_FENCE)")
@@ -576,17 +587,22 @@ class EP(Handle):
             raise bad_arg(position, "UNSIGNALLED needs an EP whose request_completion_flags allow it")
         return flags
 
-    def _post_request(self, opcode, sges, total, flags, cookie, op, remote=None):
+    def _post_request(self, opcode, iov, flags, cookie, op, remote=None):
         """Hand a request to the QP (on a DISCONNECTED EP the QP is in ERR: it flushes)."""
-        self._ia._watch_peers()         # may break the connection: the request then flushes
+        engine = self._engine
+        engine.watch()                  # may break the connection: the request then flushes
         dev = self._ia._dev
-        wr_id = self._ia._engine.slot((self, cookie, flags, op, total))
+        wr_id = next(engine.wr_ids)
+        engine.slots[wr_id] = (self, cookie, flags, op, iov.total)
         send_flags = _SIGNALED
-        if flags & _SOLICITED:
-            send_flags |= _SEND_SOLICITED
-        if flags & _FENCE:
-            send_flags |= _SEND_FENCE
-        wr = self._wr(dev.wr.SendWR, sges or self._pz._empty_sges())
+        if flags:
+            if flags & _SOLICITED:
+                send_flags |= _SEND_SOLICITED
+            if flags & _FENCE:
+                send_flags |= _SEND_FENCE
+        wr = iov.send_wr
+        if wr is None:
+            wr = iov.send_wr = iov.work_request(dev.wr.SendWR)
         wr.wr_id, wr.opcode, wr.send_flags = wr_id, opcode, send_flags
         if remote is not None:
             wr.set_wr_rdma(remote.rmr_context, remote.target_address)
@@ -595,21 +611,8 @@ class EP(Handle):
             self._qp.post_send(wr)
         except dev.pyverbs_error.PyverbsError as err:
             self._requests -= 1
-            self._ia._engine.slots.pop(wr_id, None)
+            engine.slots.pop(wr_id, None)
             raise seam.dat_error(err, "QP.post_send") from None
-
-    def _wr(self, kind, sges):
-        """The SendWR or RecvWR (`kind`) over `sges`: made once per resolved local_iov
-        (resolve_iov gives the same list for the same triplets) and posted again with
-        its wr_id and flags set, since a post copies the WR. The entry holds the list,
-        so its id is not reused while the entry stands."""
-        key = (kind, id(sges))
-        entry = self._wrs.get(key)
-        if entry is None or entry[0] is not sges:
-            if len(self._wrs) >= _WR_CACHE_SIZE:
-                self._wrs.clear()
-            entry = self._wrs[key] = (sges, kind(num_sge=len(sges), sg=sges))
-        return entry[1]
 
     def post_send(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.
@@ -619,18 +622,22 @@ class EP(Handle):
         or a segment outside its LMR), PrivilegesViolation (unknown lmr_context or no
         LOCAL_READ), InsufficientResources (request queue full), InvalidHandle.
         """
-        with self._ia._engine.lock:
+        lock = self._engine.lock
+        lock.acquire()                      # (`with` costs twice as much)
+        try:
             if self._freed:
                 self._check()
             if self._state not in _POST_SEND:
                 raise ep_state.refusal(self._state, "post_send")
             completion_flags = self._request_room(completion_flags, 5)
-            sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_READ,
-                                      self._attr.max_request_iov, 3, "EP")
-            if total > self._attr.max_message_size:
-                raise LengthError(f"{total} bytes is over the EP's max_message_size "
+            iov = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_READ,
+                              self._attr.max_request_iov, 3, "EP")
+            if iov.total > self._attr.max_message_size:
+                raise LengthError(f"{iov.total} bytes is over the EP's max_message_size "
                                   f"({self._attr.max_message_size})")
-            self._post_request(_WR_SEND, sges, total, completion_flags, user_cookie, DtoOp.SEND)
+            self._post_request(_WR_SEND, iov, completion_flags, user_cookie, _SEND)
+        finally:
+            lock.release()
 
     def post_recv(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_recv: a buffer for the next incoming message (front segments filled first).
@@ -640,36 +647,50 @@ class EP(Handle):
         uses an SRQ), ProtectionViolation, PrivilegesViolation
         (no LOCAL_WRITE), InsufficientResources (max_recv_dtos), InvalidHandle.
         """
-        with self._ia._engine.lock:
+        engine = self._engine
+        lock = engine.lock
+        lock.acquire()                      # (`with` costs twice as much)
+        try:
             if self._freed:
                 self._check()
             if self._srq is not None:
                 # dat_ep_post_recv lists no INVALID_STATE (it is "valid for all states");
                 # the EP handle is the invalid parameter here.
                 raise bad_arg(1, "this EP takes its receives from an SRQ: post them to the SRQ")
-            completion_flags = check_flags(completion_flags, 5, "completion_flags", _RECV_FLAGS,
-                                           "CompletionFlags of a receive (SUPPRESS, UNSIGNALLED)")
-            if completion_flags & _UNSIGNALLED and not self._recv_unsignalled:
-                raise bad_arg(5, "UNSIGNALLED needs an EP whose recv_completion_flags allow it")
+            if completion_flags.__class__ is not int or completion_flags & self._recv_refused:
+                completion_flags = self._recv_flags(completion_flags)
             if self._recvs >= self._attr.max_recv_dtos and self._recv_evd is not None:
-                self._recv_evd._take_completed()    # what completed frees its slot
+                self._recv_evd._drain()     # what completed frees its slot
             if self._recvs >= self._attr.max_recv_dtos:
                 raise InsufficientResources(f"the EP already has max_recv_dtos "
                                             f"({self._attr.max_recv_dtos}) receives posted",
                                             subtype="RESOURCE_TEP")
-            sges, total = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_WRITE,
-                                      self._attr.max_recv_iov, 3, "EP")
+            iov = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_WRITE,
+                              self._attr.max_recv_iov, 3, "EP")
             dev = self._ia._dev
-            wr_id = self._ia._engine.slot((self, user_cookie, completion_flags, _RECEIVE, total))
+            wr_id = next(engine.wr_ids)
+            engine.slots[wr_id] = (self, user_cookie, completion_flags, _RECEIVE, iov.total)
             self._recvs += 1
             try:
-                wr = self._wr(dev.wr.RecvWR, sges or self._pz._empty_sges())
+                wr = iov.recv_wr
+                if wr is None:
+                    wr = iov.recv_wr = iov.work_request(dev.wr.RecvWR)
                 wr.wr_id = wr_id
                 self._qp.post_recv(wr)
             except dev.pyverbs_error.PyverbsError as err:
                 self._recvs -= 1
-                self._ia._engine.slots.pop(wr_id, None)
+                engine.slots.pop(wr_id, None)
                 raise seam.dat_error(err, "QP.post_recv") from None
+        finally:
+            lock.release()
+
+    def _recv_flags(self, flags):
+        """A receive's completion flags, fully checked (-> a plain int)."""
+        flags = check_flags(flags, 5, "completion_flags", _RECV_FLAGS,
+                            "CompletionFlags of a receive (SUPPRESS, UNSIGNALLED)")
+        if flags & _UNSIGNALLED and not self._recv_unsignalled:
+            raise bad_arg(5, "UNSIGNALLED needs an EP whose recv_completion_flags allow it")
+        return flags
 
     def post_rdma_write(self, local_iov, user_cookie, remote_iov, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_rdma_write: write local_iov into the peer's memory at remote_iov,
@@ -699,8 +720,8 @@ class EP(Handle):
             completion_flags = self._request_room(completion_flags, 6)
             remote = check_rmr_triplet(remote_iov, 5)
             need = _LOCAL_READ if write else _LOCAL_WRITE
-            sges, total = resolve_iov(self._ia, self._pz, local_iov, need,
-                                      self._attr.max_request_iov, 3, "EP")
+            iov = resolve_iov(self._ia, self._pz, local_iov, need, self._attr.max_request_iov, 3, "EP")
+            total = iov.total
             if write:
                 if total > remote.segment_length:
                     raise LengthError(f"local_iov holds {total} bytes but remote_iov only "
@@ -710,13 +731,13 @@ class EP(Handle):
                     raise LengthError(f"local_iov holds {total} bytes, too few for the "
                                       f"{remote.segment_length} bytes of remote_iov")
                 if remote.segment_length < total:       # a read moves the remote length
-                    sges = _trim(self._ia._dev.wr.SGE, sges, remote.segment_length)
-                total = remote.segment_length
+                    total = remote.segment_length
+                    iov = ResolvedIov(self._pz, _trim(self._ia._dev.wr.SGE, iov.sges, total), total)
             if total > self._attr.max_rdma_size:
                 raise LengthError(f"{total} bytes is over the EP's max_rdma_size ({self._attr.max_rdma_size})")
-            self._post_request(_WR_RDMA_WRITE if write else _WR_RDMA_READ, sges, total,
+            self._post_request(_WR_RDMA_WRITE if write else _WR_RDMA_READ, iov,
                                completion_flags, user_cookie,
-                               DtoOp.RDMA_WRITE if write else DtoOp.RDMA_READ, remote)
+                               _RDMA_WRITE if write else _RDMA_READ, remote)
 
     # Queries and the rest.
 
@@ -783,7 +804,7 @@ class EP(Handle):
         """dat_ep_query -> EpParam."""
         with self._ia._engine.lock:
             self._check()
-            self._ia._watch_peers()
+            self._ia._engine.watch()
             return EpParam(ia=self._ia, ep_state=self._state, local_ia_address=self._ia._dev.address,
                            local_port_qual=self.local_port_qual,
                            remote_ia_address=self.remote_ia_address,

@@ -11,11 +11,16 @@ from .constants import Return
 
 class DatError(Exception):
     code = Return.INTERNAL_ERROR
+    subtype = None              # unless the error names one
 
     def __init__(self, message, subtype=None):
         super().__init__(message)
-        self.message = message
-        self.subtype = subtype
+        if subtype is not None:
+            self.subtype = subtype
+
+    @property
+    def message(self):
+        return self.args[0]
 
     def __str__(self):
         sub = f" ({self.subtype})" if self.subtype else ""
@@ -86,6 +91,9 @@ class ProtectionViolation(DatError):
 
 class QueueEmpty(DatError):
     code = Return.QUEUE_EMPTY
+    # DAT gives QUEUE_EMPTY no subtype, and a polling consumer meets it at every empty
+    # dequeue: made by the C-level init (args, hence message), no Python call.
+    __init__ = Exception.__init__
 
 
 class QueueFull(DatError):

@@ -7,6 +7,7 @@ overflowed), are evd_state.py's tables: the calls check and move them there.
 """
 
 import collections
+import functools
 import time
 
 from . import aio, evd_state, seam
@@ -25,6 +26,11 @@ _DRAIN = 1 << 16                # completions taken from a CQ at once: all of th
 W = evd_state.EvdEvent
 _WAITER, _UNWAITABLE, _DISABLED, _OVERFLOWED = (evd_state.WAITER, evd_state.UNWAITABLE,
                                                evd_state.DISABLED, evd_state.OVERFLOWED)
+# The bands wait and dequeue refuse: one test each.
+_WAIT_REFUSED, _DEQUEUE_REFUSED = evd_state.REFUSING["wait"], evd_state.REFUSING["dequeue"]
+# An Event made by tuple.__new__: the NamedTuple's own __new__ is a Python call, once per
+# completion on the hot path.
+_tuple_new = tuple.__new__
 
 
 def unreaped_receives(evds, match):
@@ -54,12 +60,16 @@ class EVD(Handle):
         self._notify_seq = 0            # counts notification events (what wakes a waiter)
         self._streams = []              # EPs, PSPs and RSPs whose events come here
         self._notifier = None           # a private CNO for wait_async, made on first use
+        self._engine = ia._engine
         self._cq = None                 # a DTO EVD's completions come through a verbs CQ
         if flags & EvdFlags.DTO:
             try:        # as large as the device allows: a CQ must never overrun (DAT drops instead)
                 self._cq = ia._dev.cq.CQ(ia._engine.ctx, ia._device_attr.max_cqe)
             except ia._dev.pyverbs_error.PyverbsError as err:
                 raise seam.dat_error(err, "CQ") from None
+            # All of the CQ's completions, bound once: the engine polls every DTO EVD's
+            # CQ after each progress round.
+            self._poll_cq = functools.partial(ia._dev.dv.poll_cq, self._cq, _DRAIN)
             ia._engine.dto_evds.append(self)
 
     @property
@@ -67,21 +77,22 @@ class EVD(Handle):
         """Whether a thread owns the EVD by waiting: its WAITER band, or None."""
         return self._bands & _WAITER or None
 
-    def _take_completed(self):
-        """What has completed in the CQ counts as queued (the device not run: a message
-        still in the ring has not completed, and does not)."""
-        if self._cq is not None:
-            self._drain()
-
     def _drain(self):
-        """Move the CQ's completions into the queue (as dapl's dapls_evd_copy_cq)."""
-        n, wcs = self._ia._dev.dv.poll_cq(self._cq, _DRAIN)     # the device has run: take only
-        if n:
-            slots = self._ia._engine.slots
-            for wc in wcs:
-                ep, cookie, flags, op, length = slots.pop(wc.wr_id)
-                (ep or self._ia._engine.eps_by_qp_num[wc.qp_num])._completed(
-                    self, wc, cookie, flags, op, length)
+        """Move the CQ's completions (none without a CQ) into the queue, as dapl's
+        dapls_evd_copy_cq: what has completed counts as queued. The device is not run
+        here (a message still in the ring has not completed, and does not)."""
+        if self._cq is not None:
+            n, wcs = self._poll_cq()
+            if n:
+                self._completions(wcs)
+
+    def _completions(self, wcs):
+        """Each WC to the EP it completes a DTO of (ep.py's _completed), by its wr_id."""
+        engine = self._engine
+        slots = engine.slots
+        for wc in wcs:
+            ep, cookie, flags, op, length = slots.pop(wc.wr_id)
+            (ep or engine.eps_by_qp_num[wc.qp_num])._completed(self, wc, cookie, flags, op, length)
 
     # Producer side (called by progress, with the IA lock held).
 
@@ -91,7 +102,7 @@ class EVD(Handle):
         if len(q) >= self._qlen:
             self._overflow()
             return False
-        q.append(Event(number, self, data))
+        q.append(_tuple_new(Event, (number, self, data)))
         if notify:
             self._notify_seq += 1
             bands = self._bands
@@ -100,7 +111,8 @@ class EVD(Handle):
                     self._cno._trigger(self)
                 if self._notifier is not None:
                     self._notifier._trigger(self)
-            self._ia._engine.wake()
+            if self._engine.blocked:        # (wake's own test, without its call)
+                self._engine.wake()
         return True
 
     def _overflow(self):
@@ -123,8 +135,9 @@ class EVD(Handle):
         return False
 
     def _take(self):
-        event = self._q.popleft()
-        if self._bands & _OVERFLOWED and len(self._q) < self._qlen:
+        q = self._q
+        event = q.popleft()
+        if self._bands & _OVERFLOWED and len(q) < self._qlen:
             evd_state.fire(self, W.ROOM)
         data = event.data
         if data.__class__ is DtoCompletion and data.operation is _RECEIVE:
@@ -142,22 +155,26 @@ class EVD(Handle):
         EVD), TimeoutExpired and InterruptedCall (both with .nmore), Abort (EVD
         freed or IA closed meanwhile), InvalidHandle.
         """
-        prog = self._ia._engine
-        with prog.lock:
-            self._check()
-            seconds = check_timeout(timeout, 2)
-            check_int(threshold, 3, "threshold", 1, self._qlen,
-                      f"an int from 1 to the EVD's qlen ({self._qlen})")
-            if threshold > 1 and self._notification_controlled():
-                raise InvalidState("threshold must be 1 on an EVD fed by a stream with "
-                                   "UNSIGNALLED or SOLICITED_WAIT completions",
-                                   subtype="INVALID_STATE_EVD_CONFIG_THRESHOLD")
-            evd_state.check_call(self, "wait")
-            self._take_completed()
+        prog = self._engine
+        lock = prog.lock
+        lock.acquire()                      # (`with` costs twice as much)
+        try:
+            if self._freed:
+                self._check()
+            # The common case (a plain int timeout, threshold 1, no band refusing) is three
+            # tests; the full checks, in DAT's order of the arguments, name the error.
+            if timeout.__class__ is not int or not 0 <= timeout <= TIMEOUT_INFINITE:
+                check_timeout(timeout, 2)
+            if threshold.__class__ is not int or threshold != 1:
+                self._check_threshold(threshold)
+            if self._bands & _WAIT_REFUSED:
+                evd_state.check_call(self, "wait")
+            self._drain()
             if len(self._q) >= threshold:       # already queued: returned whatever their notification
-                self._ia._watch_peers()         # no progress round on this path
+                prog.watch()                    # no progress round on this path
                 event = self._take()
                 return event, len(self._q)
+            seconds = check_timeout(timeout, 2)
             # From here on only notification events wake the waiter (UNSIGNALLED and
             # unsolicited completions queue silently).
             seq = self._notify_seq
@@ -168,6 +185,8 @@ class EVD(Handle):
             if seconds == 0:
                 raise TimeoutExpired("no event arrived within the timeout", nmore=len(self._q))
             evd_state.fire(self, W.WAIT)
+        finally:
+            lock.release()
 
         def ready():
             return (self._freed or self._bands & _UNWAITABLE or self._ia._freed
@@ -180,10 +199,13 @@ class EVD(Handle):
             if deadline is not None:
                 spin_end = min(spin_end, deadline)
             while True:
-                with prog.lock:
+                lock.acquire()
+                try:
                     prog.poll()
                     if ready():
                         return self._result(True)
+                finally:
+                    lock.release()
                 if time.monotonic() >= spin_end:
                     break
             with prog.lock:
@@ -195,6 +217,16 @@ class EVD(Handle):
                 return self._result(ok)
         finally:
             evd_state.fire(self, W.WAIT_DONE)
+
+    def _check_threshold(self, threshold):
+        """wait's threshold: an int from 1 to qlen, and 1 on an EVD whose notification a
+        stream controls."""
+        check_int(threshold, 3, "threshold", 1, self._qlen,
+                  f"an int from 1 to the EVD's qlen ({self._qlen})")
+        if threshold > 1 and self._notification_controlled():
+            raise InvalidState("threshold must be 1 on an EVD fed by a stream with "
+                               "UNSIGNALLED or SOLICITED_WAIT completions",
+                               subtype="INVALID_STATE_EVD_CONFIG_THRESHOLD")
 
     async def wait_async(self, timeout=TIMEOUT_INFINITE, threshold=1):
         """dat_evd_wait for asyncio: `event, nmore = await evd.wait_async(timeout)`.
@@ -225,19 +257,24 @@ class EVD(Handle):
 
         Raises QueueEmpty, InvalidState (a thread is waiting on it), InvalidHandle.
         """
-        prog = self._ia._engine
-        with prog.lock:
+        engine = self._engine
+        lock = engine.lock
+        lock.acquire()                      # (`with` costs twice as much)
+        try:
             if self._freed:
                 self._check()
-            evd_state.check_call(self, "dequeue")
-            self._take_completed()
+            if self._bands & _DEQUEUE_REFUSED:
+                evd_state.check_call(self, "dequeue")
+            self._drain()
             if self._q:
-                self._ia._watch_peers()     # no progress round: what is queued is the answer
+                engine.watch()              # no progress round: what is queued is the answer
             else:
-                prog.poll()
+                engine.poll()
                 if not self._q:
                     raise QueueEmpty("the EVD holds no event")
             return self._take()
+        finally:
+            lock.release()
 
     def post_se(self, pointer):
         """dat_evd_post_se: queue a SOFTWARE_EVENT carrying `pointer` (any object).
@@ -270,8 +307,8 @@ class EVD(Handle):
         """dat_evd_query -> EvdParam."""
         with self._ia._engine.lock:
             self._check()
-            self._ia._watch_peers()         # evd_count then includes a dead peer's flushes
-            self._take_completed()
+            self._ia._engine.watch()        # evd_count then includes a dead peer's flushes
+            self._drain()
             return EvdParam(ia=self._ia, evd_qlen=self._qlen, evd_state=evd_state.query_state(self),
                             evd_flags=self._flags, cno=self._cno, evd_count=len(self._q),
                             overflowed=bool(self._bands & _OVERFLOWED))

@@ -90,10 +90,11 @@ ACTIONS = {
 }
 
 
-# The tables as plain ints, for fire() and check_call().
+# The tables as plain ints, for fire() and check_call() (REFUSING: the bands each call
+# refuses, which a hot path tests before calling check_call).
 _ROWS = {event: (int(band), before, after, ACTIONS.get(event, ()))
          for event, (band, before, after) in TRANSITIONS.items()}
-_REFUSING = {call: sum(int(band) for band, _, _ in rows) for call, rows in REFUSALS.items()}
+REFUSING = {call: sum(int(band) for band, _, _ in rows) for call, rows in REFUSALS.items()}
 
 
 def start(evd):
@@ -108,7 +109,7 @@ def in_band(evd, band):
 def check_call(evd, call):
     """Raise the InvalidState of the first band in REFUSALS[call] the EVD is in."""
     bands = evd._bands
-    if bands & _REFUSING[call]:
+    if bands & REFUSING[call]:
         for band, subtype, why in REFUSALS[call]:
             if bands & band:
                 raise InvalidState(why, subtype=subtype)

@@ -107,11 +107,6 @@ class IA(Handle):
             rdma_write_for_rdma_read_req=False, lmr_sync_req=False)
         return ia_attr, provider_attr
 
-    def _watch_peers(self):
-        """Notice dead peers on paths that run no progress (a post, a wait that finds
-        events queued, the queries): one clock read unless the device's look is due."""
-        self._engine.watch()
-
     # Creators.
 
     def pz_create(self):

@@ -165,12 +165,31 @@ class LMR(Handle):
 IOV_CACHE_SIZE = 1024
 
 
+class ResolvedIov:
+    """A local_iov resolved against the LMRs: its verbs SGEs and its length in bytes,
+    and the SendWR and RecvWR over them, each made at its first post (work_request)
+    and posted again with its wr_id and flags set, since a post copies its WR. The IA
+    lock is held across setting them and the post, so EPs may share one."""
+
+    __slots__ = ("pz", "sges", "total", "send_wr", "recv_wr")
+
+    def __init__(self, pz, sges, total):
+        self.pz, self.sges, self.total = pz, sges, total
+        self.send_wr = self.recv_wr = None
+
+    def work_request(self, kind):
+        """A new WR of class `kind` (SendWR, RecvWR) over the SGEs; over the PZ's empty
+        one when there are none (a verbs WR needs one)."""
+        sges = self.sges or self.pz._empty_sges()
+        return kind(num_sge=len(sges), sg=sges)
+
+
 def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
-    """Resolve local_iov into (sges, total bytes), checking every segment against
-    the LMRs of `ia`, the PZ `pz` of the EP or SRQ (`owner`) and the `need`ed privilege.
+    """Resolve local_iov into a ResolvedIov, checking every segment against the
+    LMRs of `ia`, the PZ `pz` of the EP or SRQ (`owner`) and the `need`ed privilege.
 
     Consumers post the same triplets again and again: a resolved local_iov is
-    remembered per IA (the sges are never modified) until any LMR is freed.
+    remembered per IA (its sges are never modified) until any LMR is freed.
     """
     try:
         key = (pz, need, max_iov, *local_iov)
@@ -208,5 +227,5 @@ def _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
             raise ProtectionViolation(f"segment [{addr:#x}, +{n}) lies outside its LMR")
         sges.append(sge)
         total += n
-    return sges, total
+    return ResolvedIov(pz, sges, total)
 

@@ -273,6 +273,9 @@ CALLS = frozenset({
     "SRQ.query", "SRQ.close", "SrqAttr.max_wr", "SrqAttr.max_sge", "SrqAttr.srq_limit",
     # wr
     "wr.SGE", "wr.SendWR", "wr.RecvWR", "SendWR.set_wr_rdma",
+    # pyverbs' settable WR fields: DAT posts the WR of a resolved local_iov again (a post
+    # copies it), setting these each time
+    "SendWR.wr_id", "SendWR.opcode", "SendWR.send_flags", "RecvWR.wr_id",
     # cmid
     "cmid.CMEventChannel", "CMEventChannel.close", "cmid.CMEvent", "CMEvent.event_type",
     "CMEvent.private_data", "CMEvent.id", "CMEvent.listen_id", "CMEvent.status",

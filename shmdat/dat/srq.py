@@ -24,6 +24,7 @@ from .lmr import resolve_iov
 from .values import AsyncError, SrqParam
 
 _RECEIVE = DtoOp.RECEIVE
+_LOCAL_WRITE = int(MemPriv.LOCAL_WRITE)     # a plain int: an IntFlag operation is a Python call
 
 
 class SRQ(Handle):
@@ -99,8 +100,7 @@ class SRQ(Handle):
         ia = self._ia
         with ia._engine.lock:
             self._check()
-            sges, total = resolve_iov(ia, self._pz, local_iov, int(MemPriv.LOCAL_WRITE),
-                                      self._max_recv_iov, 3, "SRQ")
+            iov = resolve_iov(ia, self._pz, local_iov, _LOCAL_WRITE, self._max_recv_iov, 3, "SRQ")
             # Exact count only near the limit: the scan of the recv EVDs is not free.
             if self._posted - self._completed >= self._max_recv_dtos \
                     and self._outstanding() >= self._max_recv_dtos:
@@ -108,12 +108,17 @@ class SRQ(Handle):
                                             "buffers outstanding; reap completions or resize it",
                                             subtype="RESOURCE_SRQ")
             dev = ia._dev
-            wr_id = ia._engine.slot((None, user_cookie, 0, _RECEIVE, total))
+            engine = ia._engine
+            wr_id = next(engine.wr_ids)
+            engine.slots[wr_id] = (None, user_cookie, 0, _RECEIVE, iov.total)
             try:
-                sges = sges or self._pz._empty_sges()
-                self._verbs_srq.post_recv(dev.wr.RecvWR(wr_id=wr_id, num_sge=len(sges), sg=sges))
+                wr = iov.recv_wr
+                if wr is None:
+                    wr = iov.recv_wr = iov.work_request(dev.wr.RecvWR)
+                wr.wr_id = wr_id
+                self._verbs_srq.post_recv(wr)
             except dev.pyverbs_error.PyverbsError as err:
-                ia._engine.slots.pop(wr_id, None)
+                engine.slots.pop(wr_id, None)
                 raise seam.dat_error(err, "SRQ.post_recv") from None
             self._posted += 1
 

@@ -297,15 +297,22 @@ class Context(PyverbsCM):
         if len(_contexts) > 1:
             for ref in tuple(_contexts.values()):
                 other = ref()
-                if other is not None and other is not self and other.lock.acquire(False):     # (only tried)
+                if other is not None and other is not self and other.lock.acquire(False):   # (only tried)
                     try:
-                        other._poll_own()
+                        if not other._closing and not other._quiet():   # (under its lock: not closed meanwhile)
+                            other._poll_own()
                     finally:
                         other.lock.release()
 
     def _others(self):
         """The engines of this process's other Contexts: a waiter here sleeps for them too."""
         return [other._progress for other in _open_contexts() if other is not self]
+
+    def _quiet(self):
+        """Whether another Context's round would move nothing: no QP to move, no CM
+        message waiting, no look at the peers due (rdma_cm's agent, with no QPs, is
+        such a Context most of the time). Its port changes reach it in its own calls."""
+        return not self.active_qps and not self.hca.cm_pending() and _now() < self._next_liveness
 
     def _poll_own(self):
         if self._closed:

@@ -5,30 +5,25 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-TIMEOUT = 60
-
-
-def _script(tmp_path, body):
-    path = tmp_path / "prog.py"
-    path.write_text(textwrap.dedent(body))
-    return str(path)
+from tests.mpi_launch import TIMEOUT, env
+from tests.mpi_launch import write as _script
 
 
 def run(args, timeout=TIMEOUT, **kw):
     """`shmdat run` with this tree's shmdat, bounded."""
     return subprocess.run([sys.executable, "-m", "shmdat", "run"] + args, capture_output=True,
-                          timeout=timeout, env=dict(os.environ, PYTHONPATH=os.getcwd()), **kw)
+                          timeout=timeout, env=env(), **kw)
 
 
 def test_each_rank_gets_its_rank_size_and_job_id(tmp_path):
     prog = _script(tmp_path, """
         import os
-        print(os.environ["SHMDAT_MPI_RANK"], os.environ["SHMDAT_MPI_SIZE"],
-              os.environ["SHMDAT_MPI_JOBID"], os.environ["SHMDAT_DEVICE_NS"], flush=True)
+        e = os.environ         # one write per line: the ranks share the pipe
+        os.write(1, f"{e['SHMDAT_MPI_RANK']} {e['SHMDAT_MPI_SIZE']} {e['SHMDAT_MPI_JOBID']} "
+                    f"{e['SHMDAT_DEVICE_NS']}\\n".encode())
     """)
     r = run(["-n", "3", "--", sys.executable, prog])
     assert r.returncode == 0, r.stderr
@@ -47,7 +42,7 @@ def test_stdin_goes_to_rank_0_only_and_prefix_marks_lines(tmp_path):
     """)
     r = subprocess.run([sys.executable, "-m", "shmdat.mpi", "-n", "2", "--prefix", prog],
                        input=b"hello", capture_output=True, timeout=TIMEOUT,
-                       env=dict(os.environ, PYTHONPATH=os.getcwd()))
+                       env=env())
     assert r.returncode == 0, r.stderr
     assert sorted(r.stdout.decode().splitlines()) == ["[0] 'hello'", "[1] ''"]
     assert sorted(r.stderr.decode().splitlines()) == ["[0] err", "[1] err"]
@@ -75,12 +70,12 @@ def test_exit_status_zero_when_every_rank_succeeds(tmp_path):
 def test_sigterm_to_the_launcher_ends_every_rank(tmp_path):
     prog = _script(tmp_path, """
         import os, time
-        print(os.getpid(), flush=True)
+        os.write(1, f"{os.getpid()}\\n".encode())
         time.sleep(3600)
     """)
     launcher = subprocess.Popen([sys.executable, "-m", "shmdat", "run", "-n", "2", sys.executable,
                                  prog], stdout=subprocess.PIPE,
-                                env=dict(os.environ, PYTHONPATH=os.getcwd()))
+                                env=env())
     pids = [int(launcher.stdout.readline()) for _ in range(2)]
     launcher.send_signal(signal.SIGTERM)
     assert launcher.wait(timeout=TIMEOUT) == 128 + signal.SIGTERM

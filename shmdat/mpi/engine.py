@@ -183,10 +183,9 @@ class Engine:
         self._wait_until(lambda: all(op.done for op in ops), ops)
 
     def _wait_until(self, ready, ops):
-        while True:
-            self.progress()
-            if ready():
-                return
+        # evd.wait runs the provider's progress and returns a queued event at once: one
+        # event handled per turn, and `ready` looked at before anything else.
+        while not ready():
             self._check_reachable(ops)
             try:
                 event, _ = self.evd.wait(WAIT_SLICE_US)

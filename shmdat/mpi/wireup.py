@@ -15,6 +15,8 @@ from .launcher import ENV_FD, ENV_RANK, ENV_SIZE
 
 WIREUP_S = 60            # the whole wire-up, at most
 SLICE_US = 50_000
+_AFTER_ESTABLISHED = (EventNumber.CONNECTION_EVENT_DISCONNECTED,
+                      EventNumber.CONNECTION_EVENT_BROKEN)
 
 
 def launch_info():
@@ -67,5 +69,8 @@ def connect_all(engine, table):
             cr.accept(engine.peers[int.from_bytes(cr.private_data[:4], "little")].ep)
         elif event.number == EventNumber.CONNECTION_EVENT_ESTABLISHED:
             waiting -= 1
+        elif event.number in _AFTER_ESTABLISHED:
+            continue    # a peer whose wire-up ended first may be done and gone already:
+            #             its messages are queued, and its absence is the engine's business
         else:
             raise MPIException(errors.ERR_OTHER, f"wire-up: {event.number.name}")

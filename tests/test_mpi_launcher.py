@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.mpi_launch import TIMEOUT, env
+from tests.mpi_launch import ROOT, TIMEOUT, env
 from tests.mpi_launch import write as _script
 
 
@@ -67,7 +67,8 @@ def test_exit_status_zero_when_every_rank_succeeds(tmp_path):
     assert r.stdout == r.stderr == b""
 
 
-def test_sigterm_to_the_launcher_ends_every_rank(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_to_the_launcher_ends_every_rank(tmp_path, signum):
     prog = _script(tmp_path, """
         import os, time
         os.write(1, f"{os.getpid()}\\n".encode())
@@ -77,8 +78,8 @@ def test_sigterm_to_the_launcher_ends_every_rank(tmp_path):
                                  prog], stdout=subprocess.PIPE,
                                 env=env())
     pids = [int(launcher.stdout.readline()) for _ in range(2)]
-    launcher.send_signal(signal.SIGTERM)
-    assert launcher.wait(timeout=TIMEOUT) == 128 + signal.SIGTERM
+    launcher.send_signal(signum)
+    assert launcher.wait(timeout=TIMEOUT) == 128 + signum
     launcher.stdout.close()
     for pid in pids:
         with pytest.raises(ProcessLookupError):
@@ -89,3 +90,18 @@ def test_no_program_is_a_usage_error():
     r = run(["-n", "2"])
     assert r.returncode == 2
     assert b"no program to run" in r.stderr
+
+
+def test_the_ring_example(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "shmdat", "run", "-n", "3", "--prefix", "--",
+                        sys.executable, os.path.join(ROOT, "examples", "mpi_ring.py")],
+                       capture_output=True, text=True, timeout=TIMEOUT, env=env())
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == [
+        "[0] rank 0 got 1048576 doubles of value 2 from rank 2",
+        "[0] rank 0 got {'hello from': 2}",
+        "[1] rank 1 got 1048576 doubles of value 0 from rank 0",
+        "[1] rank 1 got {'hello from': 0}",
+        "[2] rank 2 got 1048576 doubles of value 1 from rank 1",
+        "[2] rank 2 got {'hello from': 1}",
+    ]

@@ -105,3 +105,16 @@ except MPI.Exception as e:
     assert r.returncode == 0, r.stderr
     assert "would block: " in r.stdout
     assert leftovers(pids(r.stdout)) == []
+
+
+def test_a_rank_that_exits_before_the_wire_up_does_not_hold_the_others(tmp_path):
+    # Rank 1 never imports MPI and exits 0: the others' import fails at once (no table will
+    # come) instead of waiting out the wire-up's timeout.
+    r = launch(tmp_path, 3, PIDS + """
+import os
+if os.environ["SHMDAT_MPI_RANK"] != "1":
+    from shmdat.mpi import MPI
+""")
+    assert r.returncode == 1
+    assert "the launcher sent no wire-up table" in r.stderr
+    assert leftovers(pids(r.stdout)) == []

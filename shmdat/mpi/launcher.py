@@ -113,9 +113,17 @@ class Job:
                     os.read(wake_r, 512)
                     continue
                 rank = key.data
-                data = key.fileobj.recv(4096)
+                try:
+                    data = key.fileobj.recv(4096)
+                except OSError:    # reset by a rank that died
+                    data = b""
                 if not data:       # the rank closed its end (or exited)
                     sel.unregister(key.fileobj)
+                    if rank not in table:
+                        # It will never report: the ranks waiting for the table learn it
+                        # now (an end of file) rather than at their wire-up timeout.
+                        for s in self.sockets:
+                            _shutdown_quietly(s)
                     continue
                 partial[rank] += data
                 if partial[rank].endswith(b"\n"):
@@ -148,6 +156,13 @@ class Job:
                     p.send_signal(signum)
                 except ProcessLookupError:
                     pass
+
+
+def _shutdown_quietly(sock):
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def _send_quietly(sock, data):

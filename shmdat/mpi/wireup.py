@@ -31,18 +31,21 @@ def launch_info():
 
 def exchange(sock, rank, address, conn_qual):
     """Report this rank's (address, conn_qual) to the launcher; return every rank's, by rank."""
+    line = b""
     with sock:
-        sock.sendall(json.dumps({"rank": rank, "address": address,
-                                 "conn_qual": conn_qual}).encode() + b"\n")
-        line = b""
-        while not line.endswith(b"\n"):
-            try:
+        try:
+            sock.sendall(json.dumps({"rank": rank, "address": address,
+                                     "conn_qual": conn_qual}).encode() + b"\n")
+            while not line.endswith(b"\n"):
                 data = sock.recv(65536)
-            except socket.timeout:
-                data = b""
-            if not data:
-                raise MPIException(errors.ERR_OTHER, "the launcher sent no wire-up table")
-            line += data
+                if not data:
+                    break
+                line += data
+        except OSError:        # a timeout, or the launcher shut the socket
+            pass
+    if not line.endswith(b"\n"):
+        raise MPIException(errors.ERR_OTHER, "the launcher sent no wire-up table (a rank "
+                           "exited before reporting, or the wire-up timed out)")
     return [(entry["address"], entry["conn_qual"]) for entry in json.loads(line)]
 
 

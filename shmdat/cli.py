@@ -1,4 +1,4 @@
-"""The `shmdat` command (also `python -m shmdat`): info, ls, gc, link, bench and run-verbs."""
+"""The `shmdat` command (also `python -m shmdat`): info, ls, gc, link, bench, run-verbs and run."""
 
 import argparse
 import json
@@ -8,6 +8,7 @@ import sys
 from . import __version__
 from .dat.registry import registry_missing_providers
 from .hw import cm_ports, cma, port, qpn, shm
+from .mpi.__main__ import main as run_mpi
 from .verbs.__main__ import main as run_verbs
 from .verbs.link import link_set, link_show
 from .verbs.pyverbs_error import PyverbsUserError
@@ -139,6 +140,8 @@ def _parser():
                    add_help=False)
     sub.add_parser("run-verbs", help="run a pyverbs program unchanged on shmdat.verbs "
                    "(shmdat run-verbs --help)", add_help=False)
+    sub.add_parser("run", help="launch N ranks of a shmdat.mpi program (shmdat run --help)",
+                   add_help=False)
     return parser
 
 
@@ -149,6 +152,8 @@ def main(argv=None):
         return cmd_bench(argv[1:])
     if argv and argv[0] == "run-verbs":
         return run_verbs(argv[1:], prog="shmdat run-verbs")
+    if argv and argv[0] == "run":
+        return run_mpi(argv[1:], prog="shmdat run", command=True)
     args = _parser().parse_args(argv)
     import shmdat
     try:

@@ -1,0 +1,45 @@
+"""`from shmdat.mpi import MPI`: mpi4py's MPI namespace on shmdat. Importing it initializes
+this rank, as importing mpi4py.MPI does: it opens an IA, wires up with the job's other
+ranks (shmdat/mpi/wireup.py) and closes everything at exit."""
+
+import atexit
+import socket
+import time
+
+from . import datatypes, errors, wireup
+from .comm import TAG_UB, UNDEFINED, Comm, Request, Status  # noqa: F401 (the namespace)
+from .datatypes import Datatype  # noqa: F401
+from .engine import Engine
+from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_INTERN,  # noqa: F401
+                     ERR_OTHER, ERR_RANK, ERR_TAG, ERR_TRUNCATE, ERR_TYPE, SUCCESS, Exception)
+from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
+
+globals().update(datatypes.NAMED)     # MPI.BYTE, MPI.INT, MPI.DOUBLE, ...
+
+
+def Wtime():
+    """MPI_Wtime: seconds since an arbitrary moment, from a monotonic clock."""
+    return time.perf_counter()
+
+
+def Wtick():
+    return time.get_clock_info("perf_counter").resolution
+
+
+def Get_processor_name():
+    return socket.gethostname()
+
+
+def _init():
+    rank, size, sock = wireup.launch_info()
+    engine = Engine(rank, size)
+    atexit.register(engine.close)
+    if sock is not None:
+        wireup.connect_all(engine, wireup.exchange(sock, rank, engine.ia.address,
+                                                   engine.psp.conn_qual))
+    return engine
+
+
+_engine = _init()
+COMM_WORLD = Comm(_engine, 0, _engine.rank, _engine.size)
+del errors

@@ -1,0 +1,220 @@
+"""mpi4py's Comm, Request and Status, on the engine (shmdat/mpi/engine.py). Names,
+signatures and defaults are mpi4py's; what is not here is not implemented yet."""
+
+import pickle
+
+from . import errors
+from .datatypes import BYTE, message
+from .engine import SendOp
+from .errors import Exception as MPIException
+from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
+
+TAG_UB = 2**31 - 1
+UNDEFINED = -32766
+
+
+class Status:
+    """MPI_Status: `source`, `tag`, `error` and the received byte count."""
+
+    def __init__(self):
+        self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
+
+    def Get_source(self):
+        return self.source
+
+    def Get_tag(self):
+        return self.tag
+
+    def Get_error(self):
+        return self.error
+
+    def Get_count(self, datatype=BYTE):
+        """MPI_Get_count: whole elements of `datatype` received, UNDEFINED if not whole."""
+        count, rest = divmod(self.count, datatype.size)
+        return UNDEFINED if rest else count
+
+
+class Request:
+    """A non-blocking operation (mpi4py's Request). Buffer requests: Wait/Test; object
+    requests also wait/test, which return the received object."""
+
+    def __init__(self, engine, op, decode=False):
+        self._engine, self._op, self._decode = engine, op, decode
+
+    def _finish(self, status):
+        """Fill `status`; raise MPI.Exception if the operation ended in error."""
+        op = self._op
+        if status is not None and not isinstance(op, SendOp):
+            status.source, status.tag, status.error, status.count = \
+                op.source, op.tag, op.error, op.nbytes
+        if op.error:
+            raise MPIException(op.error, f"{op.nbytes} bytes from rank {op.source} into a "
+                               f"buffer of {len(op.buf)}")
+
+    def _result(self):
+        op = self._op
+        if not self._decode or isinstance(op, SendOp):
+            return None
+        return None if op.source == PROC_NULL else pickle.loads(op.data)
+
+    def Wait(self, status=None):
+        """MPI_Wait. Raises MPI.Exception (ERR_TRUNCATE, or ERR_OTHER for a rank gone)."""
+        self._engine.wait([self._op])
+        self._finish(status)
+        return True
+
+    def Test(self, status=None):
+        """MPI_Test: whether the operation is done (progress runs first)."""
+        self._engine.progress()
+        if self._op.done:
+            self._finish(status)
+        return self._op.done
+
+    def wait(self, status=None):
+        """Wait, then the received object (None for a send)."""
+        self.Wait(status)
+        return self._result()
+
+    def test(self, status=None):
+        """(done, the received object or None)."""
+        done = self.Test(status)
+        return done, self._result() if done else None
+
+    @classmethod
+    def Waitall(cls, requests, statuses=None):
+        """MPI_Waitall over a sequence of Requests; fills `statuses` if a list is given."""
+        if requests:
+            requests[0]._engine.wait([r._op for r in requests])
+        for i, r in enumerate(requests):
+            r._finish(_status_at(statuses, i))
+        return True
+
+    @classmethod
+    def waitall(cls, requests, statuses=None):
+        cls.Waitall(requests, statuses)
+        return [r._result() for r in requests]
+
+    @classmethod
+    def Testall(cls, requests, statuses=None):
+        """MPI_Testall: True, with every request finished, if all are done."""
+        if requests:
+            requests[0]._engine.progress()
+        if not all(r._op.done for r in requests):
+            return False
+        for i, r in enumerate(requests):
+            r._finish(_status_at(statuses, i))
+        return True
+
+
+def _status_at(statuses, i):
+    """The i-th Status of `statuses` (created if the list is short), or None."""
+    if statuses is None:
+        return None
+    while len(statuses) <= i:
+        statuses.append(Status())
+    return statuses[i]
+
+
+class _Done:
+    """The finished operation of a send to, or a receive from, PROC_NULL."""
+    done, error, nbytes, source, tag, buf, data = True, 0, 0, PROC_NULL, ANY_TAG, None, None
+
+
+class Comm:
+    """An intracommunicator: COMM_WORLD. `context` tells its point-to-point traffic apart;
+    its collectives use context + 1."""
+
+    def __init__(self, engine, context, rank, size):
+        self._engine, self._context = engine, context
+        self._rank, self._size = rank, size
+
+    def Get_rank(self):
+        return self._rank
+
+    def Get_size(self):
+        return self._size
+
+    @property
+    def rank(self):
+        return self._rank
+
+    @property
+    def size(self):
+        return self._size
+
+    def _check_rank(self, rank, what, wildcard=False):
+        if not isinstance(rank, int) or not (0 <= rank < self._size or rank == PROC_NULL
+                                             or wildcard and rank == ANY_SOURCE):
+            raise MPIException(errors.ERR_RANK, f"{what} {rank!r} (size {self._size})")
+
+    def _check_tag(self, tag, wildcard=False):
+        if not isinstance(tag, int) or not (0 <= tag <= TAG_UB or wildcard and tag == ANY_TAG):
+            raise MPIException(errors.ERR_TAG, f"tag {tag!r}")
+
+    def _isend(self, view, dest, tag, context):
+        self._check_rank(dest, "dest")
+        self._check_tag(tag)
+        if dest == PROC_NULL:
+            return _Done()
+        return self._engine.send(dest, context, tag, view)
+
+    def _irecv(self, view, source, tag, context):
+        self._check_rank(source, "source", wildcard=True)
+        self._check_tag(tag, wildcard=True)
+        if source == PROC_NULL:
+            return _Done()
+        return self._engine.post_recv(context, source, tag, view)
+
+    # Buffer point-to-point.
+
+    def Isend(self, buf, dest, tag=0):
+        """MPI_Isend of a buffer spec. MPI.Exception: ERR_RANK, ERR_TAG, ERR_TYPE, ERR_COUNT,
+        ERR_BUFFER, ERR_OTHER (dest has gone)."""
+        return Request(self._engine, self._isend(message(buf, False)[0], dest, tag,
+                                                 self._context))
+
+    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
+        """MPI_Irecv into a buffer spec; a longer message completes it with ERR_TRUNCATE."""
+        return Request(self._engine, self._irecv(message(buf, True)[0], source, tag,
+                                                 self._context))
+
+    def Send(self, buf, dest, tag=0):
+        """MPI_Send (standard mode: returns once the buffer may be reused)."""
+        self.Isend(buf, dest, tag).Wait()
+
+    def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """MPI_Recv; `status` gets source, tag and count."""
+        self.Irecv(buf, source, tag).Wait(status)
+
+    # Object point-to-point (pickle).
+
+    def isend(self, obj, dest, tag=0):
+        """Send a picklable object without blocking; returns a Request."""
+        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        return Request(self._engine, self._isend(memoryview(data), dest, tag, self._context))
+
+    def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
+        """Receive an object without blocking; `request.wait()` returns it. (`buf`, a
+        receive buffer for the pickle in mpi4py, is not needed here and is not used.)"""
+        return Request(self._engine, self._irecv(None, source, tag, self._context), decode=True)
+
+    def send(self, obj, dest, tag=0):
+        self.isend(obj, dest, tag).wait()
+
+    def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Receive an object (None from PROC_NULL); `status` gets source, tag and count."""
+        return self.irecv(buf, source, tag).wait(status)
+
+    # Synchronization.
+
+    def Barrier(self):
+        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages."""
+        empty = memoryview(b"")
+        step = 1
+        while step < self._size:
+            send = self._isend(empty, (self._rank + step) % self._size, step, self._context + 1)
+            recv = self._irecv(None, (self._rank - step) % self._size, step, self._context + 1)
+            self._engine.wait([send, recv])
+            step *= 2
+
+    barrier = Barrier

@@ -1,0 +1,84 @@
+"""MPI's named datatypes and buffer specs as mpi4py takes them: `buf`, `[buf, T]`,
+`[buf, count, T]` (and tuples). The MPI datatype, not the buffer's format, sets the element
+size; a bare buffer's datatype comes from its format (a numpy dtype's character)."""
+
+from . import errors
+from .errors import Exception as MPIException
+
+
+class Datatype:
+    """A named MPI datatype: `size` in bytes, `Get_size()`, `Get_name()`."""
+
+    def __init__(self, name, size, typechar):
+        self.name, self.size, self.typechar = name, size, typechar
+
+    def Get_size(self):
+        return self.size
+
+    def Get_name(self):
+        return f"MPI_{self.name}"
+
+    def __repr__(self):
+        return f"<Datatype {self.Get_name()}>"
+
+
+# (name, size, buffer format character of a matching numpy dtype or None)
+_NAMED = [
+    ("BYTE", 1, None), ("CHAR", 1, "c"), ("SIGNED_CHAR", 1, "b"), ("UNSIGNED_CHAR", 1, "B"),
+    ("SHORT", 2, "h"), ("UNSIGNED_SHORT", 2, "H"), ("INT", 4, "i"), ("UNSIGNED", 4, "I"),
+    ("LONG", 8, "l"), ("UNSIGNED_LONG", 8, "L"), ("LONG_LONG", 8, "q"),
+    ("UNSIGNED_LONG_LONG", 8, "Q"), ("FLOAT", 4, "f"), ("DOUBLE", 8, "d"),
+    ("LONG_DOUBLE", 16, "g"), ("C_BOOL", 1, "?"), ("INT8_T", 1, None), ("INT16_T", 2, None),
+    ("INT32_T", 4, None), ("INT64_T", 8, None), ("UINT8_T", 1, None), ("UINT16_T", 2, None),
+    ("UINT32_T", 4, None), ("UINT64_T", 8, None), ("C_FLOAT_COMPLEX", 8, "F"),
+    ("C_DOUBLE_COMPLEX", 16, "D"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
+    ("WCHAR", 4, "w"),
+]
+NAMED = {name: Datatype(name, size, typechar) for name, size, typechar in _NAMED}
+_BY_FORMAT = {d.typechar: d for d in NAMED.values() if d.typechar}
+_BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
+BYTE = NAMED["BYTE"]
+
+
+def _datatype_of(view):
+    """The datatype mpi4py infers from a buffer's format (numpy's 'd', '<d', 'Zd', ...)."""
+    fmt = view.format.lstrip("@=<>!")
+    if fmt.startswith("Z"):        # a complex in the buffer protocol's format
+        fmt = fmt[1:].upper()
+    datatype = _BY_FORMAT.get(fmt)
+    if datatype is None:
+        raise MPIException(errors.ERR_TYPE, f"no MPI datatype for buffer format {view.format!r}")
+    return datatype
+
+
+def _contiguous_bytes(buf, writable):
+    view = memoryview(buf)
+    if not view.c_contiguous:
+        raise MPIException(errors.ERR_BUFFER, "the buffer is not contiguous")
+    if writable and view.readonly:
+        raise MPIException(errors.ERR_BUFFER, "a receive buffer must be writable")
+    return view, view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def message(spec, writable):
+    """(bytes memoryview of the message, count, datatype) for a buffer spec."""
+    if isinstance(spec, (list, tuple)):
+        if len(spec) == 2:
+            buf, count, datatype = spec[0], None, spec[1]
+        elif len(spec) == 3 and not isinstance(spec[1], (list, tuple)):
+            buf, count, datatype = spec
+        else:
+            raise NotImplementedError(f"buffer spec with {len(spec)} items "
+                                      "(vector specs are not implemented yet)")
+        if not isinstance(datatype, Datatype):
+            raise MPIException(errors.ERR_TYPE, f"not an MPI datatype: {datatype!r}")
+        _, data = _contiguous_bytes(buf, writable)
+    else:
+        view, data = _contiguous_bytes(spec, writable)
+        count, datatype = None, _datatype_of(view)
+    if count is None:
+        count = len(data) // datatype.size
+    elif count < 0 or count * datatype.size > len(data):
+        raise MPIException(errors.ERR_COUNT, f"count {count} of {datatype.Get_name()} does not "
+                           f"fit a buffer of {len(data)} bytes")
+    return data[:count * datatype.size], count, datatype

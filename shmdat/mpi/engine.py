@@ -1,0 +1,340 @@
+"""The progress engine of one rank: its IA, one DTO EVD for every EP, eager slots,
+rendezvous by one RDMA read, and the registration cache. Only shmdat's public DAT API.
+
+Every message starts with HEADER {kind, comm, tag, seq, length}; its source is the EP it
+came on. EAGER carries its payload; RTS carries the sender's RmrTriplet and request id
+(the receiver RDMA-reads the data, then sends FIN with that id); FIN completes a
+rendezvous send. docs/design/mpi.md has the whole protocol."""
+
+import collections
+import struct
+
+import numpy as np
+
+import shmdat
+from shmdat import DtoOp, DtoStatus, EpAttr, EvdFlags, MemPriv, RmrTriplet
+
+from . import errors
+from .errors import Exception as MPIException
+from .matching import ANY_SOURCE, Matcher, Message
+
+SLOT = 16384                        # one eager slot: header and payload
+HEADER = struct.Struct("<BxxxiiIq")  # kind, comm, tag, seq, length
+EAGER_LIMIT = SLOT - HEADER.size     # larger messages go by rendezvous
+RTS_BODY = struct.Struct(f"<{RmrTriplet.SIZE}sq")  # the sender's buffer, its request id
+FIN_BODY = struct.Struct("<q")       # the sender's request id
+EAGER, RTS, FIN = 0, 1, 2
+RECV_SLOTS = 16                     # receives kept posted per peer
+SEND_SLOTS = 16                     # eager sends outstanding per peer
+MAX_READS = 8                       # rendezvous RDMA reads outstanding per peer
+WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers this often
+CACHE_ENTRIES = 16                  # registrations kept in the cache
+SEND_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.REMOTE_READ
+RECV_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE
+
+
+class SendOp:
+    """A send in progress: `done` once the user's buffer may be reused and nothing more is
+    owed to the receiver."""
+    __slots__ = ("dest", "done", "error", "registration")
+
+    def __init__(self, dest, done=False):
+        self.dest, self.done, self.error, self.registration = dest, done, 0, None
+
+
+class RecvOp:
+    """A receive: comm, source, tag to match; `buf` (a writable byte memoryview) or None
+    (then `data` gets the payload's bytes). Once done: `source`, `tag`, `nbytes`, `error`."""
+    __slots__ = ("comm", "source", "tag", "buf", "data", "nbytes", "done", "error")
+
+    def __init__(self, comm, source, tag, buf):
+        self.comm, self.source, self.tag, self.buf = comm, source, tag, buf
+        self.data, self.nbytes, self.done, self.error = None, 0, False, 0
+
+
+class Peer:
+    """Everything this rank keeps for one other rank: its EP, receive and send slots, the
+    control messages waiting for a slot, the matched RTSs waiting for room for their read."""
+
+    def __init__(self, rank, ep, recv_lmr, send_lmr):
+        self.rank, self.ep = rank, ep
+        self.recv_lmr, self.send_lmr = recv_lmr, send_lmr
+        self.recv_mv = memoryview(recv_lmr.buffer)
+        self.send_mv = memoryview(send_lmr.buffer)
+        self.recv_cookies = [(self, slot) for slot in range(RECV_SLOTS)]
+        self.send_cookies = [(self, slot) for slot in range(SEND_SLOTS)]
+        self.free_slots = list(range(SEND_SLOTS))
+        self.backlog = collections.deque()   # control messages (bytes) waiting for a slot
+        self.reads = collections.deque()     # (Message, RecvOp) waiting for a read's room
+        self.reads_in_flight = 0
+        self.seq_out = self.seq_in = 0
+        self.gone = None                     # why the connection ended, once it has
+
+
+class RegistrationCache:
+    """LMRs of user buffers, least recently used dropped first. An LMR keeps its buffer
+    alive, so a cached (address, length, privileges) cannot name another buffer."""
+
+    def __init__(self, ia, pz):
+        self.ia, self.pz = ia, pz
+        self.entries = collections.OrderedDict()   # key -> [lmr, users]
+
+    def get(self, view, privileges):
+        """An LMR covering the byte memoryview `view`, with `privileges`; release() it after."""
+        array = np.frombuffer(view, np.uint8)
+        key = (array.ctypes.data, len(view), privileges)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = [self.ia.lmr_create(self.pz, array, privileges), 0]
+            self._trim()
+        self.entries.move_to_end(key)
+        entry[1] += 1
+        return entry[0]
+
+    def release(self, lmr):
+        for entry in self.entries.values():
+            if entry[0] is lmr:
+                entry[1] -= 1
+                break
+        self._trim()
+
+    def _trim(self):
+        idle = [k for k, (_, users) in self.entries.items() if users == 0]
+        for key in idle[:max(0, len(self.entries) - CACHE_ENTRIES)]:
+            self.entries.pop(key)[0].free()
+
+
+class Engine:
+    """One per process. `open(rank, size)`, then `connect` (shmdat/mpi/wireup.py) fills
+    `peers`; `send` and `post_recv` start operations, `wait` drives progress until they end."""
+
+    def __init__(self, rank, size):
+        self.rank, self.size = rank, size
+        self.ia = shmdat.ia_open()
+        self.pz = self.ia.pz_create()
+        self.evd = self.ia.evd_create(max(1, (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS)),
+                                      EvdFlags.DTO)
+        # Connection requests and connection events share one EVD: the wire-up waits on one.
+        self.cm_evd = self.ia.evd_create(4 * size + 8, EvdFlags.CR | EvdFlags.CONNECTION)
+        self.psp = self.ia.psp_create_any(self.cm_evd)
+        self.peers = [None] * size
+        self.matcher = Matcher()
+        self.cache = RegistrationCache(self.ia, self.pz)
+        self.rendezvous = {}       # request id -> SendOp waiting for its FIN
+        self.next_id = 0
+        attr = EpAttr(max_recv_dtos=RECV_SLOTS, max_request_dtos=SEND_SLOTS + MAX_READS,
+                      max_recv_iov=1, max_request_iov=1)
+        for r in range(size):
+            if r != rank:
+                ep = self.ia.ep_create(self.pz, self.evd, self.evd, self.cm_evd, attr)
+                peer = Peer(r, ep, self.ia.lmr_create(self.pz, RECV_SLOTS * SLOT),
+                            self.ia.lmr_create(self.pz, SEND_SLOTS * SLOT))
+                for slot in range(RECV_SLOTS):
+                    self._repost(peer, slot)
+                self.peers[r] = peer
+
+    def close(self):
+        """At exit: let every eager send reach its peer (closing the IA under one would
+        lose it), then close the IA."""
+        live = [p for p in self.peers if p is not None]
+        self._wait_until(lambda: all(p.gone or len(p.free_slots) == SEND_SLOTS
+                                     and not p.backlog for p in live), [])
+        self.ia.close()
+
+    # Starting operations.
+
+    def send(self, dest, comm, tag, view):
+        """Start sending the byte memoryview `view` to rank `dest`; returns its SendOp."""
+        if dest == self.rank:
+            self._arrive(dest, comm, tag, len(view), view, None)
+            return SendOp(dest, done=True)
+        peer = self.peers[dest]
+        self._wait_until(lambda: peer.free_slots or peer.gone, [])
+        if peer.gone:
+            raise MPIException(errors.ERR_OTHER, f"rank {dest} has gone ({peer.gone})")
+        if len(view) <= EAGER_LIMIT:
+            self._post(peer, EAGER, comm, tag, len(view), view)
+            return SendOp(dest, done=True)
+        op = SendOp(dest)
+        op.registration = self.cache.get(view, SEND_PRIVILEGES)
+        self.next_id += 1
+        self.rendezvous[self.next_id] = op
+        body = RTS_BODY.pack(op.registration.rmr_triplet(0, len(view)).pack(), self.next_id)
+        self._post(peer, RTS, comm, tag, len(view), body)
+        return op
+
+    def post_recv(self, comm, source, tag, buf):
+        """Start a receive into the writable byte memoryview `buf` (None: into new bytes)."""
+        op = RecvOp(comm, source, tag, buf)
+        msg = self.matcher.take_unexpected(op)
+        if msg is None:
+            self.matcher.posted.append(op)
+        elif msg.rts is None:
+            self._deliver(op, msg.source, msg.tag, msg.length, msg.data)
+        else:
+            self._start_read(self.peers[msg.source], msg, op)
+        return op
+
+    # Waiting.
+
+    def wait(self, ops):
+        """Drive progress until every op is done; MPI.Exception if one waits on a rank that
+        has gone (or on itself), which would otherwise block for ever."""
+        self._wait_until(lambda: all(op.done for op in ops), ops)
+
+    def _wait_until(self, ready, ops):
+        # evd.wait runs the provider's progress and returns a queued event at once: one
+        # event handled per turn, and `ready` looked at before anything else.
+        while not ready():
+            self._check_reachable(ops)
+            try:
+                event, _ = self.evd.wait(WAIT_SLICE_US)
+            except shmdat.TimeoutExpired:
+                continue
+            self._handle(event.data)
+
+    def _check_reachable(self, ops):
+        for op in ops:
+            if op.done:
+                continue
+            if isinstance(op, SendOp):
+                peer = self.peers[op.dest]
+                if peer.gone:
+                    raise MPIException(errors.ERR_OTHER, f"rank {op.dest} has gone ({peer.gone})")
+            elif op.source == self.rank:
+                raise MPIException(errors.ERR_OTHER, "a receive from this rank itself that no "
+                                   "send posted before it can match: it would never complete")
+            elif op.source == ANY_SOURCE:
+                if all(p is None or p.gone for p in self.peers):
+                    raise MPIException(errors.ERR_OTHER, "a receive from ANY_SOURCE, and every "
+                                       "other rank has gone")
+            elif self.peers[op.source].gone:
+                raise MPIException(errors.ERR_OTHER,
+                                   f"rank {op.source} has gone ({self.peers[op.source].gone})")
+
+    # Progress.
+
+    def progress(self):
+        """Handle every DTO completion queued now."""
+        evd = self.evd
+        while True:
+            try:
+                done = evd.dequeue().data
+            except shmdat.QueueEmpty:
+                return
+            self._handle(done)
+
+    def _handle(self, done):
+        peer, what = done.user_cookie      # what: a slot, or a read's (RecvOp, LMR, request id)
+        if done.status != DtoStatus.SUCCESS:
+            if peer.gone is None:
+                peer.gone = f"{done.operation.name} completed {done.status.name}"
+            if done.operation == DtoOp.RDMA_READ:
+                peer.reads_in_flight -= 1
+            return
+        if done.operation == DtoOp.RECEIVE:
+            self._on_receive(peer, what, done.transferred_length)
+        elif done.operation == DtoOp.SEND:
+            self._on_send_done(peer, what)
+        else:
+            self._on_read_done(peer, what)
+
+    def _on_receive(self, peer, slot, length):
+        base = slot * SLOT
+        kind, comm, tag, seq, nbytes = HEADER.unpack_from(peer.recv_mv, base)
+        if seq != peer.seq_in:
+            raise MPIException(errors.ERR_INTERN, f"message {seq} from rank {peer.rank} where "
+                               f"{peer.seq_in} was due")
+        peer.seq_in += 1
+        body = peer.recv_mv[base + HEADER.size:base + length]
+        if kind == EAGER:
+            self._arrive(peer.rank, comm, tag, nbytes, body, None)
+        elif kind == RTS:
+            rmr, request_id = RTS_BODY.unpack(body)
+            self._arrive(peer.rank, comm, tag, nbytes, None, (RmrTriplet.unpack(rmr), request_id))
+        else:
+            op = self.rendezvous.pop(FIN_BODY.unpack(body)[0])
+            self.cache.release(op.registration)
+            op.registration, op.done = None, True
+        self._repost(peer, slot)
+
+    def _arrive(self, source, comm, tag, nbytes, payload, rts):
+        """A message has come: to the oldest matching posted receive, else unexpected (an
+        eager payload copied out of its slot)."""
+        op = self.matcher.take_posted(comm, source, tag)
+        if op is None:
+            self.matcher.unexpected.append(
+                Message(source, comm, tag, nbytes, None if rts else bytes(payload), rts))
+        elif rts is None:
+            self._deliver(op, source, tag, nbytes, payload)
+        else:
+            self._start_read(self.peers[source], Message(source, comm, tag, nbytes, rts=rts), op)
+
+    def _deliver(self, op, source, tag, nbytes, payload):
+        op.source, op.tag, op.nbytes = source, tag, nbytes
+        if op.buf is None:
+            op.data = bytes(payload)
+        elif nbytes > len(op.buf):
+            op.error = errors.ERR_TRUNCATE
+            op.buf[:] = payload[:len(op.buf)]
+        else:
+            op.buf[:nbytes] = payload
+        op.done = True
+
+    def _start_read(self, peer, msg, op):
+        """A matched RTS: read the data once the peer has room for another RDMA read."""
+        op.source, op.tag, op.nbytes = msg.source, msg.tag, msg.length
+        if op.buf is None:
+            op.data = bytearray(msg.length)       # an object receive: its pickle
+            op.buf = memoryview(op.data)
+        peer.reads.append((msg, op))
+        self._post_reads(peer)
+
+    def _post_reads(self, peer):
+        while peer.reads and peer.reads_in_flight < MAX_READS and not peer.gone:
+            msg, op = peer.reads.popleft()
+            rmr, request_id = msg.rts
+            if msg.length > len(op.buf):
+                # Truncated: the data is not read, but the sender must still hear FIN.
+                op.error, op.done = errors.ERR_TRUNCATE, True
+                self._post_control(peer, FIN_BODY.pack(request_id))
+                continue
+            lmr = self.cache.get(op.buf[:msg.length], RECV_PRIVILEGES)
+            peer.reads_in_flight += 1
+            peer.ep.post_rdma_read([lmr.triplet(0, msg.length)], (peer, (op, lmr, request_id)),
+                                   rmr)
+
+    def _on_read_done(self, peer, read):
+        op, lmr, request_id = read
+        self.cache.release(lmr)
+        op.done = True
+        peer.reads_in_flight -= 1
+        self._post_control(peer, FIN_BODY.pack(request_id))
+        self._post_reads(peer)
+
+    def _on_send_done(self, peer, slot):
+        peer.free_slots.append(slot)
+        if peer.backlog:
+            self._post(peer, FIN, 0, 0, 0, peer.backlog.popleft())
+
+    def _post_control(self, peer, body):
+        """A FIN: posted now if a slot is free, else when one frees (progress never blocks)."""
+        if peer.free_slots:
+            self._post(peer, FIN, 0, 0, 0, body)
+        else:
+            peer.backlog.append(body)
+
+    def _post(self, peer, kind, comm, tag, nbytes, body):
+        if peer.gone:
+            return
+        slot = peer.free_slots.pop()
+        base = slot * SLOT
+        HEADER.pack_into(peer.send_mv, base, kind, comm, tag, peer.seq_out, nbytes)
+        peer.seq_out += 1
+        end = base + HEADER.size + len(body)
+        peer.send_mv[base + HEADER.size:end] = body
+        peer.ep.post_send([peer.send_lmr.triplet(base, end - base)], peer.send_cookies[slot])
+
+    def _repost(self, peer, slot):
+        if peer.gone is None:
+            peer.ep.post_recv([peer.recv_lmr.triplet(slot * SLOT, SLOT)], peer.recv_cookies[slot])

@@ -1,0 +1,79 @@
+"""A rank's side of the wire-up: learn rank and size from the launcher's environment, report
+(address, conn_qual) on the inherited socket, get every rank's, connect every pair."""
+
+import json
+import os
+import socket
+import time
+
+import shmdat
+from shmdat import EventNumber
+
+from . import errors
+from .errors import Exception as MPIException
+from .launcher import ENV_FD, ENV_RANK, ENV_SIZE
+
+WIREUP_S = 60            # the whole wire-up, at most
+SLICE_US = 50_000
+_AFTER_ESTABLISHED = (EventNumber.CONNECTION_EVENT_DISCONNECTED,
+                      EventNumber.CONNECTION_EVENT_BROKEN)
+
+
+def launch_info():
+    """(rank, size, socket or None) from the launcher's environment; a process not started
+    by the launcher is a singleton: (0, 1, None)."""
+    if ENV_FD not in os.environ:
+        return 0, 1, None
+    sock = socket.socket(fileno=int(os.environ.pop(ENV_FD)))
+    sock.settimeout(WIREUP_S)
+    return int(os.environ[ENV_RANK]), int(os.environ[ENV_SIZE]), sock
+
+
+def exchange(sock, rank, address, conn_qual):
+    """Report this rank's (address, conn_qual) to the launcher; return every rank's, by rank."""
+    line = b""
+    with sock:
+        try:
+            sock.sendall(json.dumps({"rank": rank, "address": address,
+                                     "conn_qual": conn_qual}).encode() + b"\n")
+            while not line.endswith(b"\n"):
+                data = sock.recv(65536)
+                if not data:
+                    break
+                line += data
+        except OSError:        # a timeout, or the launcher shut the socket
+            pass
+    if not line.endswith(b"\n"):
+        raise MPIException(errors.ERR_OTHER, "the launcher sent no wire-up table (a rank "
+                           "exited before reporting, or the wire-up timed out)")
+    return [(entry["address"], entry["conn_qual"]) for entry in json.loads(line)]
+
+
+def connect_all(engine, table):
+    """Rank j connects to every rank below it (private data: j) and accepts every rank
+    above; returns once every EP is established. One EVD gets both the connection requests
+    and the connection events."""
+    rank = engine.rank
+    for i in range(rank):
+        address, conn_qual = table[i]
+        engine.peers[i].ep.connect(address, conn_qual, private_data=rank.to_bytes(4, "little"))
+    waiting = engine.size - 1
+    deadline = time.monotonic() + WIREUP_S
+    while waiting:
+        if time.monotonic() > deadline:
+            raise MPIException(errors.ERR_OTHER, f"wire-up: {waiting} connection(s) not made "
+                               f"in {WIREUP_S} s")
+        try:
+            event, _ = engine.cm_evd.wait(SLICE_US)
+        except shmdat.TimeoutExpired:
+            continue
+        if event.number == EventNumber.CONNECTION_REQUEST_EVENT:
+            cr = event.data.cr
+            cr.accept(engine.peers[int.from_bytes(cr.private_data[:4], "little")].ep)
+        elif event.number == EventNumber.CONNECTION_EVENT_ESTABLISHED:
+            waiting -= 1
+        elif event.number in _AFTER_ESTABLISHED:
+            continue    # a peer whose wire-up ended first may be done and gone already:
+            #             its messages are queued, and its absence is the engine's business
+        else:
+            raise MPIException(errors.ERR_OTHER, f"wire-up: {event.number.name}")

@@ -1,0 +1,42 @@
+"""Launching a small shmdat.mpi program for a test: written to tmp_path, run with
+`shmdat run -n N` (this tree's shmdat first on the path), bounded."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
+TIMEOUT = 60        # below pytest-timeout's 120 s, so a hang fails the test, not the worker
+PIDS = "import os; os.write(1, f'pid {os.getpid()}\\n'.encode())\n"   # a program's first line, if
+#                                                              the test looks for leftovers
+
+
+def write(tmp_path, body, name="prog.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def env():
+    return dict(os.environ, PYTHONPATH=ROOT)
+
+
+def launch(tmp_path, n, body, *args, launcher=("--",), timeout=TIMEOUT, **kw):
+    """Run `body` on n ranks; the CompletedProcess (stdout, stderr as text)."""
+    prog = write(tmp_path, body)
+    return subprocess.run([sys.executable, "-m", "shmdat", "run", "-n", str(n), *launcher,
+                           sys.executable, prog, *args], capture_output=True, text=True,
+                          timeout=timeout, env=env(), **kw)
+
+
+def pids(stdout):
+    """The pids the ranks printed with PIDS."""
+    return [int(line.split()[-1]) for line in stdout.splitlines() if line.startswith("pid ")]
+
+
+def leftovers(pids):
+    """Names in /dev/shm that belong to one of `pids`."""
+    marks = [f".{pid}." for pid in pids]
+    return [name for name in os.listdir("/dev/shm") if any(m in name for m in marks)]

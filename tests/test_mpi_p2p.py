@@ -1,0 +1,223 @@
+"""shmdat.mpi point to point, by real launches: rings of objects and arrays, wildcards and
+statuses, ordering across eager and rendezvous sizes, large messages, requests, errors."""
+
+import pytest
+
+from tests.mpi_launch import launch
+
+HEAD = """
+import sys
+import numpy as np
+from shmdat.mpi import MPI
+from shmdat.mpi.engine import EAGER_LIMIT
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+right, left = (rank + 1) % size, (rank - 1) % size
+"""
+
+
+def run_ok(tmp_path, n, body, *args):
+    r = launch(tmp_path, n, HEAD + body, *args)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    return r.stdout
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_ring_of_objects_and_arrays(tmp_path, n):
+    out = run_ok(tmp_path, n, """
+        assert (rank, size) == (comm.rank, comm.size)
+        comm.send({"from": rank, "list": list(range(rank))}, dest=right, tag=7)
+        got = comm.recv(source=left, tag=7)
+        assert got == {"from": left, "list": list(range(left))}, got
+        for dtype in (np.float64, np.int32, np.complex128, np.uint8):
+            a = (np.arange(100) * (rank + 1)).astype(dtype)
+            b = np.zeros(100, dtype)
+            req = comm.Irecv(b, source=left, tag=1)
+            comm.Send(a, dest=right, tag=1)
+            req.Wait()
+            assert (b == (np.arange(100) * (left + 1)).astype(dtype)).all(), (dtype, b)
+        d = np.full(10, float(rank))
+        e = np.zeros(10)
+        comm.Isend([d, MPI.DOUBLE], right).Wait()
+        comm.Recv([e, MPI.DOUBLE], left)
+        assert (e == left).all()
+        sys.stdout.write(f"ok {rank}\\n")
+    """.replace("\n        ", "\n"))
+    assert sorted(out.split("\n")[:-1]) == [f"ok {r}" for r in range(n)]
+
+
+def test_any_source_any_tag_and_statuses(tmp_path):
+    out = run_ok(tmp_path, 4, """
+        if rank:
+            comm.send("x" * rank, dest=0, tag=10 * rank)
+            comm.Barrier()          # else an ANY_TAG receive below may take the array
+            comm.Send(np.arange(rank, dtype=np.float64), dest=0, tag=100 + rank)
+        else:
+            seen = set()
+            for _ in range(3):
+                st = MPI.Status()
+                obj = comm.recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
+                assert obj == "x" * st.Get_source() and st.Get_tag() == 10 * st.Get_source()
+                assert st.source == st.Get_source() and st.Get_error() == MPI.SUCCESS
+                seen.add(st.Get_source())
+            assert seen == {1, 2, 3}, seen
+            comm.Barrier()
+            for _ in range(3):
+                st = MPI.Status()
+                buf = np.zeros(8)
+                comm.Recv([buf, MPI.DOUBLE], status=st)
+                src = st.Get_source()
+                assert st.Get_tag() == 100 + src
+                assert st.Get_count(MPI.DOUBLE) == src and st.Get_count() == 8 * src
+                assert st.Get_count(MPI.INT) == 2 * src
+                assert (buf[:src] == np.arange(src)).all()
+            st = MPI.Status()
+            assert st.Get_source() == MPI.ANY_SOURCE and st.Get_tag() == MPI.ANY_TAG
+            print("ok")
+    """.replace("\n        ", "\n"))
+    assert out == "ok\n"
+
+
+def test_a_tag_picks_its_message_out_of_order(tmp_path):
+    run_ok(tmp_path, 2, """
+        if rank == 0:
+            for tag in (1, 2, 3):
+                comm.send(tag, dest=1, tag=tag)
+        else:
+            assert comm.recv(source=0, tag=3) == 3
+            assert comm.recv(source=0, tag=MPI.ANY_TAG) == 1
+            assert comm.recv(source=MPI.ANY_SOURCE, tag=2) == 2
+    """.replace("\n        ", "\n"))
+
+
+def test_non_overtaking_under_many_messages_of_mixed_sizes(tmp_path):
+    # Eager and rendezvous messages alternate: each must still arrive in the order sent,
+    # including to receives posted before the messages exist.
+    run_ok(tmp_path, 2, """
+        sizes = [8, EAGER_LIMIT + 1, 1, 3 * EAGER_LIMIT, 0, EAGER_LIMIT]
+        count = 300
+        if rank == 0:
+            for i in range(count):
+                comm.Send(np.full(sizes[i % len(sizes)], i % 251, np.uint8), dest=1, tag=i % 3)
+            for i in range(count):
+                comm.send(i, dest=1, tag=5)
+        else:
+            early = [comm.irecv(source=0, tag=5) for _ in range(20)]
+            buf = np.empty(3 * EAGER_LIMIT, np.uint8)
+            for i in range(count):
+                st = MPI.Status()
+                comm.Recv(buf, source=0, tag=MPI.ANY_TAG, status=st)
+                n = sizes[i % len(sizes)]
+                assert (st.Get_tag(), st.Get_count()) == (i % 3, n), (i, st.Get_tag())
+                assert (buf[:n] == i % 251).all(), i
+            assert MPI.Request.waitall(early) == list(range(20))
+            assert [comm.recv(source=0, tag=5) for _ in range(20, count)] == list(range(20, count))
+    """.replace("\n        ", "\n"))
+
+
+def test_messages_larger_than_the_eager_limit(tmp_path):
+    run_ok(tmp_path, 3, """
+        for n in (EAGER_LIMIT, EAGER_LIMIT + 1, 1 << 20, 3_000_001):
+            a = np.random.default_rng(n + rank).integers(0, 1 << 30, n // 4 + 1, np.int32)
+            b = np.empty_like(a)
+            r = comm.Irecv([b, MPI.INT], source=left, tag=n % 1000)
+            s = comm.Isend([a, MPI.INT], dest=right, tag=n % 1000)
+            MPI.Request.Waitall([r, s])
+            assert (b == np.random.default_rng(n + left).integers(0, 1 << 30, n // 4 + 1,
+                                                                   np.int32)).all(), n
+        # The same arrays again (a registration from the cache), and a count below the size.
+        a = np.arange(1 << 18, dtype=np.float64) + rank
+        for k in range(3):
+            b = np.zeros(1 << 18)
+            r = comm.Irecv([b, 1000, MPI.DOUBLE], source=left)
+            comm.Send([a, 1000, MPI.DOUBLE], dest=right)
+            r.Wait()
+            assert (b[:1000] == np.arange(1000) + left + k * size).all() and not b[1000:].any()
+            a += size
+        big = {"rank": rank, "data": list(range(200_000))}
+        req = comm.isend(big, dest=right, tag=9)
+        got = comm.recv(source=left, tag=9)
+        req.wait()
+        assert got == {"rank": left, "data": list(range(200_000))}
+    """.replace("\n        ", "\n"))
+
+
+def test_requests_test_wait_and_waitall(tmp_path):
+    run_ok(tmp_path, 2, """
+        other = 1 - rank
+        r = comm.irecv(source=other, tag=3)
+        flag, obj = r.test()
+        assert not flag and obj is None          # nothing sent yet
+        comm.Barrier()
+        comm.isend(("hello", rank), dest=other, tag=3).wait()
+        assert r.wait() == ("hello", other)
+        reqs = [comm.isend(i, dest=other, tag=i) for i in range(10)]
+        reqs += [comm.irecv(source=other, tag=i) for i in range(10)]
+        statuses = []
+        res = MPI.Request.waitall(reqs, statuses)
+        assert res == [None] * 10 + list(range(10))
+        assert [s.Get_tag() for s in statuses[10:]] == list(range(10))
+        b = np.zeros(4, np.int64)
+        rr = comm.Irecv(b, source=other, tag=4)
+        comm.Send(np.arange(4, dtype=np.int64) * rank, dest=other, tag=4)
+        while not rr.Test():
+            pass
+        assert (b == np.arange(4) * other).all()
+        assert MPI.Request.Testall([rr]) is True
+    """.replace("\n        ", "\n"))
+
+
+def test_barrier_holds_every_rank_until_all_arrive(tmp_path):
+    run_ok(tmp_path, 3, """
+        import os, pathlib, sys
+        here = pathlib.Path(sys.argv[1])
+        for round in range(3):
+            (here / f"{round}.{rank}").touch()
+            comm.Barrier() if round % 2 else comm.barrier()
+            assert all((here / f"{round}.{r}").exists() for r in range(size)), round
+    """.replace("\n        ", "\n"), str(tmp_path))
+
+
+def test_errors_are_mpi_exceptions_with_their_class(tmp_path):
+    run_ok(tmp_path, 2, """
+        def fails(error_class, call, *args, **kw):
+            try:
+                call(*args, **kw)
+            except MPI.Exception as e:
+                assert e.Get_error_class() == error_class, (e, error_class)
+                assert isinstance(e, RuntimeError)
+            else:
+                raise AssertionError(f"{call.__name__}{args} did not fail")
+        fails(MPI.ERR_RANK, comm.send, 1, dest=size)
+        fails(MPI.ERR_RANK, comm.Send, np.zeros(1), -5)
+        fails(MPI.ERR_TAG, comm.send, 1, dest=0, tag=-3)
+        fails(MPI.ERR_TAG, comm.recv, source=0, tag=-7)
+        fails(MPI.ERR_COUNT, comm.Send, [np.zeros(2), 3, MPI.DOUBLE], 0)
+        fails(MPI.ERR_BUFFER, comm.Recv, np.zeros(4)[::2], 0)
+        fails(MPI.ERR_BUFFER, comm.Recv, b"read-only", 0)
+        fails(MPI.ERR_TYPE, comm.Send, [np.zeros(2), "double"], 0)
+        try:
+            comm.Send([np.zeros(4), ([1, 1], [0, 2]), MPI.DOUBLE], 0)
+        except NotImplementedError as e:
+            assert "vector" in str(e)
+        else:
+            raise AssertionError("a vector spec was taken")
+        assert not hasattr(comm, "bcast") and not hasattr(MPI, "Win")
+        # A message longer than its receive: ERR_TRUNCATE, eager and rendezvous alike, and
+        # the connection goes on.
+        other = 1 - rank
+        for n in (16, 2 * EAGER_LIMIT):
+            req = comm.Isend(np.ones(n, np.uint8), dest=other)
+            small = np.zeros(8, np.uint8)
+            fails(MPI.ERR_TRUNCATE, comm.Recv, small, source=other)
+            req.Wait()
+            assert (small == 1).all() if n == 16 else not small.any()
+        comm.send("after", dest=other)
+        assert comm.recv(source=other) == "after"
+        # PROC_NULL: a send goes nowhere, a receive completes at once, empty.
+        comm.send("nothing", dest=MPI.PROC_NULL)
+        st = MPI.Status()
+        assert comm.recv(source=MPI.PROC_NULL, status=st) is None
+        assert (st.Get_source(), st.Get_count()) == (MPI.PROC_NULL, 0)
+    """.replace("\n        ", "\n"))

@@ -184,3 +184,19 @@ def test_a_provider_lmr_of_any_length(ia, nbytes):
     lmr.buffer[-1] = 7
     assert lmr.rmr_triplet().segment_length == nbytes
     lmr.free()
+
+
+@pytest.mark.parametrize("field, value", [(2, True), (2, 8.0), (1, 1.0)])
+def test_a_triplet_equal_to_a_posted_one_but_not_of_ints_is_still_refused(ia, field, value):
+    """Resolved local_iovs are remembered, and True == 1, 8.0 == 8: a triplet that only
+    compares equal to one posted before is checked all the same."""
+    pz = ia.pz_create()
+    evd = ia.evd_create(8, shmdat.EvdFlags.DTO)
+    lmr = ia.lmr_create(pz, 64)
+    ep = ia.ep_create(pz, evd, evd, None)
+    good = lmr.triplet(0, 1 if value is True else 8)
+    ep.post_recv([good], "ints")                     # resolved, and remembered
+    bad = list(good)
+    bad[field] = type(value)(bad[field])              # equal to the good one, not an int
+    with pytest.raises(shmdat.InvalidParameter):
+        ep.post_recv([shmdat.LmrTriplet(*bad)], "not ints")

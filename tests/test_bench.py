@@ -66,7 +66,22 @@ def test_compare_names_every_alternative_measured_or_skipped():
     transports = {r["transport"] for r in out["rows"]}
     for name in ("multiprocessing.Pipe", "pyzmq", "mpi4py"):
         assert name in transports or name in out["skipped"], name
-    assert {"shmdat", "shmdat.verbs", "memcpy"} <= transports
+    assert {"shmdat", "shmdat.verbs", "memcpy", "shmdat.mpi"} <= transports
+
+
+def test_compare_runs_the_mpi_worker_on_shmdat_mpi_too():
+    """The worker that measures mpi4py under mpiexec runs unchanged on shmdat.mpi under
+    shmdat run: rows with transport shmdat.mpi, and the table's MPI section."""
+    out = bench("--compare", "--tests", "send_lat,send_bw", "--sizes", "8,64K", "--wait", "poll",
+                "--senders", "0", "--no-waiting")
+    smpi = sorted((r["op"], r["metric"], r["size"]) for r in out["rows"] if r["transport"] == "shmdat.mpi")
+    assert smpi == [("send", "bandwidth", 8), ("send", "bandwidth", 65536),
+                    ("send", "latency", 8), ("send", "latency", 65536)]
+    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--compare", "--tests", "send_lat",
+                           "--sizes", "8", "--wait", "poll", "--budget", "0.002", "--senders", "0",
+                           "--no-waiting"], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "MPI point to point, 2 ranks: shmdat.mpi (shmdat run) against mpi4py" in done.stdout
 
 
 def test_compare_measures_the_message_rate_per_layer_and_judges_the_targets():
@@ -94,7 +109,7 @@ def test_the_table_ends_with_the_targets_section():
                            "--budget", "0.002", "--messages", "200", "--senders", "1", "--no-waiting"],
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
-    section = done.stdout[done.stdout.index("targets (issue 13)"):].splitlines()[2:]
+    section = done.stdout[done.stdout.index("targets (issues 13 and 14)"):].splitlines()[2:]
     assert [line[:44].rstrip() for line in section] == [t.name for t in targets.TARGETS]
     assert "not measured" in done.stdout
     assert "message rate (msgs/s)" in done.stdout

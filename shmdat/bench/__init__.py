@@ -137,6 +137,7 @@ def _transports(compare, cells, msgrate):
             skipped["mpi4py"] = why
         else:
             transports.append(("mpi4py", alt_cells + rate_cells))
+        transports.append(("shmdat.mpi", alt_cells))   # the same MPI worker on shmdat.mpi
     return [(name, c) for name, c in transports if c], skipped
 
 
@@ -169,8 +170,8 @@ def main(argv=None):
     try:
         for transport, tcells in transports:
             try:
-                if transport == "mpi4py":
-                    runner.run_mpi(tcells, budget, on_row(transport))
+                if transport in ("mpi4py", "shmdat.mpi"):
+                    runner.run_mpi(tcells, budget, on_row(transport), transport)
                 else:
                     runner.run_pair(transport, tcells, budget, on_row(transport))
             except RuntimeError as e:

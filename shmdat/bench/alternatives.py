@@ -1,6 +1,6 @@
 """The alternatives as benchmark transports, with the same send/recv/finish
-interface as shmdat's: multiprocessing.Pipe, pyzmq over ipc://, mpi4py (and
-mpi4py with windows of Isend / Irecv, for the message rate).
+interface as shmdat's: multiprocessing.Pipe, pyzmq over ipc://, MPI (mpi4py, or
+shmdat.mpi; and mpi4py with windows of Isend / Irecv, for the message rate).
 
 Each uses its library the fast way a user would: bytes straight from and into
 preallocated numpy buffers, no pickling.
@@ -84,10 +84,10 @@ class ZmqEndpoint:
 
 
 class MpiEndpoint:
-    """mpi4py Send / Recv of numpy buffers between ranks 0 and 1 (run under mpiexec)."""
+    """MPI Send / Recv of numpy buffers between ranks 0 and 1: `MPI` is mpi4py's (under
+    mpiexec) or shmdat.mpi's (under shmdat run)."""
 
-    def __init__(self, comm, max_size):
-        from mpi4py import MPI
+    def __init__(self, MPI, comm, max_size):
         self.MPI = MPI
         self.comm = comm
         self.peer = 1 - comm.Get_rank()
@@ -118,8 +118,7 @@ class MpiWindowEndpoint:
     (each in its own slot of one buffer); sends posted with Isend and completed WINDOW
     at a time with Waitall. For the message rate, not for latency."""
 
-    def __init__(self, comm, max_size, window):
-        from mpi4py import MPI
+    def __init__(self, MPI, comm, max_size, window):
         self.MPI = MPI
         self.comm = comm
         self.peer = 1 - comm.Get_rank()

@@ -1,14 +1,16 @@
-"""mpi4py's side of the benchmark, run by `mpiexec -n 2 python -m shmdat.bench.mpi_worker`.
+"""MPI's side of the benchmark, run by `mpiexec -n 2 python -m shmdat.bench.mpi_worker`
+(mpi4py), or with SHMDAT_BENCH_MPI=shmdat.mpi by `shmdat run -n 2 -- python -m
+shmdat.bench.mpi_worker` (shmdat.mpi): the same program on either MPI.
 
 Rank 0 drives (the client), rank 1 serves; the cells come as JSON on rank 0's
 stdin and each result goes out as one JSON line. The message-rate cell runs over
 windows of Isend / Irecv (MpiWindowEndpoint), the others over Send / Recv.
 """
 
+import importlib
 import json
+import os
 import sys
-
-from mpi4py import MPI
 
 from .alternatives import MpiEndpoint, MpiWindowEndpoint
 from .plan import WINDOW, Cell
@@ -29,17 +31,21 @@ class _Ctrl:
 
 
 def main():
+    MPI = importlib.import_module(os.environ.get("SHMDAT_BENCH_MPI", "mpi4py") + ".MPI")
     comm = MPI.COMM_WORLD
-    spec = json.loads(sys.stdin.read()) if comm.Get_rank() == 0 else None
-    spec = comm.bcast(spec, root=0)
-    cells = [Cell(*c) for c in spec["cells"]]
     ctrl = _Ctrl(comm)
+    if comm.Get_rank() == 0:
+        spec = json.loads(sys.stdin.read())
+        ctrl.send(spec)
+    else:
+        spec = ctrl.recv()
+    cells = [Cell(*c) for c in spec["cells"]]
     plain = [c for c in cells if c.test != "msgrate"]
     windowed = [c for c in cells if c.test == "msgrate"]
     if plain:
-        _run(comm, ctrl, MpiEndpoint(comm, max(c.size for c in plain)), plain, spec["budget"])
+        _run(comm, ctrl, MpiEndpoint(MPI, comm, max(c.size for c in plain)), plain, spec["budget"])
     if windowed:
-        _run(comm, ctrl, MpiWindowEndpoint(comm, max(c.size for c in windowed), WINDOW), windowed, spec["budget"])
+        _run(comm, ctrl, MpiWindowEndpoint(MPI, comm, max(c.size for c in windowed), WINDOW), windowed, spec["budget"])
 
 
 def _run(comm, ctrl, t, cells, budget):

@@ -58,9 +58,29 @@ def _figure(value, unit):
     return f"{value:>9.3g} {unit:<6}" if value is not None else f"{'-':>9} {unit:<6}"
 
 
+def _mpi_table(rows):
+    """shmdat.mpi against mpi4py, the same worker on each (send/recv between 2 ranks)."""
+    index = {(r["transport"], r["metric"], r["wait"], r["size"]): r["median"] for r in rows if r["op"] == "send"}
+    out = ["MPI point to point, 2 ranks: shmdat.mpi (shmdat run) against mpi4py (mpiexec),"
+           " the same program; (x): how many times better shmdat.mpi is"]
+    for metric, unit in (("latency", "us"), ("bandwidth", "GB/s")):
+        for wait in ("poll", "block"):
+            sizes = sorted(k[3] for k in index if k[:3] == ("shmdat.mpi", metric, wait))
+            if not sizes:
+                continue
+            out += [f"{metric} ({unit}), receiver {'polling (Irecv + Test)' if wait == 'poll' else 'blocked (Recv)'}",
+                    f"{'size':>8}  {'smpi':>9}  {'mpi4py':>9} {'(x)':>6}"]
+            for size in sizes:
+                ours, theirs = index[("shmdat.mpi", metric, wait, size)], index.get(("mpi4py", metric, wait, size))
+                ratio = _better(metric, ours, theirs)
+                out.append(f"{size_text(size):>8}  {ours:>9.3g}" +
+                           (f"  {theirs:>9.3g} {ratio:>5.2f}x" if theirs else f"  {'-':>9}"))
+    return out
+
+
 def targets_table(judged):
     """The targets section: each target's figures, ratio, bound, and met / MISSED / not measured."""
-    out = ["targets (issue 13), medians of this run: ours, theirs, ours / theirs, the bound",
+    out = ["targets (issues 13 and 14), medians of this run: ours, theirs, ours / theirs, the bound",
            f"{'':<44} {'ours':>9} {'':<6} {'theirs':>9} {'':<6} {'ratio':>7}  bound"]
     for t in judged:
         verdict = "met" if t["met"] else "MISSED" if t["measured"] else "not measured"
@@ -98,6 +118,8 @@ def table(rows, msgrate=(), waits=None, skipped=None, judged=()):
             if show_memcpy and size in memcpy:
                 line += f"  {memcpy[size]:>8.3g} {100 * ours / memcpy[size]:>4.0f}%"
             out.append(line)
+    if any(r["transport"] == "shmdat.mpi" for r in rows):
+        out += ["", *_mpi_table(rows)]
     if msgrate:
         out += ["", *_msgrate_table(msgrate)]
     if waits:

@@ -164,12 +164,19 @@ def mpi_available():
     return None
 
 
-def run_mpi(cells, budget, on_row):
-    """Measure `cells` over mpi4py: two ranks under mpiexec, one JSON line per result."""
-    cmd = [find_mpiexec(), "-n", "2", sys.executable, "-m", "shmdat.bench.mpi_worker"]
+def run_mpi(cells, budget, on_row, transport="mpi4py"):
+    """Measure `cells` over MPI with two ranks, one JSON line per result: mpi4py under
+    mpiexec, or (transport "shmdat.mpi") the same worker on shmdat.mpi under shmdat run."""
+    worker = [sys.executable, "-m", "shmdat.bench.mpi_worker"]
+    env = dict(os.environ)
+    if transport == "shmdat.mpi":
+        cmd = [sys.executable, "-m", "shmdat", "run", "-n", "2", "--", *worker]
+        env["SHMDAT_BENCH_MPI"] = "shmdat.mpi"
+    else:
+        cmd = [find_mpiexec(), "-n", "2", *worker]
     spec = json.dumps({"cells": [list(c) for c in cells], "budget": budget})
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env=env)
     try:
         proc.stdin.write(spec)
         proc.stdin.close()
@@ -178,7 +185,7 @@ def run_mpi(cells, budget, on_row):
                 r = json.loads(line)
                 on_row(Cell(*r["cell"]), r["median"], r["min"])
         if proc.wait(CELL_TIMEOUT) != 0:
-            raise RuntimeError(f"mpiexec failed: {proc.stderr.read()[-2000:]}")
+            raise RuntimeError(f"{cmd[0]} failed: {proc.stderr.read()[-2000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -1,4 +1,4 @@
-"""Issue 13's targets as data, and the one function that judges a run against them.
+"""Issue 13's (and 14's) targets as data, and the one function that judges a run against them.
 
 Each target compares one figure of the run (a median) with a bound times another
 figure of the same run, or with a number. A figure is named by a key into
@@ -15,6 +15,7 @@ from .plan import MSGRATE_SIZE, UNITS
 
 KiB, MiB = 1 << 10, 1 << 20
 DAT, VERBS, MPI, PIPE, MEMCPY = "shmdat", "shmdat.verbs", "mpi4py", "multiprocessing.Pipe", "memcpy"
+SMPI = "shmdat.mpi"
 IDLE = ("idle_waiter_cpu_percent",)
 RELATIONS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 
@@ -61,6 +62,10 @@ TARGETS = (
     Target("DAT 16 MiB RDMA write vs numpy.copyto", _bw(DAT, "rdma_write", 16 * MiB), ">=", 0.6,
            (_bw(MEMCPY, "memcpy", 16 * MiB),)),
     Target("idle blocked waiter, % of a core", IDLE, "<", 1.0, 1.0),
+    # Issue 14's: shmdat.mpi against mpi4py, the same worker program on each.
+    Target("shmdat.mpi 8 B send/recv, polling vs mpi4py", _lat(SMPI, "poll"), "<=", 1.5, (_lat(MPI, "poll"),)),
+    Target("shmdat.mpi 1 MiB bandwidth vs mpi4py", _bw(SMPI, "send", MiB), ">=", 1.0,
+           (_bw(MPI, "send", MiB),)),
 )
 
 

@@ -400,28 +400,18 @@ class QueuePair:
         """The driver's fast lane for the commonest send, when nothing is queued or in
         flight: a message of one record (`view`, `length` bytes), copied into the ring
         now and complete at once: in the ring, and covered by the peer's credits if
-        the connection is acked. True if so; False, with nothing done, when it would
-        not be (no room before the ring's end, more than a chunk, not covered): the
-        driver then posts a WorkRequest, which does the same and the rest."""
-        cells = (HDR + length + CELL - 1) // CELL
-        head = self.tx_head
-        pos = head & self.mask
-        ncells = self.ncells
-        if length > self.chunk or pos + cells > ncells or head + cells - self.tx_tail > ncells:
+        the connection is acked. True if so; False when it would not be (more than a
+        chunk, not covered, no room): the driver then posts a WorkRequest, which does
+        the same and the rest."""
+        if length > self.chunk or (self.acked and self.tx_msgs >= self.words[self.w_peer_credits]):
             return False
-        w = self.words
-        msg = self.tx_msgs + 1
-        if self.acked and msg > w[self.w_peer_credits]:
+        off = self._reserve(length)
+        if off < 0:
             return False
-        off = self.tx_base + pos * CELL
         if length:
             self.buf[off + HDR:off + HDR + length] = view
-        self.tx_msgs = msg
-        w0 = off >> 3
-        w[w0] = K_MSG | (F_SOLICITED << 8 if solicited else 0) | length << 32
-        w[w0 + 1] = length
-        self.tx_head = head = head + cells
-        w[self.w_tx_head] = head            # last: publishes the record
+        self.tx_msgs += 1
+        self._publish(off, K_MSG, F_SOLICITED if solicited else 0, length, length)
         self.peer.ring()
         return True
 
@@ -525,7 +515,7 @@ class QueuePair:
         pad = ncells - pos if pos + need > ncells else 0
         if head + pad + need - self.tx_tail > ncells:
             self.tx_tail = self.words[self.w_tx_tail]
-            if head + pad + need - self.tx_tail > self.ncells:
+            if head + pad + need - self.tx_tail > ncells:
                 return -1
         if pad:
             w0 = (self.tx_base + pos * CELL) >> 3

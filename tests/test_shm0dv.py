@@ -71,6 +71,21 @@ def test_events_pending_moves_with_async_and_cm_events_only(verbs_pair):
     assert shm0dv.events_pending(a.ctx) == queued + 1
 
 
+# completions_made
+
+def test_completions_made_moves_with_each_completion_only(verbs_pair):
+    a, b = verbs_pair
+    before = shm0dv.completions_made(b.ctx)
+    for _ in range(3):
+        b.cq.poll()
+    assert shm0dv.completions_made(b.ctx) == before           # quiet rounds: no move
+    b.recv(1)
+    a.send(2, b"x")
+    _until(lambda: shm0dv.completions_made(b.ctx) == before + 1, b.cq.poll)
+    n, wcs = b.cq.poll()                                      # taking it does not move it
+    assert shm0dv.completions_made(b.ctx) == before + 1
+
+
 # block and wake
 
 def _sender(ch):
@@ -662,6 +677,7 @@ def _foreign(kind):
 # function -> the kind of object it takes first, and the arguments after it
 FOREIGN = {
     shm0dv.events_pending: ("Context", ()),
+    shm0dv.completions_made: ("Context", ()),
     shm0dv.context_lock: ("Context", ()),
     shm0dv.progress: ("Context", ()),
     shm0dv.poll_cq: ("CQ", (1,)),

@@ -34,6 +34,7 @@ class Engine:
         # waiter asleep in the device (which releases it) lets the IA's other threads in.
         self.lock = self.dv.context_lock(self.ctx)
         self.events_seen = -1           # events_pending when the CM and async queues were last read
+        self.completions_seen = -1      # completions_made when every DTO EVD's CQ was last drained
         self.spin_seconds = _SPIN
         self.dto_evds = []              # EVDs with a CQ: drained every round
         self.eps_by_qp_num = {}         # qp_num -> EP: an async event's element
@@ -56,10 +57,13 @@ class Engine:
         dv.progress(ctx)                # once: then each CQ's completions, the device not run again
         if dv.events_pending(ctx) != self.events_seen:     # a quiet round: this comparison only
             self._drain_events()
-        for evd in self.dto_evds:       # (EVD._drain, without its call per EVD)
-            n, wcs = evd._poll_cq()
-            if n:
-                evd._completions(wcs)
+        made = dv.completions_made(ctx)
+        if made != self.completions_seen:           # else no CQ holds a completion not yet drained
+            self.completions_seen = made
+            for evd in self.dto_evds:   # (EVD._drain, without its call per EVD)
+                n, wcs = evd._poll_cq()
+                if n:
+                    evd._completions(wcs)
         if self.next_timer is not None:
             now = time.monotonic()
             if now >= self.next_timer:

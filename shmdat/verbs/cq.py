@@ -200,6 +200,7 @@ class CQ(PyverbsCM):
         if solicited:
             wc.solicited = True
         self._wcs.append(wc)
+        self.context.completions_made += 1
         armed = self._armed
         if armed and (armed == _ARMED_ALL or solicited or wc.status != e.IBV_WC_SUCCESS):
             self._armed = _NOT_ARMED

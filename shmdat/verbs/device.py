@@ -252,6 +252,7 @@ class Context(PyverbsCM):
         self.cm = None                  # the rdma_cm agent on this context (cmid.py), if any
         self._progress = Progress(self.hca, self._poll, self._others)
         self.lock = self._progress.lock     # the context's lock: every call that moves the device holds it
+        self.completions_made = 0           # WCs put in this Context's CQs so far (shm0dv.completions_made)
         self._ours = True               # False in a forked child: the parent's to close
         key = id(self)                  # last: another thread's poll may move it from now on
         _contexts[key] = weakref.ref(self, lambda _, key=key: _contexts.pop(key, None))

@@ -41,6 +41,15 @@ def events_pending(ctx):
     return events_queued.value
 
 
+def completions_made(ctx):
+    """How many work completions the device has put in this Context's CQs so far
+    (it only grows): a caller that polls many CQs after a round of progress polls them
+    only when it moved. Raises PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
+    if ctx.__class__ is not Context:
+        _shm0(ctx, Context, "ctx", "completions_made")
+    return ctx.completions_made
+
+
 def context_lock(ctx):
     """The lock the Context's progress runs under (a reentrant lock). shm0 runs only
     inside calls: a layer above that runs it from its own calls (a DAT provider) takes

@@ -118,3 +118,16 @@ if os.environ["SHMDAT_MPI_RANK"] != "1":
     assert r.returncode == 1
     assert "the launcher sent no wire-up table" in r.stderr
     assert leftovers(pids(r.stdout)) == []
+
+
+def test_abort_ends_the_job_with_its_code(tmp_path):
+    r = launch(tmp_path, 3, HEAD + """
+comm.Barrier()
+if rank == 1:
+    comm.Abort(7)
+comm.recv(source=1)
+""")
+    assert r.returncode == 7
+    assert "rank 1 called Abort(7)" in r.stderr
+    assert len(pids(r.stdout)) == 3
+    assert leftovers(pids(r.stdout)) == []

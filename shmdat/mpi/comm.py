@@ -3,7 +3,7 @@ signatures and defaults are mpi4py's; what is not here is not implemented yet.""
 
 import pickle
 
-from . import errors
+from . import errors, wireup
 from .datatypes import BYTE, message
 from .engine import SendOp
 from .errors import Exception as MPIException
@@ -40,9 +40,12 @@ class Request:
 
     def __init__(self, engine, op, decode=False):
         self._engine, self._op, self._decode = engine, op, decode
+        self._active = True        # until a completion call has returned it (MPI's
+        #                            REQUEST_NULL after that, for Waitany and Testany)
 
     def _finish(self, status):
         """Fill `status`; raise MPI.Exception if the operation ended in error."""
+        self._active = False
         op = self._op
         if status is not None and not isinstance(op, SendOp):
             status.source, status.tag, status.error, status.count = \
@@ -106,6 +109,49 @@ class Request:
         return True
 
 
+    @classmethod
+    def Waitany(cls, requests, status=None):
+        """MPI_Waitany: the index of a request that has completed (the first done in list
+        order), finished; UNDEFINED if none is active. Completed requests count as inactive
+        afterwards, so repeated calls return the others in turn."""
+        active = [r for r in requests if r._active]
+        if not active:
+            return UNDEFINED
+        active[0]._engine.wait_any([r._op for r in active])
+        return cls._finish_first(requests, status)
+
+    @classmethod
+    def Testany(cls, requests, status=None):
+        """MPI_Testany: (index, True) for a completed request, (UNDEFINED, False) if none
+        has completed yet, (UNDEFINED, True) if none is active."""
+        active = [r for r in requests if r._active]
+        if not active:
+            return UNDEFINED, True
+        active[0]._engine.progress()
+        index = cls._finish_first(requests, status)
+        return index, index != UNDEFINED
+
+    @classmethod
+    def waitany(cls, requests, status=None):
+        """Waitany, then (index, the received object or None)."""
+        index = cls.Waitany(requests, status)
+        return index, None if index == UNDEFINED else requests[index]._result()
+
+    @classmethod
+    def testany(cls, requests, status=None):
+        """Testany, then (index, flag, the received object or None)."""
+        index, flag = cls.Testany(requests, status)
+        return index, flag, None if index == UNDEFINED else requests[index]._result()
+
+    @staticmethod
+    def _finish_first(requests, status):
+        for i, r in enumerate(requests):
+            if r._active and r._op.done:
+                r._finish(status)
+                return i
+        return UNDEFINED
+
+
 def _status_at(statuses, i):
     """The i-th Status of `statuses` (created if the list is short), or None."""
     if statuses is None:
@@ -113,6 +159,13 @@ def _status_at(statuses, i):
     while len(statuses) <= i:
         statuses.append(Status())
     return statuses[i]
+
+
+def _probed(status, msg):
+    """Fill `status` from a probed message (a Message, or _Done for PROC_NULL)."""
+    if status is not None:
+        status.source, status.tag, status.error = msg.source, msg.tag, errors.SUCCESS
+        status.count = msg.nbytes if isinstance(msg, _Done) else msg.length
 
 
 class _Done:
@@ -151,12 +204,12 @@ class Comm:
         if not isinstance(tag, int) or not (0 <= tag <= TAG_UB or wildcard and tag == ANY_TAG):
             raise MPIException(errors.ERR_TAG, f"tag {tag!r}")
 
-    def _isend(self, view, dest, tag, context):
+    def _isend(self, view, dest, tag, context, sync=False):
         self._check_rank(dest, "dest")
         self._check_tag(tag)
         if dest == PROC_NULL:
             return _Done()
-        return self._engine.send(dest, context, tag, view)
+        return self._engine.send(dest, context, tag, view, sync)
 
     def _irecv(self, view, source, tag, context):
         self._check_rank(source, "source", wildcard=True)
@@ -178,13 +231,73 @@ class Comm:
         return Request(self._engine, self._irecv(message(buf, True)[0], source, tag,
                                                  self._context))
 
+    def Issend(self, buf, dest, tag=0):
+        """MPI_Issend: the request completes once a receive has matched the message."""
+        return Request(self._engine, self._isend(message(buf, False)[0], dest, tag,
+                                                 self._context, sync=True))
+
     def Send(self, buf, dest, tag=0):
         """MPI_Send (standard mode: returns once the buffer may be reused)."""
         self.Isend(buf, dest, tag).Wait()
 
+    def Ssend(self, buf, dest, tag=0):
+        """MPI_Ssend: returns once a receive has matched the message."""
+        self.Issend(buf, dest, tag).Wait()
+
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """MPI_Recv; `status` gets source, tag and count."""
         self.Irecv(buf, source, tag).Wait(status)
+
+    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
+                 recvtag=ANY_TAG, status=None):
+        """MPI_Sendrecv: both at once, so a ring of them cannot deadlock. `recvbuf` None
+        receives an empty message."""
+        recv = self.Irecv(memoryview(bytearray()) if recvbuf is None else recvbuf, source,
+                          recvtag)
+        send = self.Isend(sendbuf, dest, sendtag)
+        Request.Waitall([recv, send])
+        recv._finish(status)
+
+    def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG,
+                         status=None):
+        """MPI_Sendrecv_replace: send `buf`, then receive into it (the outgoing data is
+        copied first)."""
+        outgoing = memoryview(bytes(message(buf, True)[0]))
+        recv = self.Irecv(buf, source, recvtag)
+        send = Request(self._engine, self._isend(outgoing, dest, sendtag, self._context))
+        Request.Waitall([recv, send])
+        recv._finish(status)
+
+    def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """MPI_Probe: block until a message (source, tag) could be received; it stays
+        queued. `status` gets its source, tag and count. Returns True."""
+        self._check_rank(source, "source", wildcard=True)
+        self._check_tag(tag, wildcard=True)
+        if source == PROC_NULL:
+            _probed(status, _Done())
+            return True
+        _probed(status, self._engine.wait_probe(self._context, source, tag))
+        return True
+
+    def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """MPI_Iprobe: whether a message (source, tag) could be received now."""
+        self._check_rank(source, "source", wildcard=True)
+        self._check_tag(tag, wildcard=True)
+        if source == PROC_NULL:
+            _probed(status, _Done())
+            return True
+        self._engine.progress()
+        msg = self._engine.probe(self._context, source, tag)
+        if msg is not None:
+            _probed(status, msg)
+        return msg is not None
+
+    probe = Probe
+    iprobe = Iprobe
+
+    def Abort(self, errorcode=0):
+        """MPI_Abort: end the whole job; the launcher exits with `errorcode`."""
+        wireup.abort(self._rank, errorcode)
 
     # Object point-to-point (pickle).
 
@@ -198,8 +311,25 @@ class Comm:
         receive buffer for the pickle in mpi4py, is not needed here and is not used.)"""
         return Request(self._engine, self._irecv(None, source, tag, self._context), decode=True)
 
+    def issend(self, obj, dest, tag=0):
+        """Synchronous isend: the request completes once a receive has matched it."""
+        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        return Request(self._engine, self._isend(memoryview(data), dest, tag, self._context,
+                                                 sync=True))
+
     def send(self, obj, dest, tag=0):
         self.isend(obj, dest, tag).wait()
+
+    def ssend(self, obj, dest, tag=0):
+        self.issend(obj, dest, tag).wait()
+
+    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
+                 recvtag=ANY_TAG, status=None):
+        """Send `sendobj` and receive an object at once; returns the received object."""
+        recv = self.irecv(recvbuf, source, recvtag)
+        send = self.isend(sendobj, dest, sendtag)
+        Request.Waitall([recv, send])
+        return recv.wait(status)
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """Receive an object (None from PROC_NULL); `status` gets source, tag and count."""

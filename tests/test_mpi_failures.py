@@ -4,6 +4,8 @@ exits early; exit statuses; nothing of the job left in /dev/shm; no rank blocked
 import subprocess
 import sys
 
+import pytest
+
 from tests.mpi_launch import PIDS, TIMEOUT, env, launch, leftovers, pids, write
 
 HEAD = PIDS + """
@@ -130,4 +132,29 @@ comm.recv(source=1)
     assert r.returncode == 7
     assert "rank 1 called Abort(7)" in r.stderr
     assert len(pids(r.stdout)) == 3
+    assert leftovers(pids(r.stdout)) == []
+
+
+@pytest.mark.parametrize("body", [
+    # Rank 2's reduction op raises midway through the recursive doubling.
+    """
+def add(a, b):
+    if rank == 2:
+        raise ValueError("boom in rank 2's op")
+    return a + b
+comm.allreduce([rank], op=add)
+""",
+    # The root raises instead of broadcasting: the others wait in the tree.
+    """
+import numpy as np
+buf = np.zeros(1 << 16)
+if rank == 2:
+    raise ValueError("boom in rank 2, the root")
+comm.Bcast(buf, root=2)
+"""])
+def test_a_rank_that_raises_inside_a_collective_ends_the_job(tmp_path, body):
+    r = launch(tmp_path, 4, HEAD + "comm.Barrier()\n" + body)
+    assert r.returncode == 1
+    assert "Traceback" in r.stderr and "ValueError: boom in rank 2" in r.stderr
+    assert len(pids(r.stdout)) == 4
     assert leftovers(pids(r.stdout)) == []

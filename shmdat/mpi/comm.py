@@ -3,11 +3,15 @@ signatures and defaults are mpi4py's; what is not here is not implemented yet.""
 
 import pickle
 
-from . import errors, wireup
-from .datatypes import BYTE, message
+import numpy as np
+
+from . import collectives, errors, wireup
+from .collectives import Arrays, Channel, Objects
+from .datatypes import BYTE, IN_PLACE, message
 from .engine import SendOp
 from .errors import Exception as MPIException
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
+from .ops import SUM
 
 TAG_UB = 2**31 - 1
 UNDEFINED = -32766
@@ -175,11 +179,12 @@ class _Done:
 
 class Comm:
     """An intracommunicator: COMM_WORLD. `context` tells its point-to-point traffic apart;
-    its collectives use context + 1."""
+    its collectives use context + 1 (their own channel, shmdat/mpi/collectives.py)."""
 
     def __init__(self, engine, context, rank, size):
         self._engine, self._context = engine, context
         self._rank, self._size = rank, size
+        self._channel = Channel(engine, context + 1, rank, size)
 
     def Get_rank(self):
         return self._rank
@@ -338,7 +343,8 @@ class Comm:
     # Synchronization.
 
     def Barrier(self):
-        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages."""
+        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages, on the
+        collective context (tag: the round's distance)."""
         empty = memoryview(b"")
         step = 1
         while step < self._size:
@@ -348,3 +354,155 @@ class Comm:
             step *= 2
 
     barrier = Barrier
+
+    # Collectives on buffers (numpy arrays and buffer specs).
+
+    def _check_root(self, root):
+        if not isinstance(root, int) or not 0 <= root < self._size:
+            raise MPIException(errors.ERR_ROOT, f"root {root!r} (size {self._size})")
+
+    def Bcast(self, buf, root=0):
+        """MPI_Bcast (binomial tree). MPI.Exception: ERR_ROOT, buffer errors, ERR_TRUNCATE
+        if the ranks' sizes differ."""
+        self._check_root(root)
+        collectives.bcast(self._channel, root, message(buf, self._rank != root)[0])
+
+    def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):
+        """MPI_Reduce (binomial tree) with a predefined op; `sendbuf` may be IN_PLACE at
+        root, `recvbuf` matters at root only. MPI.Exception ERR_OP for an op the datatype
+        does not have (BAND on DOUBLE...)."""
+        self._check_root(root)
+        if self._rank == root:
+            acc = _accumulator(sendbuf, recvbuf)
+        else:
+            view, _, datatype = message(sendbuf, False)
+            acc = np.frombuffer(view, datatype.dtype).copy()
+        collectives.reduce(self._channel, root, acc, Arrays(op, acc))
+
+    def Allreduce(self, sendbuf, recvbuf, op=SUM):
+        """MPI_Allreduce (recursive doubling); `sendbuf` may be IN_PLACE."""
+        acc = _accumulator(sendbuf, recvbuf)
+        collectives.allreduce(self._channel, acc, Arrays(op, acc))
+
+    def Gather(self, sendbuf, recvbuf, root=0):
+        """MPI_Gather (binomial tree) into root's `recvbuf` (size blocks); root's `sendbuf`
+        may be IN_PLACE (its block is in recvbuf already)."""
+        self._check_root(root)
+        out = None
+        if self._rank == root:
+            out = message(recvbuf, True, self._size)[0]
+            width = len(out) // self._size
+            block = out[root * width:(root + 1) * width] if sendbuf is IN_PLACE else \
+                _fitting(message(sendbuf, False)[0], width)
+        else:
+            block = message(sendbuf, False)[0]
+        collectives.gather(self._channel, root, block, out)
+
+    def Scatter(self, sendbuf, recvbuf, root=0):
+        """MPI_Scatter (binomial tree) of root's `sendbuf` (size blocks); root's `recvbuf`
+        may be IN_PLACE (its block stays in sendbuf)."""
+        self._check_root(root)
+        blocks = None
+        if self._rank == root:
+            blocks = message(sendbuf, False, self._size)[0]
+            width = len(blocks) // self._size
+            out = None if recvbuf is IN_PLACE else message(recvbuf, True)[0][:width]
+            if out is not None and len(out) < width:
+                raise MPIException(errors.ERR_TRUNCATE, f"a block of {width} bytes into "
+                                   f"{len(out)}")
+        else:
+            out = message(recvbuf, True)[0]
+        collectives.scatter(self._channel, root, blocks, out)
+
+    def Allgather(self, sendbuf, recvbuf):
+        """MPI_Allgather (ring); `sendbuf` may be IN_PLACE (this rank's block in recvbuf)."""
+        out = message(recvbuf, True, self._size)[0]
+        width = len(out) // self._size
+        if sendbuf is not IN_PLACE:
+            out[self._rank * width:(self._rank + 1) * width] = \
+                _fitting(message(sendbuf, False)[0], width)
+        collectives.allgather(self._channel, out, width)
+
+    def Alltoall(self, sendbuf, recvbuf):
+        """MPI_Alltoall (pairwise exchange); `sendbuf` may be IN_PLACE."""
+        out = message(recvbuf, True, self._size)[0]
+        width = len(out) // self._size
+        blocks = memoryview(bytes(out)) if sendbuf is IN_PLACE else \
+            _fitting(message(sendbuf, False, self._size)[0], width * self._size)
+        collectives.alltoall(self._channel, blocks, out, width)
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
+        """MPI_Reduce_scatter_block (pairwise exchange): block i of the reduction to rank i.
+        With `sendbuf` IN_PLACE, recvbuf holds the size blocks and gets the result in its
+        first."""
+        if sendbuf is IN_PLACE:
+            blocks, _, datatype = message(recvbuf, True, self._size)
+            out = blocks
+        else:
+            blocks, _, datatype = message(sendbuf, False, self._size)
+            out = message(recvbuf, True)[0]
+        width = len(blocks) // self._size
+        out = _fitting(out, width)
+        mine = np.frombuffer(blocks[self._rank * width:(self._rank + 1) * width],
+                             datatype.dtype).copy()
+        acc = collectives.reduce_scatter_block(self._channel, blocks, mine, Arrays(op, mine))
+        out[:] = collectives.as_bytes(acc)
+
+    # Collectives on Python objects (pickle).
+
+    def bcast(self, obj, root=0):
+        """Broadcast root's object (binomial tree); every rank gets a copy."""
+        self._check_root(root)
+        data = collectives.bcast(self._channel, root, memoryview(pickle.dumps(
+            obj, pickle.HIGHEST_PROTOCOL)) if self._rank == root else None)
+        return pickle.loads(data)
+
+    def scatter(self, sendobj, root=0):
+        """Root's sequence of size objects, one to each rank (binomial tree)."""
+        self._check_root(root)
+        if self._rank == root and len(sendobj) != self._size:
+            raise ValueError(f"expecting {self._size} items, got {len(sendobj)}")
+        return collectives.scatter_objects(self._channel, root, sendobj)
+
+    def gather(self, sendobj, root=0):
+        """Every rank's object, as a list at root (None elsewhere); binomial tree."""
+        self._check_root(root)
+        return collectives.gather_objects(self._channel, root, sendobj)
+
+    def allgather(self, sendobj):
+        """Every rank's object, as a list at every rank (ring)."""
+        return collectives.allgather_objects(self._channel, sendobj)
+
+    def alltoall(self, sendobj):
+        """sendobj[i] to rank i; returns the list of what each rank sent here (pairwise)."""
+        if len(sendobj) != self._size:
+            raise ValueError(f"expecting {self._size} items, got {len(sendobj)}")
+        return collectives.alltoall_objects(self._channel, sendobj)
+
+    def reduce(self, sendobj, op=SUM, root=0):
+        """The objects combined with `op` (an MPI.Op or any callable of two), at root;
+        None elsewhere. Binomial tree."""
+        self._check_root(root)
+        return collectives.reduce(self._channel, root, sendobj, Objects(op))
+
+    def allreduce(self, sendobj, op=SUM):
+        """The objects combined with `op`, at every rank (recursive doubling)."""
+        return collectives.allreduce(self._channel, sendobj, Objects(op))
+
+
+def _fitting(view, width):
+    """`view` cut to `width` bytes; MPI.Exception ERR_TRUNCATE if it is shorter."""
+    if len(view) < width:
+        raise MPIException(errors.ERR_TRUNCATE, f"{len(view)} bytes where {width} are due")
+    return view[:width]
+
+
+def _accumulator(sendbuf, recvbuf):
+    """The numpy array over `recvbuf` a reduction accumulates in, holding sendbuf's data
+    (already there if `sendbuf` is IN_PLACE); the send's datatype sets the dtype."""
+    out, _, datatype = message(recvbuf, True)
+    if sendbuf is not IN_PLACE:
+        view, _, datatype = message(sendbuf, False)
+        out = _fitting(out, len(view))
+        out[:] = view
+    return np.frombuffer(out, datatype.dtype)

@@ -2,15 +2,19 @@
 `[buf, count, T]` (and tuples). The MPI datatype, not the buffer's format, sets the element
 size; a bare buffer's datatype comes from its format (a numpy dtype's character)."""
 
+import numpy as np
+
 from . import errors
 from .errors import Exception as MPIException
 
 
 class Datatype:
-    """A named MPI datatype: `size` in bytes, `Get_size()`, `Get_name()`."""
+    """A named MPI datatype: `size` in bytes, `Get_size()`, `Get_name()`; `dtype`, the numpy
+    dtype reductions compute in."""
 
     def __init__(self, name, size, typechar):
         self.name, self.size, self.typechar = name, size, typechar
+        self.dtype = np.dtype(_REDUCE_AS.get(name, typechar))
 
     def Get_size(self):
         return self.size
@@ -34,10 +38,25 @@ _NAMED = [
     ("C_DOUBLE_COMPLEX", 16, "D"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
     ("WCHAR", 4, "w"),
 ]
+# The numpy dtype of the datatypes whose buffer format is not one (or not a number).
+_REDUCE_AS = {"BYTE": "u1", "CHAR": "i1", "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4",
+              "INT64_T": "i8", "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4",
+              "UINT64_T": "u8", "COMPLEX": "c8", "DOUBLE_COMPLEX": "c16", "WCHAR": "u4"}
 NAMED = {name: Datatype(name, size, typechar) for name, size, typechar in _NAMED}
 _BY_FORMAT = {d.typechar: d for d in NAMED.values() if d.typechar}
 _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
 BYTE = NAMED["BYTE"]
+
+
+class InPlace:
+    """MPI.IN_PLACE: in a collective, the data is taken from (and left in) the receive
+    buffer."""
+
+    def __repr__(self):
+        return "MPI.IN_PLACE"
+
+
+IN_PLACE = InPlace()
 
 
 def _datatype_of(view):
@@ -60,8 +79,10 @@ def _contiguous_bytes(buf, writable):
     return view, view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
-def message(spec, writable):
-    """(bytes memoryview of the message, count, datatype) for a buffer spec."""
+def message(spec, writable, blocks=1):
+    """(bytes memoryview of the message, count, datatype) for a buffer spec. With `blocks`
+    (a collective's buffer holding one block per rank), `count` is per block: given in the
+    spec, or the buffer's elements divided by `blocks`."""
     if isinstance(spec, (list, tuple)):
         if len(spec) == 2:
             buf, count, datatype = spec[0], None, spec[1]
@@ -77,8 +98,8 @@ def message(spec, writable):
         view, data = _contiguous_bytes(spec, writable)
         count, datatype = None, _datatype_of(view)
     if count is None:
-        count = len(data) // datatype.size
-    elif count < 0 or count * datatype.size > len(data):
-        raise MPIException(errors.ERR_COUNT, f"count {count} of {datatype.Get_name()} does not "
-                           f"fit a buffer of {len(data)} bytes")
-    return data[:count * datatype.size], count, datatype
+        count = len(data) // datatype.size // blocks
+    elif count < 0 or blocks * count * datatype.size > len(data):
+        raise MPIException(errors.ERR_COUNT, f"{blocks} x count {count} of "
+                           f"{datatype.Get_name()} does not fit a buffer of {len(data)} bytes")
+    return data[:blocks * count * datatype.size], count, datatype

@@ -1,0 +1,70 @@
+"""MPI's predefined reduction operations (MPI.SUM ... MPI.MINLOC): called on two Python
+objects for the object collectives (mpi4py's rules), applied as a numpy ufunc for the buffer
+collectives. All are commutative, so the reduction algorithms may combine in any order."""
+
+import numpy as np
+
+from . import errors
+from .errors import Exception as MPIException
+
+
+def _max(x, y):
+    return y if y > x else x
+
+
+def _min(x, y):
+    return y if y < x else x
+
+
+def _maxloc(x, y):
+    """(value, index) pairs: the larger value; on a tie the smaller index."""
+    if x[0] != y[0]:
+        return x if x[0] > y[0] else y
+    return x if x[1] <= y[1] else y
+
+
+def _minloc(x, y):
+    if x[0] != y[0]:
+        return x if x[0] < y[0] else y
+    return x if x[1] <= y[1] else y
+
+
+class Op:
+    """A reduction operation: `op(x, y)` on objects; `reduce_into(acc, other)` on arrays."""
+
+    def __init__(self, name, function, ufunc):
+        self.name, self._function, self._ufunc = name, function, ufunc
+
+    def __call__(self, x, y):
+        return self._function(x, y)
+
+    def Is_commutative(self):
+        return True
+
+    def reduce_into(self, acc, other):
+        """acc = acc op other, elementwise on numpy arrays of one dtype. MPI.Exception
+        ERR_OP if the operation is not defined on that dtype (BAND on floats...)."""
+        if self._ufunc is None:
+            raise NotImplementedError(f"MPI.{self.name} on buffers (it needs pair datatypes "
+                                      "such as MPI.DOUBLE_INT, not implemented yet)")
+        try:
+            self._ufunc(acc, other, out=acc)
+        except TypeError as e:
+            raise MPIException(errors.ERR_OP, f"MPI.{self.name} on {acc.dtype}: {e}") from None
+
+    def __repr__(self):
+        return f"<Op MPI.{self.name}>"
+
+
+SUM = Op("SUM", lambda x, y: x + y, np.add)
+PROD = Op("PROD", lambda x, y: x * y, np.multiply)
+MAX = Op("MAX", _max, np.maximum)
+MIN = Op("MIN", _min, np.minimum)
+LAND = Op("LAND", lambda x, y: x and y, np.logical_and)
+LOR = Op("LOR", lambda x, y: x or y, np.logical_or)
+LXOR = Op("LXOR", lambda x, y: bool(x) != bool(y), np.logical_xor)
+BAND = Op("BAND", lambda x, y: x & y, np.bitwise_and)
+BOR = Op("BOR", lambda x, y: x | y, np.bitwise_or)
+BXOR = Op("BXOR", lambda x, y: x ^ y, np.bitwise_xor)
+MAXLOC = Op("MAXLOC", _maxloc, None)
+MINLOC = Op("MINLOC", _minloc, None)

@@ -37,11 +37,18 @@ _NAMED = [
     ("UINT32_T", 4, None), ("UINT64_T", 8, None), ("C_FLOAT_COMPLEX", 8, "F"),
     ("C_DOUBLE_COMPLEX", 16, "D"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
     ("WCHAR", 4, "w"),
+    # MAXLOC/MINLOC's (value, index) pairs, C structs: sizes with the struct's padding.
+    ("SHORT_INT", 8, None), ("TWOINT", 8, None), ("FLOAT_INT", 8, None), ("LONG_INT", 16, None),
+    ("DOUBLE_INT", 16, None), ("LONG_DOUBLE_INT", 32, None),
 ]
 # The numpy dtype of the datatypes whose buffer format is not one (or not a number).
 _REDUCE_AS = {"BYTE": "u1", "CHAR": "i1", "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4",
               "INT64_T": "i8", "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4",
               "UINT64_T": "u8", "COMPLEX": "c8", "DOUBLE_COMPLEX": "c16", "WCHAR": "u4"}
+_REDUCE_AS.update({name: np.dtype([("value", value), ("index", "i4")], align=True)
+                   for name, value in (("SHORT_INT", "i2"), ("TWOINT", "i4"), ("FLOAT_INT", "f4"),
+                                       ("LONG_INT", "i8"), ("DOUBLE_INT", "f8"),
+                                       ("LONG_DOUBLE_INT", "g"))})
 NAMED = {name: Datatype(name, size, typechar) for name, size, typechar in _NAMED}
 _BY_FORMAT = {d.typechar: d for d in NAMED.values() if d.typechar}
 _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})

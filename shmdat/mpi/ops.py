@@ -29,6 +29,18 @@ def _minloc(x, y):
     return x if x[1] <= y[1] else y
 
 
+def _loc_ufunc(better):
+    """MAXLOC or MINLOC on arrays of (value, index) records (MPI.DOUBLE_INT ...), called
+    as a ufunc: `out` (which is `acc`) takes `other`'s pair where it wins."""
+    def apply(acc, other, out):
+        if acc.dtype.names != ("value", "index"):
+            raise TypeError("it needs a (value, index) pair datatype such as MPI.DOUBLE_INT")
+        value, index = other["value"], other["index"]
+        wins = better(value, acc["value"]) | (value == acc["value"]) & (index < acc["index"])
+        out[wins] = other[wins]
+    return apply
+
+
 class Op:
     """A reduction operation: `op(x, y)` on objects; `reduce_into(acc, other)` on arrays."""
 
@@ -43,10 +55,8 @@ class Op:
 
     def reduce_into(self, acc, other):
         """acc = acc op other, elementwise on numpy arrays of one dtype. MPI.Exception
-        ERR_OP if the operation is not defined on that dtype (BAND on floats...)."""
-        if self._ufunc is None:
-            raise NotImplementedError(f"MPI.{self.name} on buffers (it needs pair datatypes "
-                                      "such as MPI.DOUBLE_INT, not implemented yet)")
+        ERR_OP if the operation is not defined on that dtype (BAND on floats, MAXLOC on
+        anything but a pair datatype...)."""
         try:
             self._ufunc(acc, other, out=acc)
         except TypeError as e:
@@ -66,5 +76,5 @@ LXOR = Op("LXOR", lambda x, y: bool(x) != bool(y), np.logical_xor)
 BAND = Op("BAND", lambda x, y: x & y, np.bitwise_and)
 BOR = Op("BOR", lambda x, y: x | y, np.bitwise_or)
 BXOR = Op("BXOR", lambda x, y: x ^ y, np.bitwise_xor)
-MAXLOC = Op("MAXLOC", _maxloc, None)
-MINLOC = Op("MINLOC", _minloc, None)
+MAXLOC = Op("MAXLOC", _maxloc, _loc_ufunc(np.greater))
+MINLOC = Op("MINLOC", _minloc, _loc_ufunc(np.less))

@@ -32,7 +32,7 @@ early = comm.irecv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG)
 ARITH = [np.float64, np.int32, np.float32, np.int64]
 CASES = [(MPI.SUM, np.add, ARITH + [np.complex128]), (MPI.PROD, np.multiply, ARITH),
          (MPI.MIN, np.minimum, ARITH), (MPI.MAX, np.maximum, ARITH),
-         (MPI.LAND, np.logical_and, [np.int32, np.float64, bool]),
+         (MPI.LAND, np.logical_and, [np.int32, bool]),
          (MPI.LOR, np.logical_or, [np.int32, bool]),
          (MPI.BAND, np.bitwise_and, [np.int32, np.uint8, np.int64]),
          (MPI.BOR, np.bitwise_or, [np.int32, np.uint8])]
@@ -78,7 +78,7 @@ for op, pick in ((MPI.MAXLOC, max), (MPI.MINLOC, min)):
     for datatype, value in ((MPI.DOUBLE_INT, "f8"), (MPI.FLOAT_INT, "f4"), (MPI.TWOINT, "i4"),
                             (MPI.LONG_INT, "i8"), (MPI.SHORT_INT, "i2")):
         pair = np.dtype([("value", value), ("index", "i4")], align=True)
-        assert pair.itemsize == datatype.Get_size()
+        assert pair.itemsize == datatype.Get_extent()[1]
         def pairs(r):
             out = np.zeros(SMALL, pair)
             out["value"], out["index"] = data(r, SMALL, value) % 3, r
@@ -180,7 +180,11 @@ fails(MPI.ERR_ROOT, comm.Bcast, np.zeros(3), root=size)
 fails(MPI.ERR_ROOT, comm.bcast, 1, root=-1)
 fails(MPI.ERR_TRUNCATE, comm.Allreduce, np.ones(3), np.zeros(2))
 fails(MPI.ERR_OP, comm.Allreduce, np.ones(3), np.zeros(3), op=MPI.MAXLOC)
-checks += 5
+fails(MPI.ERR_OP, comm.Reduce, np.ones(3), np.zeros(3), op=MPI.LAND)     # MPI: not on floats
+fails(MPI.ERR_OP, comm.Allreduce, np.ones(3, bool), np.zeros(3, bool), op=MPI.SUM)
+fails(MPI.ERR_OP, comm.Reduce_scatter_block, np.ones(size, complex), np.zeros(1, complex),
+      op=MPI.MAX)
+checks += 8
 
 # None of the collective traffic matched the point-to-point receive posted first.
 assert not early.test()[0]

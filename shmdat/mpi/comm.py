@@ -33,8 +33,9 @@ class Status:
         return self.error
 
     def Get_count(self, datatype=BYTE):
-        """MPI_Get_count: whole elements of `datatype` received, UNDEFINED if not whole."""
-        count, rest = divmod(self.count, datatype.size)
+        """MPI_Get_count: whole elements of `datatype` received (a buffer holds them
+        `extent` bytes apart), UNDEFINED if not whole."""
+        count, rest = divmod(self.count, datatype.extent)
         return UNDEFINED if rest else count
 
 

@@ -158,3 +158,25 @@ def test_a_rank_that_raises_inside_a_collective_ends_the_job(tmp_path, body):
     assert "Traceback" in r.stderr and "ValueError: boom in rank 2" in r.stderr
     assert len(pids(r.stdout)) == 4
     assert leftovers(pids(r.stdout)) == []
+
+
+def test_waitany_completes_a_live_request_when_another_waits_on_a_rank_gone(tmp_path):
+    # Rank 1 exits without sending; rank 2 sends to rank 0 once it knows rank 1 has gone.
+    # Rank 0's Waitany must return rank 2's message, whenever it notices rank 1's end.
+    r = launch(tmp_path, 3, HEAD + """
+if rank == 0:
+    reqs = [comm.irecv(source=1), comm.irecv(source=2)]
+    print("waitany:", MPI.Request.waitany(reqs), flush=True)
+    try:
+        reqs[0].wait()
+    except MPI.Exception as e:
+        print("then:", "rank 1 has gone" in str(e), flush=True)
+elif rank == 2:
+    try:
+        comm.recv(source=1)
+    except MPI.Exception:
+        comm.send("from 2", dest=0)
+""")
+    assert r.returncode == 0, r.stderr
+    assert "waitany: (1, 'from 2')" in r.stdout and "then: True" in r.stdout
+    assert leftovers(pids(r.stdout)) == []

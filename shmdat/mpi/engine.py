@@ -219,8 +219,9 @@ class Engine:
         return self.probe(comm, source, tag)
 
     def wait_any(self, ops):
-        """Drive progress until one of `ops` is done (MPI.Exception as for wait)."""
-        self._wait_until(lambda: any(op.done for op in ops), ops)
+        """Drive progress until one of `ops` is done; MPI.Exception only if none of them
+        can ever complete."""
+        self._wait_until(lambda: any(op.done for op in ops), ops, any_of=True)
 
     # Waiting.
 
@@ -229,38 +230,50 @@ class Engine:
         has gone (or on itself), which would otherwise block for ever."""
         self._wait_until(lambda: all(op.done for op in ops), ops)
 
-    def _wait_until(self, ready, ops):
+    def _wait_until(self, ready, ops, any_of=False):
         # evd.wait runs the provider's progress and returns a queued event at once: one
         # event handled per turn, and `ready` looked at before anything else.
         while not ready():
-            self._check_reachable(ops)
+            self._check_reachable(ops, any_of)
             try:
                 event, _ = self.evd.wait(WAIT_SLICE_US)
             except shmdat.TimeoutExpired:
                 continue
             self._handle(event.data)
 
-    def _check_reachable(self, ops):
+    def _check_reachable(self, ops, any_of=False):
+        """MPI.Exception for the first op that can never complete; with `any_of`, only if
+        none of them can."""
+        stuck = None
         for op in ops:
-            if op.done:
-                continue
-            if isinstance(op, SendOp):
-                if op.dest == self.rank:
-                    raise MPIException(errors.ERR_OTHER, "a synchronous send to this rank "
-                                       "itself that no receive matched: it would never complete")
-                peer = self.peers[op.dest]
-                if peer.gone:
-                    raise MPIException(errors.ERR_OTHER, f"rank {op.dest} has gone ({peer.gone})")
-            elif op.source == self.rank:
-                raise MPIException(errors.ERR_OTHER, "a receive from this rank itself that no "
-                                   "send posted before it can match: it would never complete")
-            elif op.source == ANY_SOURCE:
-                if all(p is None or p.gone for p in self.peers):
-                    raise MPIException(errors.ERR_OTHER, "a receive from ANY_SOURCE, and every "
-                                       "other rank has gone")
-            elif self.peers[op.source].gone:
-                raise MPIException(errors.ERR_OTHER,
-                                   f"rank {op.source} has gone ({self.peers[op.source].gone})")
+            why = None if op.done else self._why_stuck(op)
+            if why is None:
+                if any_of:
+                    return
+            elif stuck is None:
+                stuck = why
+                if not any_of:
+                    break
+        if stuck is not None:
+            raise MPIException(errors.ERR_OTHER, stuck)
+
+    def _why_stuck(self, op):
+        """Why the pending `op` can never complete, or None if it still may."""
+        if isinstance(op, SendOp):
+            if op.dest == self.rank:
+                return ("a synchronous send to this rank itself that no receive matched: it "
+                        "would never complete")
+            peer = self.peers[op.dest]
+            return f"rank {op.dest} has gone ({peer.gone})" if peer.gone else None
+        if op.source == self.rank:
+            return ("a receive from this rank itself that no send posted before it can match: "
+                    "it would never complete")
+        if op.source == ANY_SOURCE:
+            if all(p is None or p.gone for p in self.peers):
+                return "a receive from ANY_SOURCE, and every other rank has gone"
+            return None
+        peer = self.peers[op.source]
+        return f"rank {op.source} has gone ({peer.gone})" if peer.gone else None
 
     # Progress.
 

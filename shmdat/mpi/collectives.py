@@ -106,6 +106,11 @@ def tree(vrank, size):
     return None, children
 
 
+def _blocks(view, first, width, count=1):
+    """Blocks first .. first + count - 1 of `view`, blocks of `width` bytes."""
+    return view[first * width:(first + count) * width]
+
+
 def _absolute(vrank, root, size):
     return (vrank + root) % size
 
@@ -177,7 +182,7 @@ def gather(ch, root, block, out):
     parent, children = tree(vrank, size)
     mine = memoryview(bytearray(width * (1 + sum(count for _, count in children))))
     mine[:width] = block
-    ch.wait([ch.recv(_absolute(c, root, size), mine[(c - vrank) * width:(c - vrank + count) * width])
+    ch.wait([ch.recv(_absolute(c, root, size), _blocks(mine, c - vrank, width, count))
              for c, count in children])
     if parent is not None:
         ch.wait([ch.send(_absolute(parent, root, size), mine)])
@@ -200,7 +205,7 @@ def scatter(ch, root, blocks, out):
         width = len(out)
         mine = memoryview(bytearray(width * (1 + sum(count for _, count in children))))
         ch.wait([ch.recv(_absolute(parent, root, size), mine)])
-    ch.wait([ch.send(_absolute(c, root, size), mine[(c - vrank) * width:(c - vrank + count) * width])
+    ch.wait([ch.send(_absolute(c, root, size), _blocks(mine, c - vrank, width, count))
              for c, count in reversed(children)])
     if out is not None:
         out[:] = mine[:width]
@@ -213,19 +218,19 @@ def allgather(ch, out, width):
     right, left = (rank + 1) % size, (rank - 1) % size
     for step in range(size - 1):
         sent, got = (rank - step) % size, (rank - step - 1) % size
-        ch.wait([ch.recv(left, out[got * width:(got + 1) * width]),
-                 ch.send(right, out[sent * width:(sent + 1) * width])])
+        ch.wait([ch.recv(left, _blocks(out, got, width)),
+                 ch.send(right, _blocks(out, sent, width))])
 
 
 def alltoall(ch, blocks, out, width):
     """Pairwise exchange: in step k rank r sends its block for r + k and receives the one
     from r - k (mod size)."""
     rank, size = ch.rank, ch.size
-    out[rank * width:(rank + 1) * width] = blocks[rank * width:(rank + 1) * width]
+    _blocks(out, rank, width)[:] = _blocks(blocks, rank, width)
     for step in range(1, size):
         dest, source = (rank + step) % size, (rank - step) % size
-        ch.wait([ch.recv(source, out[source * width:(source + 1) * width]),
-                 ch.send(dest, blocks[dest * width:(dest + 1) * width])])
+        ch.wait([ch.recv(source, _blocks(out, source, width)),
+                 ch.send(dest, _blocks(blocks, dest, width))])
 
 
 def reduce_scatter_block(ch, blocks, acc, codec):
@@ -236,7 +241,7 @@ def reduce_scatter_block(ch, blocks, acc, codec):
     for step in range(1, size):
         dest, source = (rank + step) % size, (rank - step) % size
         op = codec.post_recv(ch, source)
-        ch.wait([op, ch.send(dest, blocks[dest * width:(dest + 1) * width])])
+        ch.wait([op, ch.send(dest, _blocks(blocks, dest, width))])
         acc = codec.combine(acc, codec.unpack(op), False)
     return acc
 

@@ -3,9 +3,10 @@ rendezvous by one RDMA read, and the registration cache. Only shmdat's public DA
 
 Every message starts with HEADER {kind, comm, tag, seq, length}; its source is the EP it
 came on. EAGER carries its payload; SYNC (a synchronous send's eager message) carries the
-sender's request id, then its payload, and is answered by FIN once matched; RTS carries the
-sender's RmrTriplet and request id (the receiver RDMA-reads the data, then sends FIN with
-that id); FIN completes a rendezvous or synchronous send. docs/design/mpi.md has the whole protocol."""
+sender's request id, then its payload, and is answered by FIN once matched; RTS carries
+the sender's RmrTriplet and request id (the receiver RDMA-reads the data, then sends FIN
+with that id); FIN completes a rendezvous or synchronous send. docs/design/mpi.md has the
+whole protocol."""
 
 import collections
 import struct

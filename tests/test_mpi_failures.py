@@ -4,6 +4,8 @@ exits early; exit statuses; nothing of the job left in /dev/shm; no rank blocked
 import subprocess
 import sys
 
+import pytest
+
 from tests.mpi_launch import PIDS, TIMEOUT, env, launch, leftovers, pids, write
 
 HEAD = PIDS + """
@@ -117,4 +119,64 @@ if os.environ["SHMDAT_MPI_RANK"] != "1":
 """)
     assert r.returncode == 1
     assert "the launcher sent no wire-up table" in r.stderr
+    assert leftovers(pids(r.stdout)) == []
+
+
+def test_abort_ends_the_job_with_its_code(tmp_path):
+    r = launch(tmp_path, 3, HEAD + """
+comm.Barrier()
+if rank == 1:
+    comm.Abort(7)
+comm.recv(source=1)
+""")
+    assert r.returncode == 7
+    assert "rank 1 called Abort(7)" in r.stderr
+    assert len(pids(r.stdout)) == 3
+    assert leftovers(pids(r.stdout)) == []
+
+
+@pytest.mark.parametrize("body", [
+    # Rank 2's reduction op raises midway through the recursive doubling.
+    """
+def add(a, b):
+    if rank == 2:
+        raise ValueError("boom in rank 2's op")
+    return a + b
+comm.allreduce([rank], op=add)
+""",
+    # The root raises instead of broadcasting: the others wait in the tree.
+    """
+import numpy as np
+buf = np.zeros(1 << 16)
+if rank == 2:
+    raise ValueError("boom in rank 2, the root")
+comm.Bcast(buf, root=2)
+"""])
+def test_a_rank_that_raises_inside_a_collective_ends_the_job(tmp_path, body):
+    r = launch(tmp_path, 4, HEAD + "comm.Barrier()\n" + body)
+    assert r.returncode == 1
+    assert "Traceback" in r.stderr and "ValueError: boom in rank 2" in r.stderr
+    assert len(pids(r.stdout)) == 4
+    assert leftovers(pids(r.stdout)) == []
+
+
+def test_waitany_completes_a_live_request_when_another_waits_on_a_rank_gone(tmp_path):
+    # Rank 1 exits without sending; rank 2 sends to rank 0 once it knows rank 1 has gone.
+    # Rank 0's Waitany must return rank 2's message, whenever it notices rank 1's end.
+    r = launch(tmp_path, 3, HEAD + """
+if rank == 0:
+    reqs = [comm.irecv(source=1), comm.irecv(source=2)]
+    print("waitany:", MPI.Request.waitany(reqs), flush=True)
+    try:
+        reqs[0].wait()
+    except MPI.Exception as e:
+        print("then:", "rank 1 has gone" in str(e), flush=True)
+elif rank == 2:
+    try:
+        comm.recv(source=1)
+    except MPI.Exception:
+        comm.send("from 2", dest=0)
+""")
+    assert r.returncode == 0, r.stderr
+    assert "waitany: (1, 'from 2')" in r.stdout and "then: True" in r.stdout
     assert leftovers(pids(r.stdout)) == []

@@ -105,3 +105,12 @@ def test_the_ring_example(tmp_path):
         "[2] rank 2 got 1048576 doubles of value 1 from rank 1",
         "[2] rank 2 got {'hello from': 1}",
     ]
+
+
+def test_the_pi_example(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "shmdat", "run", "-n", "3", "--",
+                        sys.executable, os.path.join(ROOT, "examples", "mpi_pi.py")],
+                       capture_output=True, text=True, timeout=TIMEOUT, env=env())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("pi ~ 3.14159265") and r.stdout.endswith(
+        "from ranks [0, 1, 2]\n"), r.stdout

@@ -203,7 +203,7 @@ def test_errors_are_mpi_exceptions_with_their_class(tmp_path):
             assert "vector" in str(e)
         else:
             raise AssertionError("a vector spec was taken")
-        assert not hasattr(comm, "bcast") and not hasattr(MPI, "Win")
+        assert not hasattr(MPI, "Win")
         # A message longer than its receive: ERR_TRUNCATE, eager and rendezvous alike, and
         # the connection goes on.
         other = 1 - rank
@@ -220,4 +220,118 @@ def test_errors_are_mpi_exceptions_with_their_class(tmp_path):
         st = MPI.Status()
         assert comm.recv(source=MPI.PROC_NULL, status=st) is None
         assert (st.Get_source(), st.Get_count()) == (MPI.PROC_NULL, 0)
+    """.replace("\n        ", "\n"))
+
+
+def test_probe_and_iprobe_leave_the_message_for_the_receive(tmp_path):
+    run_ok(tmp_path, 2, """
+        if rank == 0:
+            comm.Send(np.arange(5, dtype=np.int32), dest=1, tag=4)
+            big = comm.Isend(np.arange(EAGER_LIMIT, dtype=np.float64), dest=1, tag=8)
+            comm.send("ready?", dest=1, tag=9)
+            assert comm.recv(source=1, tag=10) == "probed"
+            big.Wait()
+        else:
+            st = MPI.Status()
+            assert comm.Probe(source=MPI.ANY_SOURCE, tag=8, status=st) is True
+            assert (st.Get_source(), st.Get_tag(), st.Get_count(MPI.DOUBLE)) == (0, 8, EAGER_LIMIT)
+            st = MPI.Status()
+            assert comm.probe(status=st) is True               # the oldest: tag 4
+            assert (st.Get_tag(), st.Get_count(MPI.INT)) == (4, 5)
+            buf = np.zeros(st.Get_count(MPI.INT), np.int32)
+            comm.Recv(buf, source=st.Get_source(), tag=st.Get_tag())
+            assert (buf == np.arange(5)).all()
+            assert comm.Iprobe(source=0, tag=4) is False       # received: gone from the queue
+            assert comm.iprobe(source=0, tag=11) is False      # never sent
+            while not comm.Iprobe(source=0, tag=9, status=st):
+                pass
+            assert st.Get_tag() == 9 and comm.recv(source=0, tag=9) == "ready?"
+            big = np.zeros(EAGER_LIMIT)
+            comm.Recv(big, source=0, tag=8)
+            assert (big == np.arange(EAGER_LIMIT)).all()
+            st = MPI.Status()
+            assert comm.Iprobe(MPI.PROC_NULL, status=st) and st.Get_source() == MPI.PROC_NULL
+            comm.send("probed", dest=0, tag=10)
+    """.replace("\n        ", "\n"))
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_sendrecv_and_sendrecv_replace_around_a_ring(tmp_path, n):
+    run_ok(tmp_path, n, """
+        a = np.full(1000, rank, np.int64)
+        b = np.zeros(1000, np.int64)
+        st = MPI.Status()
+        comm.Sendrecv(a, dest=right, sendtag=3, recvbuf=b, source=left, recvtag=3, status=st)
+        assert (b == left).all() and (st.Get_source(), st.Get_tag()) == (left, 3)
+        big = np.full(EAGER_LIMIT, float(rank))                     # rendezvous size
+        comm.Sendrecv_replace([big, MPI.DOUBLE], dest=right, source=left)
+        assert (big == left).all()
+        assert comm.sendrecv({"r": rank}, dest=right, source=left) == {"r": left}
+        st = MPI.Status()
+        assert comm.sendrecv("x", dest=MPI.PROC_NULL, source=MPI.PROC_NULL, status=st) is None
+        assert st.Get_source() == MPI.PROC_NULL
+        comm.Sendrecv(a, dest=right, recvbuf=None, source=MPI.PROC_NULL)
+        comm.Recv(b, source=left)                                  # the send above
+        assert (b == left).all()
+    """.replace("\n        ", "\n"))
+
+
+def test_waitany_and_testany_take_completed_requests_in_turn(tmp_path):
+    run_ok(tmp_path, 2, """
+        if rank == 0:
+            comm.send("third", dest=1, tag=3)
+            assert comm.recv(source=1) == "go"
+            comm.send("first", dest=1, tag=1)
+            comm.Send(np.ones(EAGER_LIMIT), dest=1, tag=2)
+        else:
+            assert MPI.Request.Testany([]) == (MPI.UNDEFINED, True)
+            buf = np.zeros(EAGER_LIMIT)
+            reqs = [comm.irecv(source=0, tag=1), comm.Irecv(buf, source=0, tag=2),
+                    comm.irecv(source=0, tag=3)]
+            st = MPI.Status()
+            assert MPI.Request.waitany(reqs, st) == (2, "third") and st.Get_tag() == 3
+            assert MPI.Request.Testany(reqs) == (MPI.UNDEFINED, False)
+            comm.send("go", dest=0)
+            seen = dict([MPI.Request.waitany(reqs), MPI.Request.waitany(reqs)])
+            assert seen == {0: "first", 1: None} and (buf == 1).all()
+            assert MPI.Request.Waitany(reqs) == MPI.UNDEFINED
+            assert MPI.Request.testany(reqs) == (MPI.UNDEFINED, True, None)
+            r = comm.irecv(source=1, tag=7)
+            comm.isend(7, dest=1, tag=7)
+            assert MPI.Request.testany([r]) == (0, True, 7)
+    """.replace("\n        ", "\n"))
+
+
+def test_synchronous_sends_complete_only_once_matched(tmp_path):
+    # Rank 1 posts its receive for tag 5 only after rank 0 has seen its Issend still
+    # pending: a synchronous send cannot complete before that, whatever the timing.
+    run_ok(tmp_path, 2, """
+        for n in (0, 10, EAGER_LIMIT):
+            if rank == 0:
+                req = comm.Issend(np.full(n, 3, np.uint8), dest=1, tag=5)
+                for _ in range(100):
+                    assert not req.Test()
+                assert comm.Isend(np.zeros(1), dest=1, tag=4).Test()   # standard: at once
+                comm.send("now", dest=1, tag=6)
+                req.Wait()
+                comm.ssend({"n": n}, dest=1, tag=7)
+            else:
+                assert comm.recv(source=0, tag=6) == "now"
+                buf = np.zeros(n, np.uint8)
+                comm.Recv(buf, source=0, tag=5)
+                assert (buf == 3).all()
+                comm.Recv(np.zeros(1), source=0, tag=4)
+                assert comm.recv(source=0, tag=7) == {"n": n}
+        # To itself: pending until its own receive matches it.
+        req = comm.issend("me", dest=rank, tag=1)
+        assert not req.test()[0]
+        assert comm.recv(source=rank, tag=1) == "me"
+        assert req.test() == (True, None)
+        try:
+            comm.Ssend(np.zeros(1), dest=rank)
+        except MPI.Exception as e:
+            assert "would never complete" in str(e)
+        else:
+            raise AssertionError("a blocking Ssend to itself returned")
+        comm.Recv(np.zeros(1), source=rank)
     """.replace("\n        ", "\n"))

@@ -8,11 +8,14 @@ import time
 
 from . import datatypes, errors, wireup
 from .comm import TAG_UB, UNDEFINED, Comm, Request, Status  # noqa: F401 (the namespace)
-from .datatypes import Datatype  # noqa: F401
+from .datatypes import IN_PLACE, Datatype  # noqa: F401
 from .engine import Engine
 from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_INTERN,  # noqa: F401
-                     ERR_OTHER, ERR_RANK, ERR_TAG, ERR_TRUNCATE, ERR_TYPE, SUCCESS, Exception)
+                     ERR_OP, ERR_OTHER, ERR_RANK, ERR_ROOT, ERR_TAG, ERR_TRUNCATE, ERR_TYPE,
+                     SUCCESS, Exception)
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
+from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
+                  PROD, SUM, Op)
 
 globals().update(datatypes.NAMED)     # MPI.BYTE, MPI.INT, MPI.DOUBLE, ...
 

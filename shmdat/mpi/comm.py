@@ -3,11 +3,15 @@ signatures and defaults are mpi4py's; what is not here is not implemented yet.""
 
 import pickle
 
-from . import errors
-from .datatypes import BYTE, message
+import numpy as np
+
+from . import collectives, errors, wireup
+from .collectives import Arrays, Channel, Objects
+from .datatypes import BYTE, IN_PLACE, message
 from .engine import SendOp
 from .errors import Exception as MPIException
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
+from .ops import SUM
 
 TAG_UB = 2**31 - 1
 UNDEFINED = -32766
@@ -29,8 +33,9 @@ class Status:
         return self.error
 
     def Get_count(self, datatype=BYTE):
-        """MPI_Get_count: whole elements of `datatype` received, UNDEFINED if not whole."""
-        count, rest = divmod(self.count, datatype.size)
+        """MPI_Get_count: whole elements of `datatype` received (a buffer holds them
+        `extent` bytes apart), UNDEFINED if not whole."""
+        count, rest = divmod(self.count, datatype.extent)
         return UNDEFINED if rest else count
 
 
@@ -40,9 +45,12 @@ class Request:
 
     def __init__(self, engine, op, decode=False):
         self._engine, self._op, self._decode = engine, op, decode
+        self._active = True        # until a completion call has returned it (MPI's
+        #                            REQUEST_NULL after that, for Waitany and Testany)
 
     def _finish(self, status):
         """Fill `status`; raise MPI.Exception if the operation ended in error."""
+        self._active = False
         op = self._op
         if status is not None and not isinstance(op, SendOp):
             status.source, status.tag, status.error, status.count = \
@@ -106,6 +114,49 @@ class Request:
         return True
 
 
+    @classmethod
+    def Waitany(cls, requests, status=None):
+        """MPI_Waitany: the index of a request that has completed (the first done in list
+        order), finished; UNDEFINED if none is active. Completed requests count as inactive
+        afterwards, so repeated calls return the others in turn."""
+        active = [r for r in requests if r._active]
+        if not active:
+            return UNDEFINED
+        active[0]._engine.wait_any([r._op for r in active])
+        return cls._finish_first(requests, status)
+
+    @classmethod
+    def Testany(cls, requests, status=None):
+        """MPI_Testany: (index, True) for a completed request, (UNDEFINED, False) if none
+        has completed yet, (UNDEFINED, True) if none is active."""
+        active = [r for r in requests if r._active]
+        if not active:
+            return UNDEFINED, True
+        active[0]._engine.progress()
+        index = cls._finish_first(requests, status)
+        return index, index != UNDEFINED
+
+    @classmethod
+    def waitany(cls, requests, status=None):
+        """Waitany, then (index, the received object or None)."""
+        index = cls.Waitany(requests, status)
+        return index, None if index == UNDEFINED else requests[index]._result()
+
+    @classmethod
+    def testany(cls, requests, status=None):
+        """Testany, then (index, flag, the received object or None)."""
+        index, flag = cls.Testany(requests, status)
+        return index, flag, None if index == UNDEFINED else requests[index]._result()
+
+    @staticmethod
+    def _finish_first(requests, status):
+        for i, r in enumerate(requests):
+            if r._active and r._op.done:
+                r._finish(status)
+                return i
+        return UNDEFINED
+
+
 def _status_at(statuses, i):
     """The i-th Status of `statuses` (created if the list is short), or None."""
     if statuses is None:
@@ -115,6 +166,13 @@ def _status_at(statuses, i):
     return statuses[i]
 
 
+def _probed(status, msg):
+    """Fill `status` from a probed message (a Message, or _Done for PROC_NULL)."""
+    if status is not None:
+        status.source, status.tag, status.error = msg.source, msg.tag, errors.SUCCESS
+        status.count = msg.nbytes if isinstance(msg, _Done) else msg.length
+
+
 class _Done:
     """The finished operation of a send to, or a receive from, PROC_NULL."""
     done, error, nbytes, source, tag, buf, data = True, 0, 0, PROC_NULL, ANY_TAG, None, None
@@ -122,11 +180,12 @@ class _Done:
 
 class Comm:
     """An intracommunicator: COMM_WORLD. `context` tells its point-to-point traffic apart;
-    its collectives use context + 1."""
+    its collectives use context + 1 (their own channel, shmdat/mpi/collectives.py)."""
 
     def __init__(self, engine, context, rank, size):
         self._engine, self._context = engine, context
         self._rank, self._size = rank, size
+        self._channel = Channel(engine, context + 1, rank, size)
 
     def Get_rank(self):
         return self._rank
@@ -151,12 +210,12 @@ class Comm:
         if not isinstance(tag, int) or not (0 <= tag <= TAG_UB or wildcard and tag == ANY_TAG):
             raise MPIException(errors.ERR_TAG, f"tag {tag!r}")
 
-    def _isend(self, view, dest, tag, context):
+    def _isend(self, view, dest, tag, context, sync=False):
         self._check_rank(dest, "dest")
         self._check_tag(tag)
         if dest == PROC_NULL:
             return _Done()
-        return self._engine.send(dest, context, tag, view)
+        return self._engine.send(dest, context, tag, view, sync)
 
     def _irecv(self, view, source, tag, context):
         self._check_rank(source, "source", wildcard=True)
@@ -178,13 +237,73 @@ class Comm:
         return Request(self._engine, self._irecv(message(buf, True)[0], source, tag,
                                                  self._context))
 
+    def Issend(self, buf, dest, tag=0):
+        """MPI_Issend: the request completes once a receive has matched the message."""
+        return Request(self._engine, self._isend(message(buf, False)[0], dest, tag,
+                                                 self._context, sync=True))
+
     def Send(self, buf, dest, tag=0):
         """MPI_Send (standard mode: returns once the buffer may be reused)."""
         self.Isend(buf, dest, tag).Wait()
 
+    def Ssend(self, buf, dest, tag=0):
+        """MPI_Ssend: returns once a receive has matched the message."""
+        self.Issend(buf, dest, tag).Wait()
+
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """MPI_Recv; `status` gets source, tag and count."""
         self.Irecv(buf, source, tag).Wait(status)
+
+    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
+                 recvtag=ANY_TAG, status=None):
+        """MPI_Sendrecv: both at once, so a ring of them cannot deadlock. `recvbuf` None
+        receives an empty message."""
+        recv = self.Irecv(memoryview(bytearray()) if recvbuf is None else recvbuf, source,
+                          recvtag)
+        send = self.Isend(sendbuf, dest, sendtag)
+        Request.Waitall([recv, send])
+        recv._finish(status)
+
+    def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG,
+                         status=None):
+        """MPI_Sendrecv_replace: send `buf`, then receive into it (the outgoing data is
+        copied first)."""
+        outgoing = memoryview(bytes(message(buf, True)[0]))
+        recv = self.Irecv(buf, source, recvtag)
+        send = Request(self._engine, self._isend(outgoing, dest, sendtag, self._context))
+        Request.Waitall([recv, send])
+        recv._finish(status)
+
+    def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """MPI_Probe: block until a message (source, tag) could be received; it stays
+        queued. `status` gets its source, tag and count. Returns True."""
+        self._check_rank(source, "source", wildcard=True)
+        self._check_tag(tag, wildcard=True)
+        if source == PROC_NULL:
+            _probed(status, _Done())
+            return True
+        _probed(status, self._engine.wait_probe(self._context, source, tag))
+        return True
+
+    def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """MPI_Iprobe: whether a message (source, tag) could be received now."""
+        self._check_rank(source, "source", wildcard=True)
+        self._check_tag(tag, wildcard=True)
+        if source == PROC_NULL:
+            _probed(status, _Done())
+            return True
+        self._engine.progress()
+        msg = self._engine.probe(self._context, source, tag)
+        if msg is not None:
+            _probed(status, msg)
+        return msg is not None
+
+    probe = Probe
+    iprobe = Iprobe
+
+    def Abort(self, errorcode=0):
+        """MPI_Abort: end the whole job; the launcher exits with `errorcode`."""
+        wireup.abort(self._rank, errorcode)
 
     # Object point-to-point (pickle).
 
@@ -198,8 +317,25 @@ class Comm:
         receive buffer for the pickle in mpi4py, is not needed here and is not used.)"""
         return Request(self._engine, self._irecv(None, source, tag, self._context), decode=True)
 
+    def issend(self, obj, dest, tag=0):
+        """Synchronous isend: the request completes once a receive has matched it."""
+        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        return Request(self._engine, self._isend(memoryview(data), dest, tag, self._context,
+                                                 sync=True))
+
     def send(self, obj, dest, tag=0):
         self.isend(obj, dest, tag).wait()
+
+    def ssend(self, obj, dest, tag=0):
+        self.issend(obj, dest, tag).wait()
+
+    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
+                 recvtag=ANY_TAG, status=None):
+        """Send `sendobj` and receive an object at once; returns the received object."""
+        recv = self.irecv(recvbuf, source, recvtag)
+        send = self.isend(sendobj, dest, sendtag)
+        Request.Waitall([recv, send])
+        return recv.wait(status)
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """Receive an object (None from PROC_NULL); `status` gets source, tag and count."""
@@ -208,7 +344,8 @@ class Comm:
     # Synchronization.
 
     def Barrier(self):
-        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages."""
+        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages, on the
+        collective context (tag: the round's distance)."""
         empty = memoryview(b"")
         step = 1
         while step < self._size:
@@ -218,3 +355,155 @@ class Comm:
             step *= 2
 
     barrier = Barrier
+
+    # Collectives on buffers (numpy arrays and buffer specs).
+
+    def _check_root(self, root):
+        if not isinstance(root, int) or not 0 <= root < self._size:
+            raise MPIException(errors.ERR_ROOT, f"root {root!r} (size {self._size})")
+
+    def Bcast(self, buf, root=0):
+        """MPI_Bcast (binomial tree). MPI.Exception: ERR_ROOT, buffer errors, ERR_TRUNCATE
+        if the ranks' sizes differ."""
+        self._check_root(root)
+        collectives.bcast(self._channel, root, message(buf, self._rank != root)[0])
+
+    def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):
+        """MPI_Reduce (binomial tree) with a predefined op; `sendbuf` may be IN_PLACE at
+        root, `recvbuf` matters at root only. MPI.Exception ERR_OP for an op the datatype
+        does not have (BAND on DOUBLE...)."""
+        self._check_root(root)
+        if self._rank == root:
+            acc = _accumulator(sendbuf, recvbuf)
+        else:
+            view, _, datatype = message(sendbuf, False)
+            acc = np.frombuffer(view, datatype.dtype).copy()
+        collectives.reduce(self._channel, root, acc, Arrays(op, acc))
+
+    def Allreduce(self, sendbuf, recvbuf, op=SUM):
+        """MPI_Allreduce (recursive doubling); `sendbuf` may be IN_PLACE."""
+        acc = _accumulator(sendbuf, recvbuf)
+        collectives.allreduce(self._channel, acc, Arrays(op, acc))
+
+    def Gather(self, sendbuf, recvbuf, root=0):
+        """MPI_Gather (binomial tree) into root's `recvbuf` (size blocks); root's `sendbuf`
+        may be IN_PLACE (its block is in recvbuf already)."""
+        self._check_root(root)
+        out = None
+        if self._rank == root:
+            out = message(recvbuf, True, self._size)[0]
+            width = len(out) // self._size
+            block = out[root * width:(root + 1) * width] if sendbuf is IN_PLACE else \
+                _fitting(message(sendbuf, False)[0], width)
+        else:
+            block = message(sendbuf, False)[0]
+        collectives.gather(self._channel, root, block, out)
+
+    def Scatter(self, sendbuf, recvbuf, root=0):
+        """MPI_Scatter (binomial tree) of root's `sendbuf` (size blocks); root's `recvbuf`
+        may be IN_PLACE (its block stays in sendbuf)."""
+        self._check_root(root)
+        blocks = None
+        if self._rank == root:
+            blocks = message(sendbuf, False, self._size)[0]
+            width = len(blocks) // self._size
+            out = None if recvbuf is IN_PLACE else message(recvbuf, True)[0][:width]
+            if out is not None and len(out) < width:
+                raise MPIException(errors.ERR_TRUNCATE, f"a block of {width} bytes into "
+                                   f"{len(out)}")
+        else:
+            out = message(recvbuf, True)[0]
+        collectives.scatter(self._channel, root, blocks, out)
+
+    def Allgather(self, sendbuf, recvbuf):
+        """MPI_Allgather (ring); `sendbuf` may be IN_PLACE (this rank's block in recvbuf)."""
+        out = message(recvbuf, True, self._size)[0]
+        width = len(out) // self._size
+        if sendbuf is not IN_PLACE:
+            out[self._rank * width:(self._rank + 1) * width] = \
+                _fitting(message(sendbuf, False)[0], width)
+        collectives.allgather(self._channel, out, width)
+
+    def Alltoall(self, sendbuf, recvbuf):
+        """MPI_Alltoall (pairwise exchange); `sendbuf` may be IN_PLACE."""
+        out = message(recvbuf, True, self._size)[0]
+        width = len(out) // self._size
+        blocks = memoryview(bytes(out)) if sendbuf is IN_PLACE else \
+            _fitting(message(sendbuf, False, self._size)[0], width * self._size)
+        collectives.alltoall(self._channel, blocks, out, width)
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
+        """MPI_Reduce_scatter_block (pairwise exchange): block i of the reduction to rank i.
+        With `sendbuf` IN_PLACE, recvbuf holds the size blocks and gets the result in its
+        first."""
+        if sendbuf is IN_PLACE:
+            blocks, _, datatype = message(recvbuf, True, self._size)
+            out = blocks
+        else:
+            blocks, _, datatype = message(sendbuf, False, self._size)
+            out = message(recvbuf, True)[0]
+        width = len(blocks) // self._size
+        out = _fitting(out, width)
+        mine = np.frombuffer(blocks[self._rank * width:(self._rank + 1) * width],
+                             datatype.dtype).copy()
+        acc = collectives.reduce_scatter_block(self._channel, blocks, mine, Arrays(op, mine))
+        out[:] = collectives.as_bytes(acc)
+
+    # Collectives on Python objects (pickle).
+
+    def bcast(self, obj, root=0):
+        """Broadcast root's object (binomial tree); every rank gets a copy."""
+        self._check_root(root)
+        data = collectives.bcast(self._channel, root, memoryview(pickle.dumps(
+            obj, pickle.HIGHEST_PROTOCOL)) if self._rank == root else None)
+        return pickle.loads(data)
+
+    def scatter(self, sendobj, root=0):
+        """Root's sequence of size objects, one to each rank (binomial tree)."""
+        self._check_root(root)
+        if self._rank == root and len(sendobj) != self._size:
+            raise ValueError(f"expecting {self._size} items, got {len(sendobj)}")
+        return collectives.scatter_objects(self._channel, root, sendobj)
+
+    def gather(self, sendobj, root=0):
+        """Every rank's object, as a list at root (None elsewhere); binomial tree."""
+        self._check_root(root)
+        return collectives.gather_objects(self._channel, root, sendobj)
+
+    def allgather(self, sendobj):
+        """Every rank's object, as a list at every rank (ring)."""
+        return collectives.allgather_objects(self._channel, sendobj)
+
+    def alltoall(self, sendobj):
+        """sendobj[i] to rank i; returns the list of what each rank sent here (pairwise)."""
+        if len(sendobj) != self._size:
+            raise ValueError(f"expecting {self._size} items, got {len(sendobj)}")
+        return collectives.alltoall_objects(self._channel, sendobj)
+
+    def reduce(self, sendobj, op=SUM, root=0):
+        """The objects combined with `op` (an MPI.Op or any callable of two), at root;
+        None elsewhere. Binomial tree."""
+        self._check_root(root)
+        return collectives.reduce(self._channel, root, sendobj, Objects(op))
+
+    def allreduce(self, sendobj, op=SUM):
+        """The objects combined with `op`, at every rank (recursive doubling)."""
+        return collectives.allreduce(self._channel, sendobj, Objects(op))
+
+
+def _fitting(view, width):
+    """`view` cut to `width` bytes; MPI.Exception ERR_TRUNCATE if it is shorter."""
+    if len(view) < width:
+        raise MPIException(errors.ERR_TRUNCATE, f"{len(view)} bytes where {width} are due")
+    return view[:width]
+
+
+def _accumulator(sendbuf, recvbuf):
+    """The numpy array over `recvbuf` a reduction accumulates in, holding sendbuf's data
+    (already there if `sendbuf` is IN_PLACE); the send's datatype sets the dtype."""
+    out, _, datatype = message(recvbuf, True)
+    if sendbuf is not IN_PLACE:
+        view, _, datatype = message(sendbuf, False)
+        out = _fitting(out, len(view))
+        out[:] = view
+    return np.frombuffer(out, datatype.dtype)

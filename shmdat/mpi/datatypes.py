@@ -2,27 +2,36 @@
 `[buf, count, T]` (and tuples). The MPI datatype, not the buffer's format, sets the element
 size; a bare buffer's datatype comes from its format (a numpy dtype's character)."""
 
+import numpy as np
+
 from . import errors
 from .errors import Exception as MPIException
 
 
 class Datatype:
-    """A named MPI datatype: `size` in bytes, `Get_size()`, `Get_name()`."""
+    """A named MPI datatype: `size`, its data's bytes, and `extent`, its stride in a buffer
+    (larger for the padded pair types); `Get_size()`, `Get_extent()`, `Get_name()`;
+    `dtype`, the numpy dtype reductions compute in."""
 
-    def __init__(self, name, size, typechar):
+    def __init__(self, name, size, typechar, extent=None):
         self.name, self.size, self.typechar = name, size, typechar
+        self.extent = extent or size
+        self.dtype = np.dtype(_REDUCE_AS.get(name, typechar))
 
     def Get_size(self):
         return self.size
 
+    def Get_extent(self):
+        return 0, self.extent
+
     def Get_name(self):
-        return f"MPI_{self.name}"
+        return f"MPI_{_MPI_NAMES.get(self.name, self.name)}"
 
     def __repr__(self):
         return f"<Datatype {self.Get_name()}>"
 
 
-# (name, size, buffer format character of a matching numpy dtype or None)
+# (name, size, buffer format character of a matching numpy dtype or None[, extent])
 _NAMED = [
     ("BYTE", 1, None), ("CHAR", 1, "c"), ("SIGNED_CHAR", 1, "b"), ("UNSIGNED_CHAR", 1, "B"),
     ("SHORT", 2, "h"), ("UNSIGNED_SHORT", 2, "H"), ("INT", 4, "i"), ("UNSIGNED", 4, "I"),
@@ -33,11 +42,34 @@ _NAMED = [
     ("UINT32_T", 4, None), ("UINT64_T", 8, None), ("C_FLOAT_COMPLEX", 8, "F"),
     ("C_DOUBLE_COMPLEX", 16, "D"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
     ("WCHAR", 4, "w"),
+    # MAXLOC/MINLOC's (value, index) pairs, C structs: sizes with the struct's padding.
+    ("SHORT_INT", 6, None, 8), ("TWOINT", 8, None), ("FLOAT_INT", 8, None),
+    ("LONG_INT", 12, None, 16), ("DOUBLE_INT", 12, None, 16), ("LONG_DOUBLE_INT", 20, None, 32),
 ]
-NAMED = {name: Datatype(name, size, typechar) for name, size, typechar in _NAMED}
+# The numpy dtype of the datatypes whose buffer format is not one (or not a number).
+_REDUCE_AS = {"BYTE": "u1", "CHAR": "i1", "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4",
+              "INT64_T": "i8", "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4",
+              "UINT64_T": "u8", "COMPLEX": "c8", "DOUBLE_COMPLEX": "c16", "WCHAR": "u4"}
+_REDUCE_AS.update({name: np.dtype([("value", value), ("index", "i4")], align=True)
+                   for name, value in (("SHORT_INT", "i2"), ("TWOINT", "i4"), ("FLOAT_INT", "f4"),
+                                       ("LONG_INT", "i8"), ("DOUBLE_INT", "f8"),
+                                       ("LONG_DOUBLE_INT", "g"))})
+_MPI_NAMES = {"TWOINT": "2INT"}     # MPI's name where it is no Python identifier
+NAMED = {entry[0]: Datatype(*entry) for entry in _NAMED}
 _BY_FORMAT = {d.typechar: d for d in NAMED.values() if d.typechar}
 _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
 BYTE = NAMED["BYTE"]
+
+
+class InPlace:
+    """MPI.IN_PLACE: in a collective, the data is taken from (and left in) the receive
+    buffer."""
+
+    def __repr__(self):
+        return "MPI.IN_PLACE"
+
+
+IN_PLACE = InPlace()
 
 
 def _datatype_of(view):
@@ -60,8 +92,10 @@ def _contiguous_bytes(buf, writable):
     return view, view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
-def message(spec, writable):
-    """(bytes memoryview of the message, count, datatype) for a buffer spec."""
+def message(spec, writable, blocks=1):
+    """(bytes memoryview of the message, count, datatype) for a buffer spec. With `blocks`
+    (a collective's buffer holding one block per rank), `count` is per block: given in the
+    spec, or the buffer's elements divided by `blocks`."""
     if isinstance(spec, (list, tuple)):
         if len(spec) == 2:
             buf, count, datatype = spec[0], None, spec[1]
@@ -77,8 +111,8 @@ def message(spec, writable):
         view, data = _contiguous_bytes(spec, writable)
         count, datatype = None, _datatype_of(view)
     if count is None:
-        count = len(data) // datatype.size
-    elif count < 0 or count * datatype.size > len(data):
-        raise MPIException(errors.ERR_COUNT, f"count {count} of {datatype.Get_name()} does not "
-                           f"fit a buffer of {len(data)} bytes")
-    return data[:count * datatype.size], count, datatype
+        count = len(data) // datatype.extent // blocks
+    elif count < 0 or blocks * count * datatype.extent > len(data):
+        raise MPIException(errors.ERR_COUNT, f"{blocks} x count {count} of "
+                           f"{datatype.Get_name()} does not fit a buffer of {len(data)} bytes")
+    return data[:blocks * count * datatype.extent], count, datatype

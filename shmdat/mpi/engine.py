@@ -2,9 +2,11 @@
 rendezvous by one RDMA read, and the registration cache. Only shmdat's public DAT API.
 
 Every message starts with HEADER {kind, comm, tag, seq, length}; its source is the EP it
-came on. EAGER carries its payload; RTS carries the sender's RmrTriplet and request id
-(the receiver RDMA-reads the data, then sends FIN with that id); FIN completes a
-rendezvous send. docs/design/mpi.md has the whole protocol."""
+came on. EAGER carries its payload; SYNC (a synchronous send's eager message) carries the
+sender's request id, then its payload, and is answered by FIN once matched; RTS carries
+the sender's RmrTriplet and request id (the receiver RDMA-reads the data, then sends FIN
+with that id); FIN completes a rendezvous or synchronous send. docs/design/mpi.md has the
+whole protocol."""
 
 import collections
 import struct
@@ -22,8 +24,9 @@ SLOT = 16384                        # one eager slot: header and payload
 HEADER = struct.Struct("<BxxxiiIq")  # kind, comm, tag, seq, length
 EAGER_LIMIT = SLOT - HEADER.size     # larger messages go by rendezvous
 RTS_BODY = struct.Struct(f"<{RmrTriplet.SIZE}sq")  # the sender's buffer, its request id
-FIN_BODY = struct.Struct("<q")       # the sender's request id
-EAGER, RTS, FIN = 0, 1, 2
+FIN_BODY = struct.Struct("<q")       # the sender's request id (also a SYNC's prefix)
+EAGER, RTS, FIN, SYNC = 0, 1, 2, 3
+SYNC_LIMIT = EAGER_LIMIT - FIN_BODY.size  # larger synchronous sends go by rendezvous
 RECV_SLOTS = 16                     # receives kept posted per peer
 SEND_SLOTS = 16                     # eager sends outstanding per peer
 MAX_READS = 8                       # rendezvous RDMA reads outstanding per peer
@@ -143,25 +146,53 @@ class Engine:
 
     # Starting operations.
 
-    def send(self, dest, comm, tag, view):
-        """Start sending the byte memoryview `view` to rank `dest`; returns its SendOp."""
+    def send(self, dest, comm, tag, view, sync=False):
+        """Start sending the byte memoryview `view` to rank `dest`; returns its SendOp. A
+        `sync` send is done only once a receive has matched it (MPI's synchronous mode)."""
         if dest == self.rank:
-            self._arrive(dest, comm, tag, len(view), view, None)
-            return SendOp(dest, done=True)
+            op = SendOp(dest, done=not sync)
+            self._arrive(dest, comm, tag, len(view), view, None,
+                         self._await_fin(op) if sync else None)
+            return op
         peer = self.peers[dest]
         self._wait_until(lambda: peer.free_slots or peer.gone, [])
         if peer.gone:
             raise MPIException(errors.ERR_OTHER, f"rank {dest} has gone ({peer.gone})")
-        if len(view) <= EAGER_LIMIT:
-            self._post(peer, EAGER, comm, tag, len(view), view)
-            return SendOp(dest, done=True)
+        if len(view) <= (SYNC_LIMIT if sync else EAGER_LIMIT):
+            if not sync:
+                self._post(peer, EAGER, comm, tag, len(view), view)
+                return SendOp(dest, done=True)
+            op = SendOp(dest)
+            self._post(peer, SYNC, comm, tag, len(view),
+                       FIN_BODY.pack(self._await_fin(op)) + bytes(view))
+            return op
+        # A rendezvous send is synchronous already: its FIN comes after the match.
         op = SendOp(dest)
         op.registration = self.cache.get(view, SEND_PRIVILEGES)
-        self.next_id += 1
-        self.rendezvous[self.next_id] = op
-        body = RTS_BODY.pack(op.registration.rmr_triplet(0, len(view)).pack(), self.next_id)
+        body = RTS_BODY.pack(op.registration.rmr_triplet(0, len(view)).pack(),
+                             self._await_fin(op))
         self._post(peer, RTS, comm, tag, len(view), body)
         return op
+
+    def _await_fin(self, op):
+        """A new request id under which `op` waits for its FIN."""
+        self.next_id += 1
+        self.rendezvous[self.next_id] = op
+        return self.next_id
+
+    def _on_fin(self, request_id):
+        op = self.rendezvous.pop(request_id)
+        if op.registration is not None:
+            self.cache.release(op.registration)
+            op.registration = None
+        op.done = True
+
+    def _ack(self, source, request_id):
+        """A synchronous send from `source` has been matched: tell its sender."""
+        if source == self.rank:
+            self._on_fin(request_id)
+        else:
+            self._post_control(self.peers[source], FIN_BODY.pack(request_id))
 
     def post_recv(self, comm, source, tag, buf):
         """Start a receive into the writable byte memoryview `buf` (None: into new bytes)."""
@@ -171,9 +202,27 @@ class Engine:
             self.matcher.posted.append(op)
         elif msg.rts is None:
             self._deliver(op, msg.source, msg.tag, msg.length, msg.data)
+            if msg.ack is not None:
+                self._ack(msg.source, msg.ack)
         else:
             self._start_read(self.peers[msg.source], msg, op)
         return op
+
+    def probe(self, comm, source, tag):
+        """The oldest unexpected message a receive (comm, source, tag) would match, left in
+        the queue; None if there is none yet."""
+        return self.matcher.find_unexpected(comm, source, tag)
+
+    def wait_probe(self, comm, source, tag):
+        """Drive progress until probe(comm, source, tag) finds a message; return it."""
+        self._wait_until(lambda: self.probe(comm, source, tag) is not None,
+                         [RecvOp(comm, source, tag, None)])
+        return self.probe(comm, source, tag)
+
+    def wait_any(self, ops):
+        """Drive progress until one of `ops` is done; MPI.Exception only if none of them
+        can ever complete."""
+        self._wait_until(lambda: any(op.done for op in ops), ops, any_of=True)
 
     # Waiting.
 
@@ -182,35 +231,50 @@ class Engine:
         has gone (or on itself), which would otherwise block for ever."""
         self._wait_until(lambda: all(op.done for op in ops), ops)
 
-    def _wait_until(self, ready, ops):
+    def _wait_until(self, ready, ops, any_of=False):
         # evd.wait runs the provider's progress and returns a queued event at once: one
         # event handled per turn, and `ready` looked at before anything else.
         while not ready():
-            self._check_reachable(ops)
+            self._check_reachable(ops, any_of)
             try:
                 event, _ = self.evd.wait(WAIT_SLICE_US)
             except shmdat.TimeoutExpired:
                 continue
             self._handle(event.data)
 
-    def _check_reachable(self, ops):
+    def _check_reachable(self, ops, any_of=False):
+        """MPI.Exception for the first op that can never complete; with `any_of`, only if
+        none of them can."""
+        stuck = None
         for op in ops:
-            if op.done:
-                continue
-            if isinstance(op, SendOp):
-                peer = self.peers[op.dest]
-                if peer.gone:
-                    raise MPIException(errors.ERR_OTHER, f"rank {op.dest} has gone ({peer.gone})")
-            elif op.source == self.rank:
-                raise MPIException(errors.ERR_OTHER, "a receive from this rank itself that no "
-                                   "send posted before it can match: it would never complete")
-            elif op.source == ANY_SOURCE:
-                if all(p is None or p.gone for p in self.peers):
-                    raise MPIException(errors.ERR_OTHER, "a receive from ANY_SOURCE, and every "
-                                       "other rank has gone")
-            elif self.peers[op.source].gone:
-                raise MPIException(errors.ERR_OTHER,
-                                   f"rank {op.source} has gone ({self.peers[op.source].gone})")
+            why = None if op.done else self._why_stuck(op)
+            if why is None:
+                if any_of:
+                    return
+            elif stuck is None:
+                stuck = why
+                if not any_of:
+                    break
+        if stuck is not None:
+            raise MPIException(errors.ERR_OTHER, stuck)
+
+    def _why_stuck(self, op):
+        """Why the pending `op` can never complete, or None if it still may."""
+        if isinstance(op, SendOp):
+            if op.dest == self.rank:
+                return ("a synchronous send to this rank itself that no receive matched: it "
+                        "would never complete")
+            peer = self.peers[op.dest]
+            return f"rank {op.dest} has gone ({peer.gone})" if peer.gone else None
+        if op.source == self.rank:
+            return ("a receive from this rank itself that no send posted before it can match: "
+                    "it would never complete")
+        if op.source == ANY_SOURCE:
+            if all(p is None or p.gone for p in self.peers):
+                return "a receive from ANY_SOURCE, and every other rank has gone"
+            return None
+        peer = self.peers[op.source]
+        return f"rank {op.source} has gone ({peer.gone})" if peer.gone else None
 
     # Progress.
 
@@ -252,21 +316,24 @@ class Engine:
         elif kind == RTS:
             rmr, request_id = RTS_BODY.unpack(body)
             self._arrive(peer.rank, comm, tag, nbytes, None, (RmrTriplet.unpack(rmr), request_id))
+        elif kind == SYNC:
+            self._arrive(peer.rank, comm, tag, nbytes, body[FIN_BODY.size:], None,
+                         FIN_BODY.unpack_from(body)[0])
         else:
-            op = self.rendezvous.pop(FIN_BODY.unpack(body)[0])
-            self.cache.release(op.registration)
-            op.registration, op.done = None, True
+            self._on_fin(FIN_BODY.unpack(body)[0])
         self._repost(peer, slot)
 
-    def _arrive(self, source, comm, tag, nbytes, payload, rts):
+    def _arrive(self, source, comm, tag, nbytes, payload, rts, ack=None):
         """A message has come: to the oldest matching posted receive, else unexpected (an
-        eager payload copied out of its slot)."""
+        eager payload copied out of its slot). `ack`: a synchronous send's request id."""
         op = self.matcher.take_posted(comm, source, tag)
         if op is None:
             self.matcher.unexpected.append(
-                Message(source, comm, tag, nbytes, None if rts else bytes(payload), rts))
+                Message(source, comm, tag, nbytes, None if rts else bytes(payload), rts, ack))
         elif rts is None:
             self._deliver(op, source, tag, nbytes, payload)
+            if ack is not None:
+                self._ack(source, ack)
         else:
             self._start_read(self.peers[source], Message(source, comm, tag, nbytes, rts=rts), op)
 

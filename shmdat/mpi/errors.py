@@ -7,6 +7,8 @@ ERR_TYPE = 3
 ERR_TAG = 4
 ERR_COMM = 5
 ERR_RANK = 6
+ERR_ROOT = 7
+ERR_OP = 9
 ERR_ARG = 12
 ERR_TRUNCATE = 14
 ERR_OTHER = 15
@@ -15,7 +17,8 @@ ERR_INTERN = 16
 _STRINGS = {
     SUCCESS: "No MPI error", ERR_BUFFER: "Invalid buffer pointer", ERR_COUNT: "Invalid count",
     ERR_TYPE: "Invalid datatype", ERR_TAG: "Invalid tag", ERR_COMM: "Invalid communicator",
-    ERR_RANK: "Invalid rank", ERR_ARG: "Invalid argument", ERR_TRUNCATE: "Message truncated",
+    ERR_RANK: "Invalid rank", ERR_ROOT: "Invalid root", ERR_OP: "Invalid MPI_Op",
+    ERR_ARG: "Invalid argument", ERR_TRUNCATE: "Message truncated",
     ERR_OTHER: "Other MPI error", ERR_INTERN: "Internal MPI error",
 }
 

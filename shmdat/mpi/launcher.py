@@ -48,7 +48,7 @@ class Job:
         self.size, self.argv, self.prefix = size, list(argv), prefix
         self.ranks = []            # Popen per rank
         self.sockets = []          # the launcher's end of each rank's wire-up socket
-        self.status = None         # the first failing rank's exit status
+        self.status = None         # the first failing rank's exit status, or an Abort's code
         self.threads = []
 
     def _start(self):
@@ -125,9 +125,13 @@ class Job:
                         for s in self.sockets:
                             _shutdown_quietly(s)
                     continue
-                partial[rank] += data
-                if partial[rank].endswith(b"\n"):
-                    table[rank] = json.loads(partial[rank])
+                *lines, partial[rank] = (partial[rank] + data).split(b"\n")
+                for line in map(json.loads, lines):
+                    if "abort" in line:      # a rank called Abort: end the job with its code
+                        if self.status is None:
+                            self.status = line["abort"] & 0xFF
+                        continue
+                    table[rank] = line
                     if len(table) == self.size:
                         line = json.dumps([table[r] for r in range(self.size)]).encode() + b"\n"
                         for s in self.sockets:

@@ -9,12 +9,19 @@ PROC_NULL = -1
 
 class Message:
     """An arrived message nobody has received yet: eager (`data`, the payload's bytes) or a
-    rendezvous request (`rts`: the sender's RmrTriplet and its request id)."""
-    __slots__ = ("source", "comm", "tag", "length", "data", "rts")
+    rendezvous request (`rts`: the sender's RmrTriplet and its request id). `ack`: a
+    synchronous send's request id, answered when the message is matched."""
+    __slots__ = ("source", "comm", "tag", "length", "data", "rts", "ack")
 
-    def __init__(self, source, comm, tag, length, data=None, rts=None):
+    def __init__(self, source, comm, tag, length, data=None, rts=None, ack=None):
         self.source, self.comm, self.tag, self.length = source, comm, tag, length
-        self.data, self.rts = data, rts
+        self.data, self.rts, self.ack = data, rts, ack
+
+
+def _matches_message(msg, comm, source, tag):
+    """Whether a receive (comm, source, tag), wildcards allowed, matches message `msg`."""
+    return msg.comm == comm and (source == ANY_SOURCE or msg.source == source) \
+        and (tag == ANY_TAG or msg.tag == tag)
 
 
 def _matches(op, comm, source, tag):
@@ -36,6 +43,13 @@ class Matcher:
             if _matches(op, comm, source, tag):
                 del self.posted[i]
                 return op
+        return None
+
+    def find_unexpected(self, comm, source, tag):
+        """The oldest unexpected message (comm, source, tag) matches, left in place; or None."""
+        for msg in self.unexpected:
+            if _matches_message(msg, comm, source, tag):
+                return msg
         return None
 
     def take_unexpected(self, op):

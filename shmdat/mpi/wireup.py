@@ -1,9 +1,11 @@
 """A rank's side of the wire-up: learn rank and size from the launcher's environment, report
-(address, conn_qual) on the inherited socket, get every rank's, connect every pair."""
+(address, conn_qual) on the inherited socket, get every rank's, connect every pair. The
+socket stays open for the rank's life: Abort goes to the launcher through it."""
 
 import json
 import os
 import socket
+import sys
 import time
 
 import shmdat
@@ -17,6 +19,7 @@ WIREUP_S = 60            # the whole wire-up, at most
 SLICE_US = 50_000
 _AFTER_ESTABLISHED = (EventNumber.CONNECTION_EVENT_DISCONNECTED,
                       EventNumber.CONNECTION_EVENT_BROKEN)
+_launcher = []           # this process's socket to the launcher, once launch_info has run
 
 
 def launch_info():
@@ -26,23 +29,23 @@ def launch_info():
         return 0, 1, None
     sock = socket.socket(fileno=int(os.environ.pop(ENV_FD)))
     sock.settimeout(WIREUP_S)
+    _launcher.append(sock)
     return int(os.environ[ENV_RANK]), int(os.environ[ENV_SIZE]), sock
 
 
 def exchange(sock, rank, address, conn_qual):
     """Report this rank's (address, conn_qual) to the launcher; return every rank's, by rank."""
     line = b""
-    with sock:
-        try:
-            sock.sendall(json.dumps({"rank": rank, "address": address,
-                                     "conn_qual": conn_qual}).encode() + b"\n")
-            while not line.endswith(b"\n"):
-                data = sock.recv(65536)
-                if not data:
-                    break
-                line += data
-        except OSError:        # a timeout, or the launcher shut the socket
-            pass
+    try:
+        sock.sendall(json.dumps({"rank": rank, "address": address,
+                                 "conn_qual": conn_qual}).encode() + b"\n")
+        while not line.endswith(b"\n"):
+            data = sock.recv(65536)
+            if not data:
+                break
+            line += data
+    except OSError:            # a timeout, or the launcher shut the socket
+        pass
     if not line.endswith(b"\n"):
         raise MPIException(errors.ERR_OTHER, "the launcher sent no wire-up table (a rank "
                            "exited before reporting, or the wire-up timed out)")
@@ -77,3 +80,16 @@ def connect_all(engine, table):
             #             its messages are queued, and its absence is the engine's business
         else:
             raise MPIException(errors.ERR_OTHER, f"wire-up: {event.number.name}")
+
+
+def abort(rank, errorcode):
+    """MPI_Abort: ask the launcher to end the job with `errorcode`, then exit at once (no
+    atexit: the launcher reclaims what this process leaves in /dev/shm)."""
+    sys.stdout.flush()
+    print(f"shmdat.mpi: rank {rank} called Abort({errorcode})", file=sys.stderr, flush=True)
+    for sock in _launcher:
+        try:
+            sock.sendall(json.dumps({"abort": errorcode}).encode() + b"\n")
+        except OSError:        # the launcher has gone: the job is ending anyway
+            pass
+    os._exit(errorcode & 0xFF)

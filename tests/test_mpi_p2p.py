@@ -168,6 +168,25 @@ def test_requests_test_wait_and_waitall(tmp_path):
     """.replace("\n        ", "\n"))
 
 
+def test_a_completed_request_is_null_from_then_on(tmp_path):
+    """As mpi4py's: once a completion call has returned a request, it is REQUEST_NULL:
+    wait() gives None, test() (True, None), and statuses come back empty."""
+    run_ok(tmp_path, 2, """
+        other = 1 - rank
+        r = comm.irecv(source=other, tag=5)
+        comm.send(("x", rank), dest=other, tag=5)
+        assert r.wait() == ("x", other)
+        st = MPI.Status()
+        assert r.wait(st) is None
+        assert (st.Get_source(), st.Get_tag()) == (MPI.ANY_SOURCE, MPI.ANY_TAG)
+        assert r.test() == (True, None) and r.Wait() is True and r.Test() is True
+        reqs = [r, comm.irecv(source=other, tag=6)]
+        comm.send("y", dest=other, tag=6)
+        assert MPI.Request.waitall(reqs) == [None, "y"]
+        assert MPI.Request.Testall(reqs) is True and MPI.Request.waitall(reqs) == [None, None]
+    """.replace("\n        ", "\n"))
+
+
 def test_barrier_holds_every_rank_until_all_arrive(tmp_path):
     run_ok(tmp_path, 3, """
         import os, pathlib, sys

@@ -59,6 +59,17 @@ class Request:
             raise MPIException(op.error, f"{op.nbytes} bytes from rank {op.source} into a "
                                f"buffer of {len(op.buf)}")
 
+    def _complete(self, status):
+        """Finish the request if it is active; if a completion call already returned it,
+        it is MPI's REQUEST_NULL: an empty status, and no object (mpi4py's wait() of a
+        null request is None)."""
+        if self._active:
+            self._finish(status)
+            return self._result()
+        if status is not None:
+            Status.__init__(status)
+        return None
+
     def _result(self):
         op = self._op
         if not self._decode or isinstance(op, SendOp):
@@ -67,50 +78,51 @@ class Request:
 
     def Wait(self, status=None):
         """MPI_Wait. Raises MPI.Exception (ERR_TRUNCATE, or ERR_OTHER for a rank gone)."""
-        self._engine.wait([self._op])
-        self._finish(status)
+        self.wait(status)
         return True
 
     def Test(self, status=None):
         """MPI_Test: whether the operation is done (progress runs first)."""
-        self._engine.progress()
-        if self._op.done:
-            self._finish(status)
-        return self._op.done
+        return self.test(status)[0]
 
     def wait(self, status=None):
-        """Wait, then the received object (None for a send)."""
-        self.Wait(status)
-        return self._result()
+        """Wait, then the received object (None for a send, or once returned already)."""
+        if self._active:
+            self._engine.wait([self._op])
+        return self._complete(status)
 
     def test(self, status=None):
         """(done, the received object or None)."""
-        done = self.Test(status)
-        return done, self._result() if done else None
+        if not self._active:
+            return True, self._complete(status)
+        self._engine.progress()
+        if not self._op.done:
+            return False, None
+        return True, self._complete(status)
 
     @classmethod
     def Waitall(cls, requests, statuses=None):
         """MPI_Waitall over a sequence of Requests; fills `statuses` if a list is given."""
-        if requests:
-            requests[0]._engine.wait([r._op for r in requests])
-        for i, r in enumerate(requests):
-            r._finish(_status_at(statuses, i))
+        cls.waitall(requests, statuses)
         return True
 
     @classmethod
     def waitall(cls, requests, statuses=None):
-        cls.Waitall(requests, statuses)
-        return [r._result() for r in requests]
+        """Waitall, then the received objects (None for sends and null requests)."""
+        active = [r._op for r in requests if r._active]
+        if active:
+            requests[0]._engine.wait(active)
+        return [r._complete(_status_at(statuses, i)) for i, r in enumerate(requests)]
 
     @classmethod
     def Testall(cls, requests, statuses=None):
         """MPI_Testall: True, with every request finished, if all are done."""
         if requests:
             requests[0]._engine.progress()
-        if not all(r._op.done for r in requests):
+        if not all(r._op.done for r in requests if r._active):
             return False
         for i, r in enumerate(requests):
-            r._finish(_status_at(statuses, i))
+            r._complete(_status_at(statuses, i))
         return True
 
 
@@ -261,8 +273,8 @@ class Comm:
         recv = self.Irecv(memoryview(bytearray()) if recvbuf is None else recvbuf, source,
                           recvtag)
         send = self.Isend(sendbuf, dest, sendtag)
-        Request.Waitall([recv, send])
-        recv._finish(status)
+        recv.Wait(status)           # (both are posted: waiting for one moves the other too)
+        send.Wait()
 
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG,
                          status=None):
@@ -271,8 +283,8 @@ class Comm:
         outgoing = memoryview(bytes(message(buf, True)[0]))
         recv = self.Irecv(buf, source, recvtag)
         send = Request(self._engine, self._isend(outgoing, dest, sendtag, self._context))
-        Request.Waitall([recv, send])
-        recv._finish(status)
+        recv.Wait(status)
+        send.Wait()
 
     def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """MPI_Probe: block until a message (source, tag) could be received; it stays
@@ -334,8 +346,9 @@ class Comm:
         """Send `sendobj` and receive an object at once; returns the received object."""
         recv = self.irecv(recvbuf, source, recvtag)
         send = self.isend(sendobj, dest, sendtag)
-        Request.Waitall([recv, send])
-        return recv.wait(status)
+        obj = recv.wait(status)
+        send.wait()
+        return obj
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """Receive an object (None from PROC_NULL); `status` gets source, tag and count."""

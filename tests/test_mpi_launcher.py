@@ -2,9 +2,11 @@
 output prefixes, exit status, and ending the job when a rank fails or on SIGTERM."""
 
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -77,13 +79,27 @@ def test_sigterm_or_ctrl_c_to_the_launcher_ends_every_rank(tmp_path, signum):
     launcher = subprocess.Popen([sys.executable, "-m", "shmdat", "run", "-n", "2", sys.executable,
                                  prog], stdout=subprocess.PIPE,
                                 env=env())
-    pids = [int(launcher.stdout.readline()) for _ in range(2)]
+    pids = [int(line) for line in _lines(launcher.stdout, 2)]
     launcher.send_signal(signum)
     assert launcher.wait(timeout=TIMEOUT) == 128 + signum
     launcher.stdout.close()
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def _lines(stream, n):
+    """The first n lines of a pipe, within TIMEOUT (a launch that never starts fails the
+    test). Read from its fd: select() knows nothing of a buffered reader's buffer."""
+    fd, data = stream.fileno(), b""
+    end = time.monotonic() + TIMEOUT
+    while data.count(b"\n") < n:
+        ready, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
+        assert ready, f"not {n} lines within {TIMEOUT} s: {data!r}"
+        chunk = os.read(fd, 4096)
+        assert chunk, f"the output ended after {data!r}"
+        data += chunk
+    return data.splitlines()[:n]
 
 
 def test_no_program_is_a_usage_error():

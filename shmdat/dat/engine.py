@@ -59,10 +59,8 @@ class Engine:
             self._drain_events()
         made = dv.completions_made(ctx)
         if made != self.completions_seen:           # else no CQ holds a completion not yet drained
-            for evd in self.dto_evds:   # (EVD._drain, without its call per EVD)
-                n, wcs = evd._poll_cq()
-                if n:
-                    evd._completions(wcs)
+            for evd in self.dto_evds:
+                evd._drain()
             self.completions_seen = made            # (last: a drain that raised is tried again)
         if self.next_timer is not None:
             now = time.monotonic()

@@ -600,10 +600,8 @@ class EP(Handle):
                 send_flags |= _SEND_SOLICITED
             if flags & _FENCE:
                 send_flags |= _SEND_FENCE
-        wr = iov.send_wr
-        if wr is None:
-            wr = iov.send_wr = iov.work_request(dev.wr.SendWR)
-        wr.wr_id, wr.opcode, wr.send_flags = wr_id, opcode, send_flags
+        wr = iov.request(dev.wr.SendWR, wr_id)
+        wr.opcode, wr.send_flags = opcode, send_flags
         if remote is not None:
             wr.set_wr_rdma(remote.rmr_context, remote.target_address)
         self._requests += 1
@@ -672,11 +670,7 @@ class EP(Handle):
             engine.slots[wr_id] = (self, user_cookie, completion_flags, _RECEIVE, iov.total)
             self._recvs += 1
             try:
-                wr = iov.recv_wr
-                if wr is None:
-                    wr = iov.recv_wr = iov.work_request(dev.wr.RecvWR)
-                wr.wr_id = wr_id
-                self._qp.post_recv(wr)
+                self._qp.post_recv(iov.request(dev.wr.RecvWR, wr_id))
             except dev.pyverbs_error.PyverbsError as err:
                 self._recvs -= 1
                 engine.slots.pop(wr_id, None)

@@ -167,21 +167,25 @@ IOV_CACHE_SIZE = 1024
 
 class ResolvedIov:
     """A local_iov resolved against the LMRs: its verbs SGEs and its length in bytes,
-    and the SendWR and RecvWR over them, each made at its first post (work_request)
-    and posted again with its wr_id and flags set, since a post copies its WR. The IA
-    lock is held across setting them and the post, so EPs may share one."""
+    and the WRs over them (request)."""
 
-    __slots__ = ("pz", "sges", "total", "send_wr", "recv_wr")
+    __slots__ = ("pz", "sges", "total", "_wrs")
 
     def __init__(self, pz, sges, total):
         self.pz, self.sges, self.total = pz, sges, total
-        self.send_wr = self.recv_wr = None
+        self._wrs = {}                      # WR class -> the WR of that class over the SGEs
 
-    def work_request(self, kind):
-        """A new WR of class `kind` (SendWR, RecvWR) over the SGEs; over the PZ's empty
-        one when there are none (a verbs WR needs one)."""
-        sges = self.sges or self.pz._empty_sges()
-        return kind(num_sge=len(sges), sg=sges)
+    def request(self, kind, wr_id):
+        """The WR of class `kind` (SendWR, RecvWR) over the SGEs (over the PZ's empty one
+        when there are none: a verbs WR needs one), with `wr_id`. It is made at the
+        first post of this iov and posted again, since a post copies its WR; the IA lock
+        is held from here to the post, so EPs may share one."""
+        wr = self._wrs.get(kind)
+        if wr is None:
+            sges = self.sges or self.pz._empty_sges()
+            wr = self._wrs[kind] = kind(num_sge=len(sges), sg=sges)
+        wr.wr_id = wr_id
+        return wr
 
 
 def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):

@@ -112,11 +112,7 @@ class SRQ(Handle):
             wr_id = next(engine.wr_ids)
             engine.slots[wr_id] = (None, user_cookie, 0, _RECEIVE, iov.total)
             try:
-                wr = iov.recv_wr
-                if wr is None:
-                    wr = iov.recv_wr = iov.work_request(dev.wr.RecvWR)
-                wr.wr_id = wr_id
-                self._verbs_srq.post_recv(wr)
+                self._verbs_srq.post_recv(iov.request(dev.wr.RecvWR, wr_id))
             except dev.pyverbs_error.PyverbsError as err:
                 engine.slots.pop(wr_id, None)
                 raise seam.dat_error(err, "SRQ.post_recv") from None

@@ -197,6 +197,7 @@ class Comm:
     def __init__(self, engine, context, rank, size):
         self._engine, self._context = engine, context
         self._rank, self._size = rank, size
+        self._ranks = range(size)      # this communicator's rank -> the engine's (world) rank
         self._channel = Channel(engine, context + 1, rank, size)
 
     def Get_rank(self):

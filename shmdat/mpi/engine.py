@@ -9,7 +9,9 @@ with that id); FIN completes a rendezvous or synchronous send. docs/design/mpi.m
 whole protocol."""
 
 import collections
+import os
 import struct
+import time
 
 import numpy as np
 
@@ -31,6 +33,7 @@ RECV_SLOTS = 16                     # receives kept posted per peer
 SEND_SLOTS = 16                     # eager sends outstanding per peer
 MAX_READS = 8                       # rendezvous RDMA reads outstanding per peer
 WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers this often
+YIELD_SECONDS = 0.002               # oversubscribed: poll and yield this long before sleeping
 CACHE_ENTRIES = 16                  # registrations kept in the cache
 SEND_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.REMOTE_READ
 RECV_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE
@@ -113,6 +116,9 @@ class Engine:
 
     def __init__(self, rank, size):
         self.rank, self.size = rank, size
+        # More ranks than cores (Open MPI's rule for yield_when_idle): a waiting rank polls and
+        # yields its core instead of spinning, as the rank it waits for may need that core.
+        self.yield_when_idle = size > len(os.sched_getaffinity(0))
         self.ia = shmdat.ia_open()
         self.pz = self.ia.pz_create()
         self.evd = self.ia.evd_create(max(1, (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS)),
@@ -155,7 +161,8 @@ class Engine:
                          self._await_fin(op) if sync else None)
             return op
         peer = self.peers[dest]
-        self._wait_until(lambda: peer.free_slots or peer.gone, [])
+        if not peer.free_slots:
+            self._wait_until(lambda: peer.free_slots or peer.gone, [])
         if peer.gone:
             raise MPIException(errors.ERR_OTHER, f"rank {dest} has gone ({peer.gone})")
         if len(view) <= (SYNC_LIMIT if sync else EAGER_LIMIT):
@@ -229,11 +236,16 @@ class Engine:
     def wait(self, ops):
         """Drive progress until every op is done; MPI.Exception if one waits on a rank that
         has gone (or on itself), which would otherwise block for ever."""
-        self._wait_until(lambda: all(op.done for op in ops), ops)
+        for op in ops:
+            if not op.done:
+                self._wait_until(lambda: all(op.done for op in ops), ops)
+                return
 
     def _wait_until(self, ready, ops, any_of=False):
         # evd.wait runs the provider's progress and returns a queued event at once: one
         # event handled per turn, and `ready` looked at before anything else.
+        if self.yield_when_idle and self._poll_yielding(ready):
+            return
         while not ready():
             self._check_reachable(ops, any_of)
             try:
@@ -241,6 +253,18 @@ class Engine:
             except shmdat.TimeoutExpired:
                 continue
             self._handle(event.data)
+
+    def _poll_yielding(self, ready):
+        """Run progress, yielding the core between rounds, until ready() (-> True) or for
+        YIELD_SECONDS (-> False)."""
+        end = time.monotonic() + YIELD_SECONDS
+        while True:
+            self.progress()
+            if ready():
+                return True
+            if time.monotonic() >= end:
+                return False
+            os.sched_yield()
 
     def _check_reachable(self, ops, any_of=False):
         """MPI.Exception for the first op that can never complete; with `any_of`, only if

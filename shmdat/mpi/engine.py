@@ -328,10 +328,10 @@ class Engine:
     def _why_stuck(self, op):
         """Why the pending `op` can never complete, or None if it still may."""
         if isinstance(op, SendOp):
-            if op.dest == self.rank and type(op) is not RmaOp:   # (a window's lock on this
-                #                                    rank may wait for another rank's release)
-                return ("a synchronous send to this rank itself that no receive matched: it "
-                        "would never complete")
+            if op.dest == self.rank:     # (a window's lock here may wait for a release)
+                return None if type(op) is RmaOp else (
+                    "a synchronous send to this rank itself that no receive matched: it would "
+                    "never complete")
             peer = self.peers[op.dest]
             return f"rank {op.dest} has gone ({peer.gone})" if peer.gone else None
         if op.source == self.rank:

@@ -91,6 +91,11 @@ class Peer:
         self.gone = None                     # why the connection ended, once it has
 
 
+def _check_live(peer):
+    if peer.gone:
+        raise MPIException(errors.ERR_OTHER, f"rank {peer.rank} has gone ({peer.gone})")
+
+
 class RegistrationCache:
     """LMRs of user buffers, least recently used dropped first. An LMR keeps its buffer
     alive, so a cached (address, length, privileges) cannot name another buffer."""
@@ -202,8 +207,7 @@ class Engine:
         MPI.Exception ERR_OTHER if it has gone."""
         peer = self.peers[dest]
         self._wait_until(lambda: peer.free_slots or peer.gone, [])
-        if peer.gone:
-            raise MPIException(errors.ERR_OTHER, f"rank {dest} has gone ({peer.gone})")
+        _check_live(peer)
         return peer
 
     def _on_fin(self, request_id, data=b""):
@@ -261,8 +265,7 @@ class Engine:
         MPI.Exception ERR_OTHER if `dest` has gone."""
         peer = self.peers[dest]
         self._wait_until(lambda: peer.rma_in_flight < MAX_RMA or peer.gone, [])
-        if peer.gone:
-            raise MPIException(errors.ERR_OTHER, f"rank {dest} has gone ({peer.gone})")
+        _check_live(peer)
         op = RmaOp(dest)
         op.registration = self.cache.get(view, SEND_PRIVILEGES if write else RECV_PRIVILEGES)
         local = [op.registration.triplet(0, len(view))]

@@ -83,6 +83,11 @@ def _target_spec(target, count, datatype):
     return disp, count, datatype
 
 
+def _check_disp_unit(disp_unit):
+    if not isinstance(disp_unit, int) or disp_unit < 1:
+        _fail(errors.ERR_DISP, f"disp_unit must be a positive int, not {disp_unit!r}")
+
+
 def _check_op(op, datatype):
     """MPI.Exception ERR_OP unless `op` may accumulate `datatype` (checked at the origin, so
     the target never meets a bad one)."""
@@ -101,8 +106,6 @@ class Win:
     _engine = None      # this process's engine, set by MPI.py (COMM_SELF's windows need it)
 
     def __init__(self, memory, lmr, disp_unit, comm):
-        if not isinstance(disp_unit, int) or disp_unit < 1:
-            _fail(errors.ERR_DISP, f"disp_unit must be a positive int, not {disp_unit!r}")
         engine = self._engine
         self._memory, self._lmr, self._comm = memory, lmr, comm
         mine = (engine.next_window, tuple(lmr.rmr_triplet()) if lmr else (0, 0, 0), disp_unit)
@@ -129,6 +132,7 @@ class Win:
         for remote reads and writes; collective over `comm` (None: COMM_SELF). Displacements
         at a target count in its `disp_unit` bytes. MPI.Exception ERR_BUFFER (read-only or
         not contiguous), ERR_DISP (disp_unit below 1)."""
+        _check_disp_unit(disp_unit)
         engine = cls._engine
         data = message([memory, BYTE], True)[0]
         lmr = engine.ia.lmr_create(engine.pz, np.frombuffer(data, np.uint8),
@@ -142,6 +146,7 @@ class Win:
         ERR_DISP."""
         if not isinstance(size, int) or size < 0:
             _fail(errors.ERR_SIZE, f"size must be an int >= 0, not {size!r}")
+        _check_disp_unit(disp_unit)
         engine = cls._engine
         lmr = engine.ia.lmr_create(engine.pz, size, WINDOW_PRIVILEGES) if size else None
         return cls(memoryview(lmr.buffer) if lmr else memoryview(bytearray()), lmr, disp_unit,

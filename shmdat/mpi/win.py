@@ -141,7 +141,7 @@ class Win:
 
     @classmethod
     def Allocate(cls, size, disp_unit=1, info=INFO_NULL, comm=None):
-        """MPI_Win_allocate: a window over `size` new bytes (provider memory, zeroed), which
+        """MPI_Win_allocate: a window over `size` new bytes (a provider LMR), which
         tomemory() gives; collective over `comm` (None: COMM_SELF). MPI.Exception ERR_SIZE,
         ERR_DISP."""
         if not isinstance(size, int) or size < 0:

@@ -14,6 +14,11 @@ from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_INTERN,  # no
                      ERR_OP, ERR_OTHER, ERR_RANK, ERR_ROOT, ERR_TAG, ERR_TRUNCATE, ERR_TYPE,
                      SUCCESS, Exception)
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
+from .errors import (ERR_DISP, ERR_RMA_RANGE, ERR_RMA_SYNC, ERR_SIZE,  # noqa: F401
+                     ERR_WIN)
+from .win import (INFO_NULL, LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa: F401
+                  MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED, NO_OP, REPLACE,
+                  Info, Win)
 from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
                   PROD, SUM, Op)
 
@@ -45,4 +50,5 @@ def _init():
 
 _engine = _init()
 COMM_WORLD = Comm(_engine, 0, _engine.rank, _engine.size)
+Win._engine = _engine      # a window takes this rank's engine (COMM_SELF's too) from here
 del errors

@@ -5,8 +5,10 @@ Every message starts with HEADER {kind, comm, tag, seq, length}; its source is t
 came on. EAGER carries its payload; SYNC (a synchronous send's eager message) carries the
 sender's request id, then its payload, and is answered by FIN once matched; RTS carries
 the sender's RmrTriplet and request id (the receiver RDMA-reads the data, then sends FIN
-with that id); FIN completes a rendezvous or synchronous send. docs/design/mpi.md has the
-whole protocol."""
+with that id); FIN completes a rendezvous or synchronous send. A window's messages (WIN_ACC,
+WIN_LOCK, WIN_UNLOCK; comm: the window's id) carry a request id, then the window's own body,
+and are answered by FIN with that id and the answer's data (shmdat/mpi/win.py); a window's
+Put and Get are one RDMA write or read. docs/design/mpi.md has the whole protocol."""
 
 import collections
 import os
@@ -28,10 +30,13 @@ EAGER_LIMIT = SLOT - HEADER.size     # larger messages go by rendezvous
 RTS_BODY = struct.Struct(f"<{RmrTriplet.SIZE}sq")  # the sender's buffer, its request id
 FIN_BODY = struct.Struct("<q")       # the sender's request id (also a SYNC's prefix)
 EAGER, RTS, FIN, SYNC = 0, 1, 2, 3
+WIN_ACC, WIN_LOCK, WIN_UNLOCK = 4, 5, 6  # a window's messages, handled by the window
+WIN_BODY_LIMIT = EAGER_LIMIT - FIN_BODY.size  # a window message's body (after its request id)
 SYNC_LIMIT = EAGER_LIMIT - FIN_BODY.size  # larger synchronous sends go by rendezvous
 RECV_SLOTS = 16                     # receives kept posted per peer
 SEND_SLOTS = 16                     # eager sends outstanding per peer
 MAX_READS = 8                       # rendezvous RDMA reads outstanding per peer
+MAX_RMA = 8                         # a window's RDMA writes and reads outstanding per peer
 WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers this often
 YIELD_SECONDS = 0.002               # oversubscribed: poll and yield this long before sleeping
 CACHE_ENTRIES = 16                  # registrations kept in the cache
@@ -46,6 +51,17 @@ class SendOp:
 
     def __init__(self, dest, done=False):
         self.dest, self.done, self.error, self.registration = dest, done, 0, None
+
+
+class RmaOp(SendOp):
+    """A window's operation on rank `dest`: an RDMA write or read (`registration`: the origin
+    buffer's LMR until it completes), or a window message waiting for its answer, whose data
+    goes into `result`."""
+    __slots__ = ("result",)
+
+    def __init__(self, dest, result=None):
+        super().__init__(dest)
+        self.result = result
 
 
 class RecvOp:
@@ -73,8 +89,14 @@ class Peer:
         self.backlog = collections.deque()   # control messages (bytes) waiting for a slot
         self.reads = collections.deque()     # (Message, RecvOp) waiting for a read's room
         self.reads_in_flight = 0
+        self.rma_in_flight = 0               # a window's RDMA writes and reads
         self.seq_out = self.seq_in = 0
         self.gone = None                     # why the connection ended, once it has
+
+
+def _check_live(peer):
+    if peer.gone:
+        raise MPIException(errors.ERR_OTHER, f"rank {peer.rank} has gone ({peer.gone})")
 
 
 class RegistrationCache:
@@ -121,8 +143,8 @@ class Engine:
         self.yield_when_idle = size > len(os.sched_getaffinity(0))
         self.ia = shmdat.ia_open()
         self.pz = self.ia.pz_create()
-        self.evd = self.ia.evd_create(max(1, (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS)),
-                                      EvdFlags.DTO)
+        self.evd = self.ia.evd_create(
+            max(1, (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS + MAX_RMA)), EvdFlags.DTO)
         # Connection requests and connection events share one EVD: the wire-up waits on one.
         self.cm_evd = self.ia.evd_create(4 * size + 8, EvdFlags.CR | EvdFlags.CONNECTION)
         self.psp = self.ia.psp_create_any(self.cm_evd)
@@ -131,7 +153,10 @@ class Engine:
         self.cache = RegistrationCache(self.ia, self.pz)
         self.rendezvous = {}       # request id -> SendOp waiting for its FIN
         self.next_id = 0
-        attr = EpAttr(max_recv_dtos=RECV_SLOTS, max_request_dtos=SEND_SLOTS + MAX_READS,
+        self.windows = {}          # window id -> its Win (shmdat/mpi/win.py): on_message()
+        self.next_window = 0       # the lowest window id this rank has not used
+        attr = EpAttr(max_recv_dtos=RECV_SLOTS,
+                      max_request_dtos=SEND_SLOTS + MAX_READS + MAX_RMA,
                       max_recv_iov=1, max_request_iov=1)
         for r in range(size):
             if r != rank:
@@ -160,11 +185,7 @@ class Engine:
             self._arrive(dest, comm, tag, len(view), view, None,
                          self._await_fin(op) if sync else None)
             return op
-        peer = self.peers[dest]
-        if not peer.free_slots:
-            self._wait_until(lambda: peer.free_slots or peer.gone, [])
-        if peer.gone:
-            raise MPIException(errors.ERR_OTHER, f"rank {dest} has gone ({peer.gone})")
+        peer = self._peer_with_slot(dest)
         if len(view) <= (SYNC_LIMIT if sync else EAGER_LIMIT):
             if not sync:
                 self._post(peer, EAGER, comm, tag, len(view), view)
@@ -187,19 +208,31 @@ class Engine:
         self.rendezvous[self.next_id] = op
         return self.next_id
 
-    def _on_fin(self, request_id):
+    def _peer_with_slot(self, dest):
+        """The Peer of rank `dest` once it has a free send slot (progress runs meanwhile);
+        MPI.Exception ERR_OTHER if it has gone."""
+        peer = self.peers[dest]
+        if not peer.free_slots:
+            self._wait_until(lambda: peer.free_slots or peer.gone, [])
+        _check_live(peer)
+        return peer
+
+    def _on_fin(self, request_id, data=b""):
         op = self.rendezvous.pop(request_id)
         if op.registration is not None:
             self.cache.release(op.registration)
             op.registration = None
+        if data:                   # a window message's answer (Get_accumulate's old values)
+            op.result[:len(data)] = data
         op.done = True
 
-    def _ack(self, source, request_id):
-        """A synchronous send from `source` has been matched: tell its sender."""
+    def answer(self, source, request_id, data=b""):
+        """FIN with `request_id` (and `data`) to rank `source`: its synchronous send has been
+        matched, or its window message handled."""
         if source == self.rank:
-            self._on_fin(request_id)
+            self._on_fin(request_id, data)
         else:
-            self._post_control(self.peers[source], FIN_BODY.pack(request_id))
+            self._post_control(self.peers[source], FIN_BODY.pack(request_id) + data)
 
     def post_recv(self, comm, source, tag, buf):
         """Start a receive into the writable byte memoryview `buf` (None: into new bytes)."""
@@ -210,7 +243,7 @@ class Engine:
         elif msg.rts is None:
             self._deliver(op, msg.source, msg.tag, msg.length, msg.data)
             if msg.ack is not None:
-                self._ack(msg.source, msg.ack)
+                self.answer(msg.source, msg.ack)
         else:
             self._start_read(self.peers[msg.source], msg, op)
         return op
@@ -230,6 +263,43 @@ class Engine:
         """Drive progress until one of `ops` is done; MPI.Exception only if none of them
         can ever complete."""
         self._wait_until(lambda: any(op.done for op in ops), ops, any_of=True)
+
+    # One-sided: a window's RDMA and messages (shmdat/mpi/win.py).
+
+    def rdma(self, dest, write, view, rmr):
+        """Start an RDMA write of the byte memoryview `view` to `rmr` (an RmrTriplet) at rank
+        `dest`, or a read of `rmr` into `view`; returns its RmaOp, done once complete.
+        MPI.Exception ERR_OTHER if `dest` has gone."""
+        peer = self.peers[dest]
+        self._wait_until(lambda: peer.rma_in_flight < MAX_RMA or peer.gone, [])
+        _check_live(peer)
+        op = RmaOp(dest)
+        op.registration = self.cache.get(view, SEND_PRIVILEGES if write else RECV_PRIVILEGES)
+        local = [op.registration.triplet(0, len(view))]
+        peer.rma_in_flight += 1
+        if write:
+            peer.ep.post_rdma_write(local, (peer, op), rmr)
+        else:
+            peer.ep.post_rdma_read(local, (peer, op), rmr)
+        return op
+
+    def _end_rma(self, peer, op):
+        peer.rma_in_flight -= 1
+        self.cache.release(op.registration)
+        op.registration = None
+
+    def window_message(self, dest, kind, window, body, result=None):
+        """Send the window message `kind` (WIN_ACC, WIN_LOCK, WIN_UNLOCK; `body` at most
+        WIN_BODY_LIMIT bytes) for window id `window` to rank `dest`, this rank included;
+        returns its RmaOp, done once answered (the answer's data into `result`).
+        MPI.Exception ERR_OTHER if `dest` has gone."""
+        op = RmaOp(dest, result)
+        if dest == self.rank:
+            self.windows[window].on_message(kind, dest, self._await_fin(op), body)
+        else:
+            peer = self._peer_with_slot(dest)
+            self._post(peer, kind, window, 0, len(body), FIN_BODY.pack(self._await_fin(op)) + body)
+        return op
 
     # Waiting.
 
@@ -285,9 +355,10 @@ class Engine:
     def _why_stuck(self, op):
         """Why the pending `op` can never complete, or None if it still may."""
         if isinstance(op, SendOp):
-            if op.dest == self.rank:
-                return ("a synchronous send to this rank itself that no receive matched: it "
-                        "would never complete")
+            if op.dest == self.rank:     # (a window's lock here may wait for a release)
+                return None if type(op) is RmaOp else (
+                    "a synchronous send to this rank itself that no receive matched: it would "
+                    "never complete")
             peer = self.peers[op.dest]
             return f"rank {op.dest} has gone ({peer.gone})" if peer.gone else None
         if op.source == self.rank:
@@ -313,17 +384,23 @@ class Engine:
             self._handle(done)
 
     def _handle(self, done):
-        peer, what = done.user_cookie      # what: a slot, or a read's (RecvOp, LMR, request id)
+        peer, what = done.user_cookie      # what: a slot, a read's (RecvOp, LMR, request id)
+        #                                    or a window's RmaOp
         if done.status != DtoStatus.SUCCESS:
             if peer.gone is None:
                 peer.gone = f"{done.operation.name} completed {done.status.name}"
-            if done.operation == DtoOp.RDMA_READ:
+            if type(what) is RmaOp:
+                self._end_rma(peer, what)  # never done: its waiter learns the peer has gone
+            elif done.operation == DtoOp.RDMA_READ:
                 peer.reads_in_flight -= 1
             return
         if done.operation == DtoOp.RECEIVE:
             self._on_receive(peer, what, done.transferred_length)
         elif done.operation == DtoOp.SEND:
             self._on_send_done(peer, what)
+        elif type(what) is RmaOp:
+            self._end_rma(peer, what)
+            what.done = True
         else:
             self._on_read_done(peer, what)
 
@@ -343,8 +420,11 @@ class Engine:
         elif kind == SYNC:
             self._arrive(peer.rank, comm, tag, nbytes, body[FIN_BODY.size:], None,
                          FIN_BODY.unpack_from(body)[0])
-        else:
-            self._on_fin(FIN_BODY.unpack(body)[0])
+        elif kind == FIN:
+            self._on_fin(FIN_BODY.unpack_from(body)[0], body[FIN_BODY.size:])
+        else:                      # a window's message: its request id, then the window's body
+            self.windows[comm].on_message(kind, peer.rank, FIN_BODY.unpack_from(body)[0],
+                                          body[FIN_BODY.size:])
         self._repost(peer, slot)
 
     def _arrive(self, source, comm, tag, nbytes, payload, rts, ack=None):
@@ -357,7 +437,7 @@ class Engine:
         elif rts is None:
             self._deliver(op, source, tag, nbytes, payload)
             if ack is not None:
-                self._ack(source, ack)
+                self.answer(source, ack)
         else:
             self._start_read(self.peers[source], Message(source, comm, tag, nbytes, rts=rts), op)
 

@@ -22,6 +22,19 @@ _STRINGS = {
     ERR_OTHER: "Other MPI error", ERR_INTERN: "Internal MPI error",
 }
 
+# One-sided communication's classes (shmdat/mpi/win.py).
+ERR_WIN = 45
+ERR_RMA_SYNC = 50
+ERR_SIZE = 51
+ERR_DISP = 52
+ERR_RMA_RANGE = 55
+_STRINGS.update({
+    ERR_WIN: "Invalid MPI_Win", ERR_SIZE: "Invalid size argument in RMA call",
+    ERR_RMA_SYNC: "Wrong synchronization of RMA calls",
+    ERR_DISP: "Invalid displacement argument in RMA call",
+    ERR_RMA_RANGE: "Target memory is not part of the window",
+})
+
 
 class Exception(RuntimeError):    # noqa: A001 - mpi4py's name: MPI.Exception
     """MPI.Exception(ierr, detail=""): an MPI error; `error_class` is one of the ERR_* above."""

@@ -1,0 +1,405 @@
+"""mpi4py's Win: one-sided communication on a window of each member's memory, on the engine
+(shmdat/mpi/engine.py). Put is one RDMA write and Get one RDMA read, done by the origin alone;
+Accumulate, Get_accumulate and the passive-target locks are window messages that the target's
+progress engine handles in order (any MPI call the target makes serves them), so an
+accumulate is applied whole before the next one: atomic per element, as MPI asks.
+docs/design/mpi.md has the protocol."""
+
+import collections
+import struct
+
+import numpy as np
+
+from shmdat import MemPriv, RmrTriplet
+
+from . import errors, ops
+from .datatypes import BYTE, NAMED, Datatype, message
+from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
+from .errors import Exception as MPIException
+from .matching import PROC_NULL
+
+LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235          # MPICH's values, as mpi4py over MPICH has them
+MODE_NOCHECK, MODE_NOSTORE, MODE_NOPUT = 1024, 2048, 4096
+MODE_NOPRECEDE, MODE_NOSUCCEED = 8192, 16384
+WINDOW_PRIVILEGES = (MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE | MemPriv.REMOTE_READ
+                     | MemPriv.REMOTE_WRITE)
+ACC_BODY = struct.Struct("<qHH?")   # target byte offset, op, datatype, answer the old values
+LOCK_BODY = struct.Struct("<?")     # exclusive (WIN_LOCK and WIN_UNLOCK)
+
+
+class Info:
+    """MPI.Info: only INFO_NULL here (windows take no hints)."""
+
+    def __repr__(self):
+        return "MPI.INFO_NULL"
+
+
+INFO_NULL = Info()
+
+
+def _replace(acc, other, out):
+    out[...] = other
+
+
+def _no_op(acc, other, out):
+    pass
+
+
+_ANY_KIND = "biufcSUV"          # REPLACE and NO_OP take every datatype
+REPLACE = ops.Op("REPLACE", lambda x, y: y, _replace, _ANY_KIND)
+NO_OP = ops.Op("NO_OP", lambda x, y: x, _no_op, _ANY_KIND)
+
+# What an accumulate names on the wire, by index: the predefined ops (MPI allows no
+# user-defined op there) and the named datatypes.
+_OPS = [ops.SUM, ops.PROD, ops.MAX, ops.MIN, ops.LAND, ops.LOR, ops.LXOR, ops.BAND, ops.BOR,
+        ops.BXOR, ops.MAXLOC, ops.MINLOC, REPLACE, NO_OP]
+_OP_INDEX = {op: i for i, op in enumerate(_OPS)}
+_TYPES = list(NAMED.values())
+_TYPE_INDEX = {datatype: i for i, datatype in enumerate(_TYPES)}
+
+
+def _fail(error_class, detail):
+    raise MPIException(error_class, detail)
+
+
+def _target_spec(target, count, datatype):
+    """(disp, count, datatype) of mpi4py's target argument: None, a displacement, or a
+    sequence (disp, count, datatype) of which trailing items may be left out (the origin's
+    count and datatype stand in)."""
+    if target is None:
+        return 0, count, datatype
+    if isinstance(target, int):
+        return target, count, datatype
+    if not isinstance(target, (list, tuple)) or len(target) > 3:
+        _fail(errors.ERR_ARG, f"target must be a displacement or (disp, count, datatype), "
+                              f"not {target!r}")
+    disp, count, datatype = (*target, *(0, count, datatype)[len(target):])
+    if not isinstance(disp, int):
+        _fail(errors.ERR_DISP, f"target displacement {disp!r}")
+    if not isinstance(count, int) or count < 0:
+        _fail(errors.ERR_COUNT, f"target count {count!r}")
+    if not isinstance(datatype, Datatype):
+        _fail(errors.ERR_TYPE, f"not an MPI datatype: {datatype!r}")
+    return disp, count, datatype
+
+
+def _check_disp_unit(disp_unit):
+    if not isinstance(disp_unit, int) or disp_unit < 1:
+        _fail(errors.ERR_DISP, f"disp_unit must be a positive int, not {disp_unit!r}")
+
+
+def _check_op(op, datatype):
+    """MPI.Exception ERR_OP unless `op` may accumulate `datatype` (checked at the origin, so
+    the target never meets a bad one)."""
+    if op not in _OP_INDEX:
+        _fail(errors.ERR_OP, f"an accumulate takes a predefined op or REPLACE or NO_OP, "
+                             f"not {op!r}")
+    empty = np.empty(0, datatype.dtype)
+    op.reduce_into(empty, empty)        # raises ERR_OP where MPI's table has no entry
+
+
+class Win:
+    """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate, Fence,
+    Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all, tomemory, Free. Target ranks are
+    the communicator's."""
+
+    _engine = None      # this process's engine, set by MPI.py (COMM_SELF's windows need it)
+
+    def __init__(self, memory, lmr, disp_unit, comm):
+        engine = self._engine
+        self._memory, self._lmr, self._comm = memory, lmr, comm
+        mine = (engine.next_window, tuple(lmr.rmr_triplet()) if lmr else (0, 0, 0), disp_unit)
+        if comm is None:                    # COMM_SELF: this rank alone
+            self._ranks, self._rank, members = [engine.rank], 0, [mine]
+        else:
+            self._ranks = [comm._ranks[r] for r in range(comm.size)]
+            self._rank, members = comm.rank, comm.allgather(mine)
+        self._id = max(m[0] for m in members)     # above every id a member has used
+        engine.next_window = self._id + 1
+        self._targets = [(RmrTriplet(*rmr), unit) for _, rmr, unit in members]
+        self._pending = [[] for _ in members]     # per target: RmaOps not yet known complete
+        self._fence_open, self._lock_all = False, False
+        self._locks = {}                          # target -> lock type: this rank's epochs
+        self._exclusive, self._shared = False, 0  # the lock on this rank's window
+        self._waiting = collections.deque()       # lock requests not yet granted
+        engine.windows[self._id] = self
+        if comm is not None:
+            comm.Barrier()      # every member has registered the window before any message
+
+    @classmethod
+    def Create(cls, memory, disp_unit=1, info=INFO_NULL, comm=None):
+        """MPI_Win_create: a window over `memory` (a writable contiguous buffer), registered
+        for remote reads and writes; collective over `comm` (None: COMM_SELF). Displacements
+        at a target count in its `disp_unit` bytes. MPI.Exception ERR_BUFFER (read-only or
+        not contiguous), ERR_DISP (disp_unit below 1)."""
+        _check_disp_unit(disp_unit)
+        engine = cls._engine
+        data = message([memory, BYTE], True)[0]
+        lmr = engine.ia.lmr_create(engine.pz, np.frombuffer(data, np.uint8),
+                                   WINDOW_PRIVILEGES) if len(data) else None
+        return cls(data, lmr, disp_unit, comm)
+
+    @classmethod
+    def Allocate(cls, size, disp_unit=1, info=INFO_NULL, comm=None):
+        """MPI_Win_allocate: a window over `size` new bytes (a provider LMR), which
+        tomemory() gives; collective over `comm` (None: COMM_SELF). MPI.Exception ERR_SIZE,
+        ERR_DISP."""
+        if not isinstance(size, int) or size < 0:
+            _fail(errors.ERR_SIZE, f"size must be an int >= 0, not {size!r}")
+        _check_disp_unit(disp_unit)
+        engine = cls._engine
+        lmr = engine.ia.lmr_create(engine.pz, size, WINDOW_PRIVILEGES) if size else None
+        return cls(memoryview(lmr.buffer) if lmr else memoryview(bytearray()), lmr, disp_unit,
+                   comm)
+
+    def tomemory(self):
+        """This rank's window memory, as a byte memoryview."""
+        self._check_live()
+        return self._memory
+
+    # Communication.
+
+    def Put(self, origin, target_rank, target=None):
+        """MPI_Put: one RDMA write of `origin` into target_rank's window at `target`
+        (displacement, or (disp, count, datatype)); complete at the next Fence, Flush or
+        Unlock. MPI.Exception ERR_WIN (freed), ERR_RANK, ERR_RMA_SYNC (no epoch open on
+        target_rank), ERR_DISP, ERR_COUNT, ERR_TYPE (target and origin sizes differ),
+        ERR_RMA_RANGE (outside the target's window), ERR_BUFFER."""
+        view, count, datatype = message(origin, False)
+        offset = self._locate(target_rank, target, count, datatype, len(view))
+        if offset is None or not view:
+            return
+        if target_rank == self._rank:
+            self._memory[offset:offset + len(view)] = view
+        else:
+            self._pending[target_rank].append(self._engine.rdma(
+                self._ranks[target_rank], True, view, self._rmr(target_rank, offset, len(view))))
+
+    def Get(self, origin, target_rank, target=None):
+        """MPI_Get: one RDMA read of target_rank's window at `target` into `origin`; its data
+        is there after the next Fence, Flush or Unlock. MPI.Exception as Put."""
+        view, count, datatype = message(origin, True)
+        offset = self._locate(target_rank, target, count, datatype, len(view))
+        if offset is None or not view:
+            return
+        if target_rank == self._rank:
+            view[:] = self._memory[offset:offset + len(view)]
+        else:
+            self._pending[target_rank].append(self._engine.rdma(
+                self._ranks[target_rank], False, view, self._rmr(target_rank, offset, len(view))))
+
+    def Accumulate(self, origin, target_rank, target=None, op=ops.SUM):
+        """MPI_Accumulate: target = target op origin, elementwise, applied by the target (atomic
+        per element against every other accumulate); complete at the next Fence, Flush or
+        Unlock. MPI.Exception as Put, and ERR_OP (not a predefined op, REPLACE or NO_OP, or
+        not one of the datatype's), ERR_TYPE (the target's datatype is not the origin's)."""
+        view, count, datatype = message(origin, False)
+        self._accumulate(view, count, datatype, None, target_rank, target, op)
+
+    def Get_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
+        """MPI_Get_accumulate: as Accumulate, and `result` gets the target's values from just
+        before (after the next Fence, Flush or Unlock). MPI.Exception as Accumulate, and
+        ERR_TYPE (result not the origin's size)."""
+        view, count, datatype = message(origin, False)
+        out = message(result, True)[0]
+        if len(out) != len(view):
+            _fail(errors.ERR_TYPE, f"result holds {len(out)} bytes, the origin {len(view)}")
+        self._accumulate(view, count, datatype, out, target_rank, target, op)
+
+    def _accumulate(self, view, count, datatype, result, target_rank, target, op):
+        """Accumulate `view` (count of datatype) in messages of at most WIN_BODY_LIMIT bytes
+        (whole elements); with `result`, the old values come back into it."""
+        offset = self._locate(target_rank, target, count, datatype, len(view), same_type=True)
+        _check_op(op, datatype)
+        if offset is None:
+            return
+        step = (WIN_BODY_LIMIT - ACC_BODY.size) // datatype.extent * datatype.extent
+        head = (_OP_INDEX[op], _TYPE_INDEX[datatype], result is not None)
+        for start in range(0, len(view), step):
+            part = view[start:start + step]
+            self._pending[target_rank].append(self._engine.window_message(
+                self._ranks[target_rank], WIN_ACC, self._id,
+                ACC_BODY.pack(offset + start, *head) + part,
+                None if result is None else result[start:start + step]))
+
+    def _locate(self, target_rank, target, count, datatype, nbytes, same_type=False):
+        """The byte offset in target_rank's window of an access of the origin's `nbytes`
+        (count of datatype) at `target`; None for PROC_NULL. Raises what Put lists."""
+        self._check_live()
+        if target_rank == PROC_NULL:
+            return None
+        self._check_rank(target_rank)
+        if not (self._fence_open or self._lock_all or target_rank in self._locks):
+            _fail(errors.ERR_RMA_SYNC, f"no access epoch is open on rank {target_rank} (Fence, "
+                                       f"Lock or Lock_all first)")
+        disp, tcount, tdatatype = _target_spec(target, count, datatype)
+        if disp < 0:
+            _fail(errors.ERR_DISP, f"target displacement {disp}")
+        if same_type and tdatatype is not datatype:
+            _fail(errors.ERR_TYPE, f"the target's datatype {tdatatype.Get_name()} is not the "
+                                   f"origin's {datatype.Get_name()}")
+        length = tcount * tdatatype.extent
+        if length != nbytes:
+            _fail(errors.ERR_TYPE, f"the target spec covers {length} bytes, the origin {nbytes}")
+        rmr, unit = self._targets[target_rank]
+        offset = disp * unit
+        if offset + length > rmr.segment_length:
+            _fail(errors.ERR_RMA_RANGE, f"bytes {offset} to {offset + length} of rank "
+                                        f"{target_rank}'s window of {rmr.segment_length}")
+        return offset
+
+    def _rmr(self, target_rank, offset, length):
+        rmr = self._targets[target_rank][0]
+        return RmrTriplet(rmr.rmr_context, rmr.target_address + offset, length)
+
+    # Synchronization.
+
+    def Fence(self, assertion=0):
+        """MPI_Win_fence: complete this rank's operations, then a barrier over the window's
+        communicator, so every operation on every window is complete; opens the next access
+        epoch unless `assertion` has MODE_NOSUCCEED. MPI.Exception ERR_WIN."""
+        self._check_live()
+        self._complete_all()
+        if self._comm is not None:
+            self._comm.Barrier()
+        self._fence_open = not assertion & MODE_NOSUCCEED
+
+    def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
+        """MPI_Win_lock: an access epoch on `rank`'s window; returns once the lock is granted
+        (the target's progress engine grants it: any MPI call it makes). MPI.Exception
+        ERR_WIN, ERR_RANK, ERR_ARG (lock_type), ERR_RMA_SYNC (rank locked already, or
+        Lock_all)."""
+        self._check_live()
+        if rank == PROC_NULL:
+            return
+        self._check_rank(rank)
+        if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
+            _fail(errors.ERR_ARG, f"lock_type {lock_type!r}")
+        if rank in self._locks or self._lock_all:
+            _fail(errors.ERR_RMA_SYNC, f"rank {rank} is locked already")
+        self._engine.wait([self._lock_message(WIN_LOCK, rank, lock_type)])
+        self._locks[rank] = lock_type
+
+    def Unlock(self, rank):
+        """MPI_Win_unlock: complete this rank's operations on `rank`, then release its lock.
+        MPI.Exception ERR_WIN, ERR_RANK, ERR_RMA_SYNC (not locked by Lock)."""
+        self._check_live()
+        if rank == PROC_NULL:
+            return
+        self._check_rank(rank)
+        if rank not in self._locks:
+            _fail(errors.ERR_RMA_SYNC, f"rank {rank} is not locked")
+        self._complete(rank)
+        self._engine.wait([self._lock_message(WIN_UNLOCK, rank, self._locks.pop(rank))])
+
+    def Lock_all(self, assertion=0):
+        """MPI_Win_lock_all: a shared lock on every member's window. MPI.Exception ERR_WIN,
+        ERR_RMA_SYNC (a lock is held already)."""
+        self._check_live()
+        if self._locks or self._lock_all:
+            _fail(errors.ERR_RMA_SYNC, "Lock_all while locks are held")
+        self._engine.wait([self._lock_message(WIN_LOCK, r, LOCK_SHARED)
+                           for r in range(len(self._ranks))])
+        self._lock_all = True
+
+    def Unlock_all(self):
+        """MPI_Win_unlock_all: complete every operation, then release Lock_all's locks.
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (no Lock_all)."""
+        self._check_live()
+        if not self._lock_all:
+            _fail(errors.ERR_RMA_SYNC, "Unlock_all without Lock_all")
+        self._complete_all()
+        self._lock_all = False
+        self._engine.wait([self._lock_message(WIN_UNLOCK, r, LOCK_SHARED)
+                           for r in range(len(self._ranks))])
+
+    def Flush(self, rank):
+        """MPI_Win_flush: complete this rank's operations on `rank` (its Gets' data is here,
+        its Puts and Accumulates are in the target's memory). MPI.Exception ERR_WIN,
+        ERR_RANK."""
+        self._check_live()
+        if rank != PROC_NULL:
+            self._check_rank(rank)
+            self._complete(rank)
+
+    def Flush_all(self):
+        """MPI_Win_flush_all: complete this rank's operations on every target."""
+        self._check_live()
+        self._complete_all()
+
+    def Free(self):
+        """MPI_Win_free (collective): complete this rank's operations, wait for every
+        member (so none accesses this window any more), unregister the memory. Any call on
+        the window afterwards raises ERR_WIN. MPI.Exception ERR_WIN, ERR_RMA_SYNC (a lock is
+        still held)."""
+        self._check_live()
+        if self._locks or self._lock_all:
+            _fail(errors.ERR_RMA_SYNC, "Free while locks are held (Unlock first)")
+        self._complete_all()
+        if self._comm is not None:
+            self._comm.Barrier()
+        del self._engine.windows[self._id]
+        if self._lmr is not None:
+            self._lmr.free()
+        self._memory = self._lmr = None
+
+    def _check_live(self):
+        if self._memory is None:
+            _fail(errors.ERR_WIN, "the window has been freed")
+
+    def _check_rank(self, rank):
+        if not isinstance(rank, int) or not 0 <= rank < len(self._ranks):
+            _fail(errors.ERR_RANK, f"target rank {rank!r} (the window has {len(self._ranks)})")
+
+    def _lock_message(self, kind, rank, lock_type):
+        return self._engine.window_message(self._ranks[rank], kind, self._id,
+                                           LOCK_BODY.pack(lock_type == LOCK_EXCLUSIVE))
+
+    def _complete(self, rank):
+        pending = self._pending[rank]
+        if pending:
+            self._engine.wait(pending)
+            pending.clear()
+
+    def _complete_all(self):
+        for rank in range(len(self._pending)):
+            self._complete(rank)
+
+    # The target's side: the engine hands this window's messages here.
+
+    def on_message(self, kind, source, request_id, body):
+        """A window message from engine rank `source`: an accumulate, applied and answered
+        at once (with the old values if asked), or a lock request, answered once granted,
+        or a lock's release."""
+        if kind == WIN_ACC:
+            offset, op, datatype, fetch = ACC_BODY.unpack_from(body)
+            dtype = _TYPES[datatype].dtype
+            data = body[ACC_BODY.size:]
+            here = np.frombuffer(self._memory, dtype, len(data) // dtype.itemsize, offset)
+            old = here.tobytes() if fetch else b""
+            _OPS[op].reduce_into(here, np.frombuffer(data, dtype))
+            self._engine.answer(source, request_id, old)
+        elif kind == WIN_LOCK:
+            self._waiting.append((source, request_id, LOCK_BODY.unpack(body)[0]))
+            self._grant()
+        else:
+            if LOCK_BODY.unpack(body)[0]:
+                self._exclusive = False
+            else:
+                self._shared -= 1
+            self._engine.answer(source, request_id)
+            self._grant()
+
+    def _grant(self):
+        """Grant waiting lock requests in their order of arrival while they are compatible
+        with the locks held (a waiting exclusive request holds back later shared ones)."""
+        while self._waiting:
+            source, request_id, exclusive = self._waiting[0]
+            if self._exclusive or exclusive and self._shared:
+                return
+            self._waiting.popleft()
+            if exclusive:
+                self._exclusive = True
+            else:
+                self._shared += 1
+            self._engine.answer(source, request_id)

@@ -1,0 +1,240 @@
+"""shmdat.mpi's one-sided Win by real launches at N = 1, 2, 3, 4: Put, Get, Accumulate and
+Get_accumulate in Fence epochs (small and large, datatypes, target specs, each target's
+disp_unit), Allocate, a COMM_SELF window, exclusive and shared locks with contending origins
+(counters that are exact only if the locks exclude and accumulates are atomic), a target
+blocked in a receive serving lock requests, and the errors. The same program, its import
+aside, runs under mpi4py + MPICH and must print the same lines (where MPICH checks nothing,
+the checks are shmdat's only)."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.mpi_launch import TIMEOUT, env, launch, write
+
+PROGRAM = """
+import os, sys
+import numpy as np
+if sys.argv[1:] == ["mpi4py"]:
+    from mpi4py import MPI
+else:
+    from shmdat.mpi import MPI
+SHMDAT = MPI.__name__.startswith("shmdat")
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+right, left = (rank + 1) % size, (rank - 1) % size
+checks = 0
+# An origin buffer must live until its operation completes (Fence, Flush, Unlock): MPICH
+# reads it only then, so every origin here is named until its epoch ends.
+
+def fails(error_class, call, *args, **kw):    # 1, once call raised error_class
+    try:
+        call(*args, **kw)
+    except MPI.Exception as e:
+        assert e.Get_error_class() == error_class, (call.__name__, e, error_class)
+    else:
+        raise AssertionError(f"{call.__name__}{args} did not fail")
+    return 1
+
+# Fence epochs on a Create window of int64, disp_unit 8: Put, Get, Accumulate.
+mem = np.zeros(4 * size, np.int64)
+win = MPI.Win.Create(mem, disp_unit=8, comm=comm)
+win.Fence()
+mine = np.arange(4, dtype=np.int64) + 10 * rank
+win.Put(mine, right, 4 * rank)
+win.Fence()
+assert mem[4 * left:4 * left + 4].tolist() == [10 * left + i for i in range(4)], mem
+got = np.zeros(2, np.int64)
+win.Get(got, right, (4 * rank + 1, 2, MPI.INT64_T))     # what this rank put there
+win.Fence()
+assert got.tolist() == [10 * rank + 1, 10 * rank + 2], got
+ones, hundreds = np.full(4 * size, rank + 1, np.int64), np.full(2, 100, np.int64)
+win.Accumulate(ones, 0, op=MPI.SUM)
+win.Accumulate([hundreds, MPI.INT64_T], right, [1])   # (disp,): the origin's count and type
+win.Fence()
+want = np.zeros(4 * size, np.int64)
+want[4 * left:4 * left + 4] = np.arange(4) + 10 * left
+want[1:3] += 100
+if rank == 0:
+    want += size * (size + 1) // 2
+assert (mem == want).all(), (mem, want)
+checks += 4
+
+# Large: a Put and a Get of 3 MB, an Accumulate of many window messages; MAX and REPLACE.
+n = 3 << 17
+big = np.zeros(n, np.float64)
+bwin = MPI.Win.Create(big, comm=comm, disp_unit=8)
+bwin.Fence()
+mine = np.arange(n, dtype=np.float64) * (rank + 1)
+bwin.Put(mine, right)
+bwin.Fence()
+assert (big == np.arange(n) * (left + 1)).all()
+back = np.zeros(n, np.float64)
+bwin.Get(back, left)
+bwin.Fence()
+assert (back == np.arange(n) * (((left - 1) % size) + 1)).all()
+bwin.Fence()
+k = 40000        # about 20 window messages
+mine = (k - np.arange(k)) * (rank + 1.0) * size
+bwin.Accumulate(mine, 0, (7, k, MPI.DOUBLE), op=MPI.MAX)
+bwin.Fence()
+if rank == 0:       # the origins win the first half, the window the second
+    assert (big[7:7 + k] == np.maximum(np.arange(7, 7 + k), (k - np.arange(k)) * size) * size).all()
+mine = np.full(3, -1.0)
+bwin.Accumulate(mine, right, 2, op=MPI.REPLACE)
+bwin.Fence()
+assert big[2:5].tolist() == [-1.0] * 3
+bwin.Free()
+checks += 5
+
+# Datatypes and each target's disp_unit: 4 bytes on even ranks, 8 on odd ones.
+f32 = np.zeros(8, np.float32)
+unit = 4 if rank % 2 == 0 else 8
+fwin = MPI.Win.Create(f32, disp_unit=unit, comm=comm)
+fwin.Fence()
+mine = np.array([rank + 0.5], np.float32)
+fwin.Put([mine, MPI.FLOAT], right, 1)
+fwin.Fence()
+where, at = unit // 4, 3 * unit // 4       # disp 1 and disp 3 here
+assert f32[where] == left + 0.5, f32      # (the next epoch's accumulates may land already)
+mine = np.full(2, 2.0, np.float32)
+fwin.Accumulate([mine, 2, MPI.FLOAT], right, (3, 2, MPI.FLOAT))
+fwin.Fence()
+assert f32[at:at + 2].tolist() == [2.0, 2.0] and f32.sum() == left + 4.5, f32
+fwin.Free()
+checks += 2
+
+# Get_accumulate: the old values come back; NO_OP only fetches.
+fwin = MPI.Win.Allocate(8 * (size + 3), disp_unit=8, comm=comm)
+here = np.frombuffer(fwin.tomemory(), np.int64)
+here[:] = 0
+fwin.Fence()
+old = np.zeros(1, np.int64)
+mine = np.array([rank + 1], np.int64)
+fwin.Get_accumulate(mine, old, 0, 0, op=MPI.SUM)
+fwin.Fence()
+olds = sorted(comm.allgather(int(old[0])))    # the sums before each: 0 first, all differ
+assert olds[0] == 0 and len(set(olds)) == size, olds
+assert rank != 0 or here[0] == size * (size + 1) // 2, here
+fetched = np.zeros(1, np.int64)
+mine = np.zeros(1, np.int64)
+fwin.Get_accumulate(mine, fetched, 0, 0, op=MPI.NO_OP)
+fwin.Fence()
+assert fetched[0] == size * (size + 1) // 2, fetched
+checks += 2
+
+# Exclusive locks with contending origins: a read-modify-write by Get, Flush, Put is exact
+# only if the lock excludes; then Accumulate under Lock_all (shared) is exact only if
+# accumulates are atomic. The target, rank 0, contends too.
+ROUNDS = 10
+fwin.Fence(MPI.MODE_NOSUCCEED)
+for _ in range(ROUNDS):
+    fwin.Lock(0, MPI.LOCK_EXCLUSIVE)
+    value = np.zeros(1, np.int64)
+    fwin.Get(value, 0, 1)
+    fwin.Flush(0)
+    value += 1
+    fwin.Put(value, 0, 1)
+    fwin.Unlock(0)
+for _ in range(ROUNDS):
+    fwin.Lock_all()
+    one = np.ones(1, np.int64)
+    fwin.Accumulate(one, 0, 2)
+    fwin.Unlock_all()
+comm.Barrier()
+fwin.Lock(0, MPI.LOCK_SHARED)          # every rank at once: shared
+counters = np.zeros(2, np.int64)
+fwin.Get(counters, 0, 1)
+fwin.Unlock(0)
+assert counters.tolist() == [size * ROUNDS] * 2, counters
+checks += 1
+
+# A target blocked in a receive serves lock requests: rank 0 waits for a message from every
+# other rank, each of which locks rank 0's window, puts, unlocks, and only then sends.
+comm.Barrier()
+if rank == 0:
+    for _ in range(size - 1):
+        comm.recv(source=MPI.ANY_SOURCE, tag=7)
+    fwin.Lock(0)
+    assert here[1:size].tolist() == [r * 11 for r in range(1, size)], here
+    fwin.Unlock(0)
+else:
+    fwin.Lock(0)
+    mine = np.array([rank * 11], np.int64)
+    fwin.Put(mine, 0, rank)
+    fwin.Unlock(0)
+    comm.send(None, dest=0, tag=7)
+checks += 1
+
+# A window over COMM_SELF (mpi4py's default comm): this rank alone.
+alone = np.zeros(3, np.int32)
+swin = MPI.Win.Create(alone)
+swin.Fence()
+mine = np.array([1, 2], np.int32)
+swin.Put(mine, 0, 4)
+swin.Fence()
+mine = np.array([5], np.int32)
+swin.Accumulate(mine, 0, 4, op=MPI.SUM)
+swin.Fence()
+assert alone.tolist() == [0, 6, 2], alone
+checks += 1 + fails(MPI.ERR_RANK, swin.Put, np.zeros(1, np.int32), 1)
+swin.Free()
+
+# Errors MPICH reports as well.
+checks += fails(MPI.ERR_RANK, fwin.Put, np.zeros(1, np.int64), size)
+checks += fails(MPI.ERR_RMA_SYNC, fwin.Put, np.zeros(1, np.int64), 0)     # no epoch open
+checks += fails(MPI.ERR_RMA_SYNC, fwin.Unlock, 0)
+checks += fails(MPI.ERR_ARG, fwin.Lock, 0, 99)
+fwin.Lock(right, MPI.LOCK_SHARED)
+checks += fails(MPI.ERR_RMA_SYNC, fwin.Lock, right)
+checks += fails(MPI.ERR_DISP, fwin.Get, np.zeros(1, np.int64), right, -1)
+fwin.Put(np.zeros(1, np.int64), MPI.PROC_NULL)                      # PROC_NULL: nothing
+if SHMDAT:    # MPICH does not check these (an access out of the window is undefined there)
+    fails(MPI.ERR_RMA_RANGE, fwin.Put, np.zeros(2, np.int64), right, size + 2)
+    fails(MPI.ERR_RMA_RANGE, fwin.Get, np.zeros(1, np.int64), right, (size + 3, 1, MPI.INT64_T))
+    fails(MPI.ERR_TYPE, fwin.Put, np.zeros(2, np.int64), right, (0, 1, MPI.INT64_T))
+    fails(MPI.ERR_TYPE, fwin.Accumulate, np.zeros(2, np.int64), right, (0, 4, MPI.INT))
+    fails(MPI.ERR_OP, fwin.Accumulate, np.zeros(1), right, 0, op=MPI.BAND)
+    fails(MPI.ERR_RMA_SYNC, fwin.Free)                                # a lock is held
+    fails(MPI.ERR_BUFFER, MPI.Win.Create, b"read-only", comm=comm)
+    fails(MPI.ERR_SIZE, MPI.Win.Allocate, -1, comm=comm)
+    fails(MPI.ERR_DISP, MPI.Win.Allocate, 8, 0, comm=comm)
+fwin.Unlock(right)
+fwin.Free()
+checks += fails(MPI.ERR_WIN, fwin.Put, np.zeros(1, np.int64), 0)
+checks += fails(MPI.ERR_WIN, fwin.Fence)
+checks += fails(MPI.ERR_WIN, fwin.Free)
+win.Free()
+os.write(1, f"rank {rank}: {checks} checks\\n".encode())     # shmdat's own checks not counted
+"""
+
+
+def _lines(stdout):
+    return sorted(stdout.splitlines())
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_win_under_shmdat_run(tmp_path, n):
+    r = launch(tmp_path, n, PROGRAM, timeout=100)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    lines = _lines(r.stdout)
+    assert [line.split(":")[0] for line in lines] == [f"rank {i}" for i in range(n)]
+    assert len({line.split(":")[1] for line in lines}) == 1     # the same checks everywhere
+
+
+MPIEXEC = shutil.which("mpiexec")
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (mpi4py + MPICH) installed")
+def test_the_same_program_under_mpi4py_and_mpich(tmp_path):
+    pytest.importorskip("mpi4py")
+    ours = launch(tmp_path, 3, PROGRAM, timeout=100)
+    theirs = subprocess.run([MPIEXEC, "-n", "3", sys.executable, write(tmp_path, PROGRAM),
+                             "mpi4py"], capture_output=True, text=True, timeout=TIMEOUT,
+                            env=env())
+    assert theirs.returncode == 0, theirs.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert _lines(ours.stdout) != [] and _lines(ours.stdout) == _lines(theirs.stdout)

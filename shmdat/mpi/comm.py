@@ -542,19 +542,18 @@ class Comm:
 
     def Scan(self, sendbuf, recvbuf, op=SUM):
         """MPI_Scan (recursive doubling): recvbuf at rank i = the reduction of ranks 0..i,
-        in rank order; `sendbuf` may be IN_PLACE. MPI.Exception ERR_OP, ERR_TRUNCATE."""
-        acc, datatype = _accumulator(sendbuf, recvbuf)
-        collectives.scan(self._channel, acc.copy(), acc, Arrays(op, acc, datatype), True)
+        in rank order; `sendbuf` may be IN_PLACE. ValueError if the buffers' counts or
+        datatypes differ (as mpi4py); MPI.Exception ERR_OP."""
+        view, out, datatype = _scan_buffers(sendbuf, recvbuf)
+        partial = np.frombuffer(view, datatype.dtype).copy()
+        result = np.frombuffer(out, datatype.dtype)
+        result[...] = partial
+        collectives.scan(self._channel, partial, result, Arrays(op, partial, datatype), True)
 
     def Exscan(self, sendbuf, recvbuf, op=SUM):
         """MPI_Exscan (recursive doubling): recvbuf at rank i > 0 = the reduction of ranks
-        0..i-1 (rank 0's is left as it was); `sendbuf` may be IN_PLACE. MPI.Exception
-        ERR_OP, ERR_TRUNCATE."""
-        out, _, datatype = message(recvbuf, True)
-        view = out
-        if sendbuf is not IN_PLACE:
-            view, _, datatype = message(sendbuf, False)
-            out = _fitting(out, len(view))
+        0..i-1 (rank 0's is left as it was); `sendbuf` may be IN_PLACE. Errors as Scan."""
+        view, out, datatype = _scan_buffers(sendbuf, recvbuf)
         partial = np.frombuffer(view, datatype.dtype).copy()
         collectives.scan(self._channel, partial, np.frombuffer(out, datatype.dtype),
                          Arrays(op, partial, datatype), False)
@@ -626,6 +625,19 @@ def _accumulator(sendbuf, recvbuf):
         out = _fitting(out, len(view))
         out[:] = view
     return np.frombuffer(out, datatype.dtype), datatype
+
+
+def _scan_buffers(sendbuf, recvbuf):
+    """(sendbuf's bytes, or recvbuf's if it is IN_PLACE, recvbuf's bytes, the datatype);
+    ValueError if their counts or datatypes differ, as mpi4py checks them for Scan."""
+    out, count, datatype = message(recvbuf, True)
+    if sendbuf is IN_PLACE:
+        return out, out, datatype
+    view, sendcount, sendtype = message(sendbuf, False)
+    if (sendcount, sendtype) != (count, datatype):
+        raise ValueError(f"mismatch in send ({sendcount} {sendtype.Get_name()}) and receive "
+                         f"({count} {datatype.Get_name()}) buffers")
+    return view, out, datatype
 
 
 def _equal_blocks(view, size):

@@ -14,7 +14,8 @@ PROGRAM = """
 import functools, os
 import numpy as np
 from shmdat.mpi import MPI
-from shmdat.mpi.collectives import ALLREDUCE_LARGE
+from shmdat.mpi import collectives
+collectives.ALLREDUCE_LARGE = ALLREDUCE_LARGE = 4096   # long-vector Allreduce at test sizes
 from shmdat.mpi.engine import EAGER_LIMIT
 comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
@@ -152,7 +153,7 @@ def matprod(ranks, k, salt=0):
 def addsum(ranks, k, salt=0):
     return sum(mats(r, k, salt) for r in ranks) % P
 
-for k in (3, ALLREDUCE_LARGE // 32 + 5):          # the larger goes by reduce-scatter
+for k in (3, ALLREDUCE_LARGE // 32 + 5):     # the larger: reduce-scatter + allgather (ADDMOD)
     for op, want in ((MATMUL, matprod), (ADDMOD, addsum)):
         out = np.zeros(4 * k, np.int64)
         comm.Allreduce([mats(rank, k), MPI.INT64_T], [out, MPI.INT64_T], op=op)
@@ -221,8 +222,9 @@ for n in (5, LARGE):                      # Reduce_scatter_block and Scan, rende
     assert (out == expect(np.maximum, n, np.float64, range(rank + 1), 8)).all(), ("Scan", n)
     checks += 2
 
-# Long Allreduce vectors (reduce-scatter + allgather) with predefined ops, odd lengths.
-for n in (ALLREDUCE_LARGE // 8 + 1, ALLREDUCE_LARGE // 4 + size + 3):
+# Long Allreduce vectors (reduce-scatter + allgather on 3 or more ranks) with predefined
+# ops, odd lengths, eager and rendezvous blocks.
+for n in (ALLREDUCE_LARGE // 8 + 1, size * LARGE + 3):
     for op, ufunc in ((MPI.SUM, np.add), (MPI.MAX, np.maximum)):
         out = np.zeros(n)
         comm.Allreduce(data(rank, n, np.float64, 9), out, op=op)

@@ -15,7 +15,8 @@ from .errors import Exception as MPIException
 
 TAG = 0    # every collective message: the channel's context sets them apart, the per-pair
 #            FIFO order (every rank runs the collectives in the same order) does the rest
-ALLREDUCE_LARGE = 64 << 10     # bytes: from here Allreduce is reduce-scatter + allgather
+ALLREDUCE_LARGE = 16 << 20     # bytes: from here Allreduce on 3 or more ranks is reduce-scatter
+#                                + allgather (measured: docs/design/mpi.md; on 2 it never won)
 
 
 class Channel:

@@ -396,10 +396,10 @@ class Comm:
         collectives.reduce(self._channel, root, acc, Arrays(op, acc, datatype))
 
     def Allreduce(self, sendbuf, recvbuf, op=SUM):
-        """MPI_Allreduce: recursive doubling; from ALLREDUCE_LARGE bytes with a commutative
-        op, reduce-scatter + allgather. `sendbuf` may be IN_PLACE."""
+        """MPI_Allreduce: recursive doubling; on more than 2 ranks from ALLREDUCE_LARGE
+        bytes with a commutative op, reduce-scatter + allgather. `sendbuf` may be IN_PLACE."""
         acc, datatype = _accumulator(sendbuf, recvbuf)
-        if acc.nbytes >= collectives.ALLREDUCE_LARGE and len(acc) >= self._size and \
+        if self._size > 2 and acc.nbytes >= collectives.ALLREDUCE_LARGE and \
                 op.Is_commutative():
             collectives.allreduce_large(self._channel, acc, op, datatype)
         else:

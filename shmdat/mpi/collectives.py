@@ -253,7 +253,7 @@ def gatherv(ch, root, block, out):
     for v, got in enumerate(mine):
         if got is not None:
             place = out[_absolute(v, root, size)]
-            place[:len(got)] = _fitting(got, len(place))
+            place[:len(got)] = _fits(got, len(place))
 
 
 def scatterv(ch, root, blocks, out):
@@ -273,7 +273,7 @@ def scatterv(ch, root, blocks, out):
     ch.wait([ch.send(_absolute(c, root, size), _with_sizes(mine[c - vrank:c - vrank + count]))
              for c, count in reversed(children)])
     if out is not None:
-        out[:len(mine[0])] = _fitting(mine[0], len(out))
+        out[:len(mine[0])] = _fits(mine[0], len(out))
 
 
 def _with_sizes(views):
@@ -292,16 +292,20 @@ def _split(data, count):
     return views
 
 
-def _fitting(view, room):
+def _fits(view, room):
+    """`view`, if it fits in `room` bytes; else MPI.Exception ERR_TRUNCATE."""
     if len(view) > room:
         raise MPIException(errors.ERR_TRUNCATE, f"a block of {len(view)} bytes into {room}")
     return view
 
 
-def allgatherv(ch, views):
-    """Ring allgather: `views` are the size blocks (byte views, any sizes), this rank's
-    filled; in size - 1 steps each rank passes the block got last to the right."""
+def allgatherv(ch, views, block=None):
+    """Ring allgather: `views` are the size blocks (byte views, any sizes); this rank's
+    `block` is copied into its own first (None: it is there already). In size - 1 steps each
+    rank passes the block got last to the right. ERR_TRUNCATE if a block does not fit."""
     rank, size = ch.rank, ch.size
+    if block is not None:
+        views[rank][:len(block)] = _fits(block, len(views[rank]))
     right, left = (rank + 1) % size, (rank - 1) % size
     for step in range(size - 1):
         sent, got = (rank - step) % size, (rank - step - 1) % size
@@ -312,7 +316,7 @@ def alltoallv(ch, sends, recvs):
     """Pairwise exchange: in step k rank r sends sends[r + k] to r + k and receives
     recvs[r - k] from r - k (mod size); its own block is copied."""
     rank, size = ch.rank, ch.size
-    recvs[rank][:len(sends[rank])] = _fitting(sends[rank], len(recvs[rank]))
+    recvs[rank][:len(sends[rank])] = _fits(sends[rank], len(recvs[rank]))
     for step in range(1, size):
         dest, source = (rank + step) % size, (rank - step) % size
         ch.wait([ch.recv(source, recvs[source]), ch.send(dest, sends[dest])])

@@ -438,9 +438,8 @@ class Comm:
     def Allgather(self, sendbuf, recvbuf):
         """MPI_Allgather (ring); `sendbuf` may be IN_PLACE (this rank's block in recvbuf)."""
         views = _equal_blocks(message(recvbuf, True, self._size)[0], self._size)
-        if sendbuf is not IN_PLACE:
-            views[self._rank][:] = _fitting(message(sendbuf, False)[0], len(views[0]))
-        collectives.allgatherv(self._channel, views)
+        collectives.allgatherv(self._channel, views, None if sendbuf is IN_PLACE else
+                               _fitting(message(sendbuf, False)[0], len(views[0])))
 
     def Alltoall(self, sendbuf, recvbuf):
         """MPI_Alltoall (pairwise exchange); `sendbuf` may be IN_PLACE."""
@@ -526,11 +525,8 @@ class Comm:
     def Allgatherv(self, sendbuf, recvbuf):
         """MPI_Allgatherv (ring) into the vector spec `recvbuf`; `sendbuf` may be IN_PLACE
         (this rank's block in recvbuf). MPI.Exception ERR_TRUNCATE, ERR_COUNT."""
-        views = vector(recvbuf, True, self._size)[0]
-        if sendbuf is not IN_PLACE:
-            block = message(sendbuf, False)[0]
-            views[self._rank][:len(block)] = _fitting(block, len(views[self._rank]))
-        collectives.allgatherv(self._channel, views)
+        collectives.allgatherv(self._channel, vector(recvbuf, True, self._size)[0],
+                               None if sendbuf is IN_PLACE else message(sendbuf, False)[0])
 
     def Alltoallv(self, sendbuf, recvbuf):
         """MPI_Alltoallv (pairwise exchange) between vector specs; `sendbuf` may be IN_PLACE

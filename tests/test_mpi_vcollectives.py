@@ -152,6 +152,13 @@ def matprod(ranks, k, salt=0):
     return out.reshape(-1)
 def addsum(ranks, k, salt=0):
     return sum(mats(r, k, salt) for r in ranks) % P
+inout = mats(1, 3)
+MATMUL.Reduce_local([mats(0, 3), MPI.INT64_T], [inout, MPI.INT64_T])   # inout = in op inout
+assert (inout == matprod([0, 1], 3)).all()
+inout = np.ones(3)
+MPI.MAX.Reduce_local(np.arange(3.0), inout)
+assert inout.tolist() == [1, 1, 2]
+checks += 2
 
 for k in (3, ALLREDUCE_LARGE // 32 + 5):     # the larger: reduce-scatter + allgather (ADDMOD)
     for op, want in ((MATMUL, matprod), (ADDMOD, addsum)):
@@ -213,6 +220,25 @@ for op, ufunc, dtypes in CASES:
         assert (buf == (expect(ufunc, 7, dtype, range(rank), 6) if rank else
                         data(0, 7, dtype, 6))).all(), ("Exscan", op, dtype, i % 2)
         checks += 3
+# MAXLOC and MINLOC on (value, index) pairs: ties go to the smaller index.
+pair = np.dtype([("value", "f8"), ("index", "i4")], align=True)
+def pairs(r, n):
+    out = np.zeros(n, pair)
+    out["value"], out["index"] = data(r, n, np.float64, 11) % 3, r
+    return out
+def best(pick, ranks, n):
+    return [pick(((pairs(r, n)["value"][k], -r if pick is max else r) for r in ranks))
+            for k in range(n)]
+for op, pick in ((MPI.MAXLOC, max), (MPI.MINLOC, min)):
+    def want(ranks, n):
+        return [(v, -i if pick is max else i) for v, i in best(pick, ranks, n)]
+    out = np.zeros(5, pair)
+    comm.Scan([pairs(rank, 5), MPI.DOUBLE_INT], [out, MPI.DOUBLE_INT], op=op)
+    assert out.tolist() == want(range(rank + 1), 5), ("Scan", op)
+    out = np.zeros(rc[rank], pair)
+    comm.Reduce_scatter([pairs(rank, total), MPI.DOUBLE_INT], [out, MPI.DOUBLE_INT], rc, op=op)
+    assert out.tolist() == want(range(size), total)[lo:lo + rc[rank]], ("RS", op)
+    checks += 2
 for n in (5, LARGE):                      # Reduce_scatter_block and Scan, rendezvous sizes
     out = np.zeros(n, np.int64)
     comm.Reduce_scatter_block(data(rank, size * n, salt=7), out, op=MPI.SUM)
@@ -279,6 +305,7 @@ checks += fails(ValueError, comm.Allgatherv, x[:1], [x, 1, 2, 3, MPI.INT64_T])
 checks += fails(ValueError, comm.Reduce_scatter, x[:size + 1], x[:1], [1] * size)
 checks += fails(ValueError, comm.Reduce_scatter, x[:size], x[:2], [1] * size)
 checks += fails(ValueError, comm.Scan, np.ones(3), np.zeros(2))
+checks += fails(ValueError, MPI.SUM.Reduce_local, np.ones(3), np.zeros(2))
 checks += fails(TypeError, comm.Reduce_scatter, MPI.IN_PLACE, x)
 checks += fails(MPI.ERR_COUNT, comm.Allgatherv, x[:0], [x, [0] * (size - 1) + [-1]])
 if MPI.__name__.startswith("shmdat"):     # MPICH aborts the job on these

@@ -308,8 +308,13 @@ checks += fails(ValueError, comm.Scan, np.ones(3), np.zeros(2))
 checks += fails(ValueError, MPI.SUM.Reduce_local, np.ones(3), np.zeros(2))
 checks += fails(TypeError, comm.Reduce_scatter, MPI.IN_PLACE, x)
 checks += fails(MPI.ERR_COUNT, comm.Allgatherv, x[:0], [x, [0] * (size - 1) + [-1]])
-if MPI.__name__.startswith("shmdat"):     # MPICH aborts the job on these
+if MPI.__name__.startswith("shmdat"):     # MPICH aborts the job on these, or goes on
     two = [2] * size
+    checks += fails(MPI.ERR_ARG, comm.Allgatherv, x[:0], [x, 0, [-1] * size, MPI.INT64_T])
+    checks += fails(MPI.ERR_COUNT, comm.Allgatherv, x[:1], [x, [len(x) + 1] * size])
+    checks += fails(MPI.ERR_COUNT, comm.Reduce_scatter, MPI.IN_PLACE, x[:0],
+                    [0] * (size - 1) + [-1])
+    checks += fails(TypeError, MPI.Op.Create, 5)
     checks += fails(MPI.ERR_TRUNCATE, comm.Allgatherv, x[:2], [x, [1] * size])
     checks += fails(MPI.ERR_TRUNCATE, comm.Alltoallv, [x, two], [x.copy(), [1] * size])
     checks += fails(MPI.ERR_TRUNCATE, comm.Scatterv, [x, two] if rank == 0 else None, x[:1])

@@ -1,17 +1,22 @@
 """Collective algorithms, on a communicator's collective channel (its own context, so they
 never match point-to-point messages). No rank-0 star: binomial trees for bcast, reduce,
-gather and scatter; recursive doubling for allreduce; a ring for allgather; pairwise
-exchange for alltoall and reduce_scatter_block. Each is correct for every size. Buffers are
-byte memoryviews; reductions go through a value codec (numpy arrays or pickled objects)."""
+gather(v) and scatter(v); recursive doubling for allreduce and scan; a ring for allgather(v);
+pairwise exchange for alltoall(v) and reduce_scatter; reduce-scatter + allgather for long
+allreduce vectors. Each is correct for every size, and applies an op that does not commute in
+rank order. Buffers are byte memoryviews; reductions go through a value codec (numpy arrays
+or pickled objects)."""
 
 import pickle
 
 import numpy as np
 
+from . import errors
 from .errors import Exception as MPIException
 
 TAG = 0    # every collective message: the channel's context sets them apart, the per-pair
 #            FIFO order (every rank runs the collectives in the same order) does the rest
+ALLREDUCE_LARGE = 16 << 20     # bytes: from here Allreduce on 3 or more ranks is reduce-scatter
+#                                + allgather (measured: docs/design/mpi.md; on 2 it never won)
 
 
 class Channel:
@@ -37,14 +42,16 @@ class Channel:
 
 
 class Arrays:
-    """Reduction values that are numpy arrays of one shape, combined in place with a
-    predefined op; received into one scratch array. The op is tried on the dtype at once,
-    so every rank raises before any message if it does not apply (MPI.Exception ERR_OP)."""
+    """Reduction values that are numpy arrays of one shape, combined in place with the op
+    (its `datatype` goes to a user op); received into one scratch array. The op is checked
+    against the dtype at once, so every rank raises before any message if it does not apply
+    (MPI.Exception ERR_OP). `commute`: whether the algorithms may combine in any order."""
 
-    def __init__(self, op, like):
-        self.op, self.scratch = op, np.empty_like(like)
+    def __init__(self, op, like, datatype):
+        op.check(like.dtype)
+        self.op, self.datatype, self.commute = op, datatype, op.Is_commutative()
+        self.scratch = np.empty_like(like)
         self.scratch_bytes = as_bytes(self.scratch)
-        op.reduce_into(self.scratch[:0], self.scratch[:0])
 
     def pack(self, value):
         return as_bytes(value)
@@ -56,7 +63,12 @@ class Arrays:
         return self.scratch
 
     def combine(self, value, theirs, theirs_first):
-        self.op.reduce_into(value, theirs)     # predefined ops commute
+        """value = theirs op value, or value op theirs; in `value` (theirs may be spoiled)."""
+        if theirs_first or self.commute:
+            self.op.reduce_local(theirs, value, self.datatype)
+        else:
+            self.op.reduce_local(value, theirs, self.datatype)
+            value[...] = theirs
         return value
 
     def assign(self, value, theirs):
@@ -66,13 +78,16 @@ class Arrays:
 
 class Objects:
     """Reduction values that are Python objects, sent pickled, combined by calling the op
-    (an MPI.Op or any callable) in rank order."""
+    (an MPI.Op or any callable of two) always in rank order, as mpi4py does (SUM of lists is
+    their concatenation in rank order)."""
+
+    commute = False
 
     def __init__(self, op):
         self.op = op
 
     def pack(self, value):
-        return memoryview(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+        return _pickled(value)
 
     def post_recv(self, channel, source):
         return channel.recv(source)
@@ -130,17 +145,25 @@ def bcast(ch, root, buf):
 
 
 def reduce(ch, root, value, codec):
-    """Binomial reduction: the reduced value at root, None elsewhere."""
-    vrank = (ch.rank - root) % ch.size
+    """Binomial reduction: the reduced value at root, None elsewhere. A tree combines a
+    subtree's values in relative-rank order, so for an op that does not commute the tree is
+    rooted at rank 0 (rank order) and rank 0 hands the result to root."""
+    top = root if codec.commute else 0
+    vrank = (ch.rank - top) % ch.size
     parent, children = tree(vrank, ch.size)
     for c, _ in children:
-        op = codec.post_recv(ch, _absolute(c, root, ch.size))
+        op = codec.post_recv(ch, _absolute(c, top, ch.size))
         ch.wait([op])
         value = codec.combine(value, codec.unpack(op), False)
-    if parent is None:
-        return value
-    ch.wait([ch.send(_absolute(parent, root, ch.size), codec.pack(value))])
-    return None
+    if parent is not None:
+        ch.wait([ch.send(_absolute(parent, top, ch.size), codec.pack(value))])
+    elif top != root:
+        ch.wait([ch.send(root, codec.pack(value))])
+    if ch.rank == root and top != root:
+        op = codec.post_recv(ch, top)
+        ch.wait([op])
+        return codec.assign(value, codec.unpack(op))
+    return value if ch.rank == root else None
 
 
 def allreduce(ch, value, codec):
@@ -211,39 +234,153 @@ def scatter(ch, root, blocks, out):
         out[:] = mine[:width]
 
 
-def allgather(ch, out, width):
-    """Ring allgather: `out` holds size blocks of `width` bytes, this rank's in place; in
-    size - 1 steps each rank passes its left neighbour's latest block to the right."""
+def gatherv(ch, root, block, out):
+    """Binomial gather of blocks of any size into root's `out` (size byte views, rank order;
+    root's own `block` None if it is in place already). A subtree's blocks travel together,
+    after their sizes, so no rank but root needs to know them. MPI.Exception ERR_TRUNCATE at
+    root if a block is longer than its place in `out`."""
+    size = ch.size
+    vrank = (ch.rank - root) % size
+    parent, children = tree(vrank, size)
+    ops = [ch.recv(_absolute(c, root, size)) for c, _ in children]
+    ch.wait(ops)
+    mine = [block]
+    for (_, count), op in zip(children, ops):
+        mine += _split(op.data, count)
+    if parent is not None:
+        ch.wait([ch.send(_absolute(parent, root, size), _with_sizes(mine))])
+        return
+    for v, got in enumerate(mine):
+        if got is not None:
+            place = out[_absolute(v, root, size)]
+            place[:len(got)] = _fits(got, len(place))
+
+
+def scatterv(ch, root, blocks, out):
+    """Binomial scatter of root's `blocks` (size byte views of any size, rank order) into
+    every rank's `out` (a byte view; None at root keeps its block where it is). A child gets
+    its subtree's blocks together, after their sizes, and cuts them for its own children.
+    MPI.Exception ERR_TRUNCATE if this rank's block is longer than `out`."""
+    size = ch.size
+    vrank = (ch.rank - root) % size
+    parent, children = tree(vrank, size)
+    if parent is None:
+        mine = [blocks[_absolute(v, root, size)] for v in range(size)]
+    else:
+        op = ch.recv(_absolute(parent, root, size))
+        ch.wait([op])
+        mine = _split(op.data, 1 + sum(count for _, count in children))
+    ch.wait([ch.send(_absolute(c, root, size), _with_sizes(mine[c - vrank:c - vrank + count]))
+             for c, count in reversed(children)])
+    if out is not None:
+        out[:len(mine[0])] = _fits(mine[0], len(out))
+
+
+def _with_sizes(views):
+    """One message of byte views: their sizes (int64s), then their bytes."""
+    sizes = np.array([len(v) for v in views], np.int64)
+    return memoryview(b"".join([sizes.tobytes(), *views]))
+
+
+def _split(data, count):
+    """The `count` byte views of a _with_sizes message (views of `data`, no copy)."""
+    data = memoryview(data)
+    at, views = 8 * count, []
+    for n in np.frombuffer(data[:at], np.int64).tolist():
+        views.append(data[at:at + n])
+        at += n
+    return views
+
+
+def _fits(view, room):
+    """`view`, if it fits in `room` bytes; else MPI.Exception ERR_TRUNCATE."""
+    if len(view) > room:
+        raise MPIException(errors.ERR_TRUNCATE, f"a block of {len(view)} bytes into {room}")
+    return view
+
+
+def allgatherv(ch, views, block=None):
+    """Ring allgather: `views` are the size blocks (byte views, any sizes); this rank's
+    `block` is copied into its own first (None: it is there already). In size - 1 steps each
+    rank passes the block got last to the right. ERR_TRUNCATE if a block does not fit."""
     rank, size = ch.rank, ch.size
+    if block is not None:
+        views[rank][:len(block)] = _fits(block, len(views[rank]))
     right, left = (rank + 1) % size, (rank - 1) % size
     for step in range(size - 1):
         sent, got = (rank - step) % size, (rank - step - 1) % size
-        ch.wait([ch.recv(left, _blocks(out, got, width)),
-                 ch.send(right, _blocks(out, sent, width))])
+        ch.wait([ch.recv(left, views[got]), ch.send(right, views[sent])])
 
 
-def alltoall(ch, blocks, out, width):
-    """Pairwise exchange: in step k rank r sends its block for r + k and receives the one
-    from r - k (mod size)."""
+def alltoallv(ch, sends, recvs):
+    """Pairwise exchange: in step k rank r sends sends[r + k] to r + k and receives
+    recvs[r - k] from r - k (mod size); its own block is copied."""
     rank, size = ch.rank, ch.size
-    _blocks(out, rank, width)[:] = _blocks(blocks, rank, width)
+    recvs[rank][:len(sends[rank])] = _fits(sends[rank], len(recvs[rank]))
     for step in range(1, size):
         dest, source = (rank + step) % size, (rank - step) % size
-        ch.wait([ch.recv(source, _blocks(out, source, width)),
-                 ch.send(dest, _blocks(blocks, dest, width))])
+        ch.wait([ch.recv(source, recvs[source]), ch.send(dest, sends[dest])])
 
 
-def reduce_scatter_block(ch, blocks, acc, codec):
-    """Pairwise exchange: rank r reduces into `acc` (its own block of `blocks`, copied) the
-    block every other rank holds for r, taking one per step."""
+def reduce_scatter(ch, send, counts, out, op, datatype):
+    """Block i (counts[i] elements) of the reduction of every rank's numpy array `send` into
+    rank i's `out` (a numpy array of counts[rank] elements; may alias `send`). A commutative
+    op: pairwise exchange, rank r reducing what each other rank holds for r, one per step.
+    Otherwise: a reduction in rank order to rank 0, then scatterv."""
     rank, size = ch.rank, ch.size
-    width = len(blocks) // size
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    blocks = [send[bounds[i]:bounds[i + 1]] for i in range(size)]
+    if not op.Is_commutative():
+        acc = send.copy()
+        reduce(ch, 0, acc, Arrays(op, acc, datatype))
+        scatterv(ch, 0, [as_bytes(acc[bounds[i]:bounds[i + 1]]) for i in range(size)]
+                 if rank == 0 else None, as_bytes(out))
+        return
+    acc = blocks[rank].copy()
+    codec = Arrays(op, acc, datatype)
     for step in range(1, size):
         dest, source = (rank + step) % size, (rank - step) % size
-        op = codec.post_recv(ch, source)
-        ch.wait([op, ch.send(dest, _blocks(blocks, dest, width))])
-        acc = codec.combine(acc, codec.unpack(op), False)
-    return acc
+        recv = codec.post_recv(ch, source)
+        ch.wait([recv, ch.send(dest, as_bytes(blocks[dest]))])
+        acc = codec.combine(acc, codec.unpack(recv), False)
+    out[...] = acc
+
+
+def allreduce_large(ch, value, op, datatype):
+    """Allreduce of a long numpy vector by reduce-scatter then allgather (Rabenseifner's
+    scheme, here pairwise then ring): each rank sends 2 (size - 1) / size of the vector,
+    not log2(size) times all of it. A commutative op only."""
+    size = ch.size
+    counts = [len(value) // size + (i < len(value) % size) for i in range(size)]
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    mine = value[bounds[ch.rank]:bounds[ch.rank + 1]]
+    reduce_scatter(ch, value, counts, mine, op, datatype)
+    allgatherv(ch, [as_bytes(value[bounds[i]:bounds[i + 1]]) for i in range(size)])
+
+
+def scan(ch, partial, result, codec, inclusive):
+    """Recursive doubling (MPICH's scan): in round k this rank swaps `partial`, the reduction
+    of its aligned group of 2^k ranks, with rank ^ 2^k, and folds a lower partner's into
+    `result` too. Inclusive: `result` holds this rank's value at first; exclusive: it gets
+    the lower ranks' reduction (left as given at rank 0). `partial` is spoiled."""
+    rank, size = ch.rank, ch.size
+    filled = inclusive
+    mask = 1
+    while mask < size:
+        partner = rank ^ mask
+        if partner < size:
+            recv = codec.post_recv(ch, partner)
+            ch.wait([recv, ch.send(partner, codec.pack(partial))])
+            theirs = codec.unpack(recv)
+            if partner < rank:
+                result = codec.combine(result, theirs, True) if filled else \
+                    codec.assign(result, theirs)
+                filled = True
+                partial = codec.combine(partial, theirs, True)
+            else:
+                partial = codec.combine(partial, theirs, False)
+        mask <<= 1
+    return result
 
 
 def allgather_objects(ch, obj):

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import collectives, errors, wireup
 from .collectives import Arrays, Channel, Objects
-from .datatypes import BYTE, IN_PLACE, message
+from .datatypes import BYTE, IN_PLACE, message, per_block, vector
 from .engine import SendOp
 from .errors import Exception as MPIException
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
@@ -383,21 +383,27 @@ class Comm:
         collectives.bcast(self._channel, root, message(buf, self._rank != root)[0])
 
     def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):
-        """MPI_Reduce (binomial tree) with a predefined op; `sendbuf` may be IN_PLACE at
-        root, `recvbuf` matters at root only. MPI.Exception ERR_OP for an op the datatype
-        does not have (BAND on DOUBLE...)."""
+        """MPI_Reduce (binomial tree; rooted at rank 0, then sent to root, for an op that
+        does not commute); `sendbuf` may be IN_PLACE at root, `recvbuf` matters at root
+        only. MPI.Exception ERR_OP for an op the datatype does not have (BAND on DOUBLE...)
+        or a freed one."""
         self._check_root(root)
         if self._rank == root:
-            acc = _accumulator(sendbuf, recvbuf)
+            acc, datatype = _accumulator(sendbuf, recvbuf)
         else:
             view, _, datatype = message(sendbuf, False)
             acc = np.frombuffer(view, datatype.dtype).copy()
-        collectives.reduce(self._channel, root, acc, Arrays(op, acc))
+        collectives.reduce(self._channel, root, acc, Arrays(op, acc, datatype))
 
     def Allreduce(self, sendbuf, recvbuf, op=SUM):
-        """MPI_Allreduce (recursive doubling); `sendbuf` may be IN_PLACE."""
-        acc = _accumulator(sendbuf, recvbuf)
-        collectives.allreduce(self._channel, acc, Arrays(op, acc))
+        """MPI_Allreduce: recursive doubling; on more than 2 ranks from ALLREDUCE_LARGE
+        bytes with a commutative op, reduce-scatter + allgather. `sendbuf` may be IN_PLACE."""
+        acc, datatype = _accumulator(sendbuf, recvbuf)
+        if self._size > 2 and acc.nbytes >= collectives.ALLREDUCE_LARGE and \
+                op.Is_commutative():
+            collectives.allreduce_large(self._channel, acc, op, datatype)
+        else:
+            collectives.allreduce(self._channel, acc, Arrays(op, acc, datatype))
 
     def Gather(self, sendbuf, recvbuf, root=0):
         """MPI_Gather (binomial tree) into root's `recvbuf` (size blocks); root's `sendbuf`
@@ -431,37 +437,122 @@ class Comm:
 
     def Allgather(self, sendbuf, recvbuf):
         """MPI_Allgather (ring); `sendbuf` may be IN_PLACE (this rank's block in recvbuf)."""
-        out = message(recvbuf, True, self._size)[0]
-        width = len(out) // self._size
-        if sendbuf is not IN_PLACE:
-            out[self._rank * width:(self._rank + 1) * width] = \
-                _fitting(message(sendbuf, False)[0], width)
-        collectives.allgather(self._channel, out, width)
+        views = _equal_blocks(message(recvbuf, True, self._size)[0], self._size)
+        collectives.allgatherv(self._channel, views, None if sendbuf is IN_PLACE else
+                               _fitting(message(sendbuf, False)[0], len(views[0])))
 
     def Alltoall(self, sendbuf, recvbuf):
         """MPI_Alltoall (pairwise exchange); `sendbuf` may be IN_PLACE."""
         out = message(recvbuf, True, self._size)[0]
-        width = len(out) // self._size
-        blocks = memoryview(bytes(out)) if sendbuf is IN_PLACE else \
-            _fitting(message(sendbuf, False, self._size)[0], width * self._size)
-        collectives.alltoall(self._channel, blocks, out, width)
+        sends = memoryview(bytes(out)) if sendbuf is IN_PLACE else \
+            _fitting(message(sendbuf, False, self._size)[0], len(out))
+        collectives.alltoallv(self._channel, _equal_blocks(sends, self._size),
+                              _equal_blocks(out, self._size))
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
-        """MPI_Reduce_scatter_block (pairwise exchange): block i of the reduction to rank i.
-        With `sendbuf` IN_PLACE, recvbuf holds the size blocks and gets the result in its
-        first."""
+        """MPI_Reduce_scatter_block (pairwise exchange; reduce then scatter for an op that
+        does not commute): block i of the reduction to rank i. With `sendbuf` IN_PLACE,
+        recvbuf holds the size blocks and gets the result in its first."""
         if sendbuf is IN_PLACE:
-            blocks, _, datatype = message(recvbuf, True, self._size)
-            out = blocks
+            view, count, datatype = message(recvbuf, True, self._size)
+            send = np.frombuffer(view, datatype.dtype)
+            out = send[:count]
         else:
-            blocks, _, datatype = message(sendbuf, False, self._size)
-            out = message(recvbuf, True)[0]
-        width = len(blocks) // self._size
-        out = _fitting(out, width)
-        mine = np.frombuffer(blocks[self._rank * width:(self._rank + 1) * width],
-                             datatype.dtype).copy()
-        acc = collectives.reduce_scatter_block(self._channel, blocks, mine, Arrays(op, mine))
-        out[:] = collectives.as_bytes(acc)
+            view, count, datatype = message(sendbuf, False, self._size)
+            send = np.frombuffer(view, datatype.dtype)
+            out = np.frombuffer(_fitting(message(recvbuf, True)[0], count * datatype.extent),
+                                datatype.dtype)
+        collectives.reduce_scatter(self._channel, send, [count] * self._size, out, op,
+                                   datatype)
+
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
+        """MPI_Reduce_scatter: block i (recvcounts[i] elements) of the reduction to rank i
+        (pairwise exchange; reduce then scatterv for an op that does not commute).
+        `recvcounts` None: each rank's recvbuf count (gathered first). With `sendbuf`
+        IN_PLACE, recvbuf holds the whole vector and gets the result in its first elements
+        (recvcounts then needed). ValueError for counts that do not add up, as mpi4py;
+        MPI.Exception ERR_COUNT for a negative count, ERR_OP."""
+        outview, outcount, datatype = message(recvbuf, True)
+        if sendbuf is IN_PLACE:
+            if recvcounts is None:
+                raise TypeError("Reduce_scatter with IN_PLACE needs recvcounts")
+            view, count = outview, outcount
+        else:
+            view, count, sendtype = message(sendbuf, False)
+            if sendtype is not datatype:
+                raise ValueError("mismatch in send and receive MPI datatypes")
+            if recvcounts is None:
+                recvcounts = collectives.allgather_objects(self._channel, outcount)
+        counts = per_block(recvcounts, self._size, lambda i, c: c)
+        if min(counts) < 0:
+            raise MPIException(errors.ERR_COUNT, f"negative count in {counts}")
+        if sum(counts) != count:
+            raise ValueError(f"mismatch in {'receive' if sendbuf is IN_PLACE else 'send'} "
+                             f"count {count} and sum(counts) {sum(counts)}")
+        if sendbuf is not IN_PLACE and outcount != counts[self._rank]:
+            raise ValueError(f"mismatch in receive count {outcount} and "
+                             f"counts[{self._rank}] {counts[self._rank]}")
+        send = np.frombuffer(view, datatype.dtype)
+        out = send[:counts[self._rank]] if sendbuf is IN_PLACE else \
+            np.frombuffer(outview, datatype.dtype)
+        collectives.reduce_scatter(self._channel, send, counts, out, op, datatype)
+
+    def Gatherv(self, sendbuf, recvbuf, root=0):
+        """MPI_Gatherv (binomial tree) into root's vector spec `recvbuf` ([buf, counts,
+        displs, T] and the other forms; recvbuf matters at root only); root's `sendbuf` may
+        be IN_PLACE. MPI.Exception ERR_TRUNCATE if a rank's block is longer than its count,
+        ERR_COUNT, ERR_ROOT."""
+        self._check_root(root)
+        out = None
+        if self._rank == root:
+            out = vector(recvbuf, True, self._size)[0]
+        block = None if self._rank == root and sendbuf is IN_PLACE else \
+            message(sendbuf, False)[0]
+        collectives.gatherv(self._channel, root, block, out)
+
+    def Scatterv(self, sendbuf, recvbuf, root=0):
+        """MPI_Scatterv (binomial tree) of root's vector spec `sendbuf` (matters at root
+        only); root's `recvbuf` may be IN_PLACE. MPI.Exception ERR_TRUNCATE if a block is
+        longer than its rank's recvbuf, ERR_COUNT, ERR_ROOT."""
+        self._check_root(root)
+        blocks = None
+        if self._rank == root:
+            blocks = vector(sendbuf, False, self._size)[0]
+        out = None if self._rank == root and recvbuf is IN_PLACE else \
+            message(recvbuf, True)[0]
+        collectives.scatterv(self._channel, root, blocks, out)
+
+    def Allgatherv(self, sendbuf, recvbuf):
+        """MPI_Allgatherv (ring) into the vector spec `recvbuf`; `sendbuf` may be IN_PLACE
+        (this rank's block in recvbuf). MPI.Exception ERR_TRUNCATE, ERR_COUNT."""
+        collectives.allgatherv(self._channel, vector(recvbuf, True, self._size)[0],
+                               None if sendbuf is IN_PLACE else message(sendbuf, False)[0])
+
+    def Alltoallv(self, sendbuf, recvbuf):
+        """MPI_Alltoallv (pairwise exchange) between vector specs; `sendbuf` may be IN_PLACE
+        (the blocks are taken from recvbuf's layout). MPI.Exception ERR_TRUNCATE, ERR_COUNT."""
+        recvs = vector(recvbuf, True, self._size)[0]
+        sends = [memoryview(bytes(v)) for v in recvs] if sendbuf is IN_PLACE else \
+            vector(sendbuf, False, self._size)[0]
+        collectives.alltoallv(self._channel, sends, recvs)
+
+    def Scan(self, sendbuf, recvbuf, op=SUM):
+        """MPI_Scan (recursive doubling): recvbuf at rank i = the reduction of ranks 0..i,
+        in rank order; `sendbuf` may be IN_PLACE. ValueError if the buffers' counts or
+        datatypes differ (as mpi4py); MPI.Exception ERR_OP."""
+        view, out, datatype = _scan_buffers(sendbuf, recvbuf)
+        partial = np.frombuffer(view, datatype.dtype).copy()
+        result = np.frombuffer(out, datatype.dtype)
+        result[...] = partial
+        collectives.scan(self._channel, partial, result, Arrays(op, partial, datatype), True)
+
+    def Exscan(self, sendbuf, recvbuf, op=SUM):
+        """MPI_Exscan (recursive doubling): recvbuf at rank i > 0 = the reduction of ranks
+        0..i-1 (rank 0's is left as it was); `sendbuf` may be IN_PLACE. Errors as Scan."""
+        view, out, datatype = _scan_buffers(sendbuf, recvbuf)
+        partial = np.frombuffer(view, datatype.dtype).copy()
+        collectives.scan(self._channel, partial, np.frombuffer(out, datatype.dtype),
+                         Arrays(op, partial, datatype), False)
 
     # Collectives on Python objects (pickle).
 
@@ -504,6 +595,15 @@ class Comm:
         """The objects combined with `op`, at every rank (recursive doubling)."""
         return collectives.allreduce(self._channel, sendobj, Objects(op))
 
+    def scan(self, sendobj, op=SUM):
+        """The objects of ranks 0..rank combined with `op` in rank order (recursive
+        doubling)."""
+        return collectives.scan(self._channel, sendobj, sendobj, Objects(op), True)
+
+    def exscan(self, sendobj, op=SUM):
+        """The objects of ranks 0..rank-1 combined with `op` in rank order; None at rank 0."""
+        return collectives.scan(self._channel, sendobj, None, Objects(op), False)
+
 
 def _fitting(view, width):
     """`view` cut to `width` bytes; MPI.Exception ERR_TRUNCATE if it is shorter."""
@@ -513,11 +613,30 @@ def _fitting(view, width):
 
 
 def _accumulator(sendbuf, recvbuf):
-    """The numpy array over `recvbuf` a reduction accumulates in, holding sendbuf's data
-    (already there if `sendbuf` is IN_PLACE); the send's datatype sets the dtype."""
+    """(the numpy array over `recvbuf` a reduction accumulates in, holding sendbuf's data
+    (already there if `sendbuf` is IN_PLACE), the datatype: the send's sets the dtype)."""
     out, _, datatype = message(recvbuf, True)
     if sendbuf is not IN_PLACE:
         view, _, datatype = message(sendbuf, False)
         out = _fitting(out, len(view))
         out[:] = view
-    return np.frombuffer(out, datatype.dtype)
+    return np.frombuffer(out, datatype.dtype), datatype
+
+
+def _scan_buffers(sendbuf, recvbuf):
+    """(sendbuf's bytes, or recvbuf's if it is IN_PLACE, recvbuf's bytes, the datatype);
+    ValueError if their counts or datatypes differ, as mpi4py checks them for Scan."""
+    out, count, datatype = message(recvbuf, True)
+    if sendbuf is IN_PLACE:
+        return out, out, datatype
+    view, sendcount, sendtype = message(sendbuf, False)
+    if (sendcount, sendtype) != (count, datatype):
+        raise ValueError(f"mismatch in send ({sendcount} {sendtype.Get_name()}) and receive "
+                         f"({count} {datatype.Get_name()}) buffers")
+    return view, out, datatype
+
+
+def _equal_blocks(view, size):
+    """`view` cut into `size` blocks of equal length."""
+    width = len(view) // size
+    return [view[i * width:(i + 1) * width] for i in range(size)]

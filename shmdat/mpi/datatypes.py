@@ -116,3 +116,69 @@ def message(spec, writable, blocks=1):
         raise MPIException(errors.ERR_COUNT, f"{blocks} x count {count} of "
                            f"{datatype.Get_name()} does not fit a buffer of {len(data)} bytes")
     return data[:blocks * count * datatype.extent], count, datatype
+
+
+def vector(spec, writable, blocks):
+    """(one byte memoryview per block, datatype) for a v-collective's buffer spec, as mpi4py
+    reads it: `buf`, `[buf, T]`, `[buf, counts]`, `[buf, counts, T]`, `[buf, (counts, displs)]`,
+    `[buf, (counts, displs), T]`, `[buf, counts, displs, T]`. Counts and displacements are in
+    elements: a sequence of `blocks`, or one int for all (a displacement int d: block i at
+    i * d); no counts: the buffer's elements split as evenly as possible; no displacements:
+    packed. ValueError for a malformed spec (as mpi4py); MPI.Exception ERR_COUNT for a negative
+    count or a block beyond the buffer, ERR_ARG for a negative displacement."""
+    counts = displs = datatype = None
+    if isinstance(spec, (list, tuple)):
+        if len(spec) == 2:
+            buf, counts = spec
+            if isinstance(counts, Datatype):
+                counts, datatype = None, counts
+        elif len(spec) == 3:
+            buf, counts, datatype = spec
+        elif len(spec) == 4:
+            buf, counts, displs, datatype = spec
+        else:
+            raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
+        if len(spec) < 4 and isinstance(counts, tuple):
+            counts, displs = counts
+        if datatype is not None and not isinstance(datatype, Datatype):
+            raise MPIException(errors.ERR_TYPE, f"not an MPI datatype: {datatype!r}")
+        view, data = _contiguous_bytes(buf, writable)
+    else:
+        view, data = _contiguous_bytes(spec, writable)
+    if datatype is None:
+        datatype = _datatype_of(view)
+    extent = datatype.extent
+    if counts is None:
+        elements, rest = divmod(len(data), extent)
+        if rest:
+            raise ValueError(f"message: cannot infer count, buffer length {len(data)} is not "
+                             f"a multiple of datatype extent {extent}")
+        counts = [elements // blocks + (i < elements % blocks) for i in range(blocks)]
+    counts = per_block(counts, blocks, lambda i, c: c)
+    displs = per_block(displs, blocks, lambda i, d: i * d)
+    if displs is None:
+        displs = [sum(counts[:i]) for i in range(blocks)]
+    views = []
+    for count, displ in zip(counts, displs):
+        if count < 0:
+            raise MPIException(errors.ERR_COUNT, f"negative count {count} in {counts}")
+        if displ < 0:
+            raise MPIException(errors.ERR_ARG, f"negative displacement {displ} in {displs}")
+        if (displ + count) * extent > len(data):
+            raise MPIException(errors.ERR_COUNT, f"count {count} at displacement {displ} of "
+                               f"{datatype.Get_name()} beyond a buffer of {len(data)} bytes")
+        views.append(data[displ * extent:(displ + count) * extent])
+    return views, datatype
+
+
+def per_block(value, blocks, spread):
+    """A spec's counts or displacements as a list of `blocks` ints: a sequence of that length,
+    or one int spread over the blocks by `spread(i, value)`; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)):
+        return [spread(i, int(value)) for i in range(blocks)]
+    value = [int(v) for v in value]
+    if len(value) != blocks:
+        raise ValueError(f"expecting {blocks} items, got {len(value)}")
+    return value

@@ -1,10 +1,13 @@
-"""MPI's predefined reduction operations (MPI.SUM ... MPI.MINLOC): called on two Python
-objects for the object collectives (mpi4py's rules), applied as a numpy ufunc for the buffer
-collectives. All are commutative, so the reduction algorithms may combine in any order."""
+"""MPI's reduction operations: the predefined MPI.SUM ... MPI.MINLOC (called on two Python
+objects for the object collectives, mpi4py's rules; applied as a numpy ufunc for the buffer
+collectives; all commutative) and user operations, `Op.Create(function, commute=False)`, whose
+function takes (invec, inoutvec, datatype) as mpi4py passes them. A non-commutative operation
+is applied in rank order: the algorithms ask `Is_commutative()` before reordering."""
 
 import numpy as np
 
 from . import errors
+from .datatypes import message
 from .errors import Exception as MPIException
 
 
@@ -32,7 +35,7 @@ def _minloc(x, y):
 def _loc_ufunc(better):
     """MAXLOC or MINLOC on arrays of (value, index) records (MPI.DOUBLE_INT ...), called
     as a ufunc: `out` (which is `acc`) takes `other`'s pair where it wins."""
-    def apply(acc, other, out):
+    def apply(other, acc, out):
         if acc.dtype.names != ("value", "index"):
             raise MPIException(errors.ERR_OP, "MAXLOC and MINLOC need a (value, index) pair "
                                "datatype such as MPI.DOUBLE_INT")
@@ -43,29 +46,81 @@ def _loc_ufunc(better):
 
 
 class Op:
-    """A reduction operation: `op(x, y)` on objects; `reduce_into(acc, other)` on arrays
-    whose numpy dtype kind is one of `kinds` (MPI's table of which op takes which types:
-    logical ops on integers and C_BOOL, bitwise ones on integers and BYTE, ...)."""
+    """A reduction operation (mpi4py's MPI.Op): `op(x, y)` on objects; on numpy arrays,
+    `reduce_local(invec, inoutvec, datatype)` (inoutvec = invec op inoutvec, MPI's order).
+    A predefined op applies a ufunc to the dtype kinds of MPI's table (`kinds`: logical ops on
+    integers and C_BOOL, bitwise ones on integers and BYTE, ...); a user op (`function`
+    taking byte buffers and the datatype, `kinds` None) applies to every datatype."""
 
-    def __init__(self, name, function, ufunc, kinds):
+    def __init__(self, name, function, ufunc, kinds, commute=True):
         self.name, self._function, self._ufunc, self._kinds = name, function, ufunc, kinds
+        self._commute = commute
 
-    def __call__(self, x, y):
-        return self._function(x, y)
+    @classmethod
+    def Create(cls, function, commute=False):
+        """MPI_Op_create: a user operation. `function(invec, inoutvec, datatype)` must leave
+        invec op inoutvec in inoutvec (writable byte buffers of the same length; on objects
+        it is called as function(x, y, None) and its result taken, as mpi4py does)."""
+        if not callable(function):
+            raise TypeError(f"Op.Create needs a callable, not {type(function).__name__}")
+        return cls(getattr(function, "__name__", "user"), function, None, None, bool(commute))
+
+    def Free(self):
+        """MPI_Op_free: the op becomes MPI.OP_NULL (false; using it raises ERR_OP).
+        MPI.Exception ERR_OP for a predefined or already freed op."""
+        if self._ufunc is not None or self._function is None:
+            raise MPIException(errors.ERR_OP, f"{self!r} cannot be freed")
+        self._function = None
+
+    def __bool__(self):
+        return self._function is not None
 
     def Is_commutative(self):
-        return True
+        """MPI_Op_commutative. MPI.Exception ERR_OP once freed."""
+        self.check(None)
+        return self._commute
 
-    def reduce_into(self, acc, other):
-        """acc = acc op other, elementwise on numpy arrays of one dtype. MPI.Exception
-        ERR_OP if the operation is not defined on that dtype (BAND on floats, MAXLOC on
-        anything but a pair datatype...)."""
-        if acc.dtype.kind not in self._kinds:
-            raise MPIException(errors.ERR_OP, f"MPI.{self.name} is not defined on {acc.dtype}")
-        self._ufunc(acc, other, out=acc)
+    @property
+    def is_commutative(self):
+        return self.Is_commutative()
+
+    def __call__(self, x, y):
+        self.check(None)
+        if self._ufunc is None:
+            return self._function(x, y, None)
+        return self._function(x, y)
+
+    def check(self, dtype):
+        """MPI.Exception ERR_OP if the op is freed or not defined on numpy `dtype` (BAND on
+        floats, MAXLOC on anything but a pair datatype...); None checks only the former."""
+        if self._function is None:
+            raise MPIException(errors.ERR_OP, "the op has been freed (MPI.OP_NULL)")
+        if dtype is not None and self._kinds is not None and dtype.kind not in self._kinds:
+            raise MPIException(errors.ERR_OP, f"MPI.{self.name} is not defined on {dtype}")
+
+    def reduce_local(self, invec, inoutvec, datatype=None):
+        """inoutvec = invec op inoutvec, elementwise on numpy arrays of one dtype and size
+        (a user op gets their bytes and `datatype`). MPI.Exception ERR_OP as `check`."""
+        self.check(inoutvec.dtype)
+        if self._ufunc is None:
+            self._function(memoryview(invec).cast("B"), memoryview(inoutvec).cast("B"),
+                           datatype)
+        else:
+            self._ufunc(invec, inoutvec, out=inoutvec)
+
+    def Reduce_local(self, inbuf, inoutbuf):
+        """MPI_Reduce_local on buffer specs: inoutbuf = inbuf op inoutbuf. ValueError if their
+        counts or datatypes differ (as mpi4py); MPI.Exception ERR_OP as `check`."""
+        inview, count, datatype = message(inbuf, False)
+        outview, outcount, outtype = message(inoutbuf, True)
+        if (count, datatype) != (outcount, outtype):
+            raise ValueError(f"mismatch in inbuf ({count} {datatype.Get_name()}) and inoutbuf "
+                             f"({outcount} {outtype.Get_name()})")
+        self.reduce_local(np.frombuffer(inview, datatype.dtype),
+                          np.frombuffer(outview, datatype.dtype), datatype)
 
     def __repr__(self):
-        return f"<Op MPI.{self.name}>"
+        return f"<Op MPI.{self.name}>" if self._ufunc is not None else f"<Op {self.name}>"
 
 
 _NUMBERS, _REALS, _LOGICAL, _BITS = "iufc", "iuf", "iub", "iu"   # numpy dtype kinds

@@ -37,17 +37,18 @@ class Info:
 INFO_NULL = Info()
 
 
-def _replace(acc, other, out):
-    out[...] = other
+def _replace(origin, target, out):
+    out[...] = origin
 
 
-def _no_op(acc, other, out):
+def _no_op(origin, target, out):
     pass
 
 
 _ANY_KIND = "biufcSUV"          # REPLACE and NO_OP take every datatype
-REPLACE = ops.Op("REPLACE", lambda x, y: y, _replace, _ANY_KIND)
-NO_OP = ops.Op("NO_OP", lambda x, y: x, _no_op, _ANY_KIND)
+# As every op's ufunc, called (origin, target, out=target): the result is the target's.
+REPLACE = ops.Op("REPLACE", lambda x, y: x, _replace, _ANY_KIND)
+NO_OP = ops.Op("NO_OP", lambda x, y: y, _no_op, _ANY_KIND)
 
 # What an accumulate names on the wire, by index: the predefined ops (MPI allows no
 # user-defined op there) and the named datatypes.
@@ -94,8 +95,7 @@ def _check_op(op, datatype):
     if op not in _OP_INDEX:
         _fail(errors.ERR_OP, f"an accumulate takes a predefined op or REPLACE or NO_OP, "
                              f"not {op!r}")
-    empty = np.empty(0, datatype.dtype)
-    op.reduce_into(empty, empty)        # raises ERR_OP where MPI's table has no entry
+    op.check(datatype.dtype)            # ERR_OP where MPI's table has no entry
 
 
 class Win:
@@ -377,7 +377,7 @@ class Win:
             data = body[ACC_BODY.size:]
             here = np.frombuffer(self._memory, dtype, len(data) // dtype.itemsize, offset)
             old = here.tobytes() if fetch else b""
-            _OPS[op].reduce_into(here, np.frombuffer(data, dtype))
+            _OPS[op].reduce_local(np.frombuffer(data, dtype), here)
             self._engine.answer(source, request_id, old)
         elif kind == WIN_LOCK:
             self._waiting.append((source, request_id, LOCK_BODY.unpack(body)[0]))

@@ -223,6 +223,84 @@ sys.stdout.write(f"ok {rank}\\n")
 """
 
 
+SHMDAT_ONLY = """
+import sys, threading
+import shmdat
+from shmdat.mpi import MPI
+
+world = MPI.COMM_WORLD
+rank, size = world.rank, world.size
+wright, wleft = (rank + 1) % size, (rank - 1) % size
+
+
+def raises(error_class, call, *args):
+    try:
+        call(*args)
+    except MPI.Exception as e:
+        assert e.Get_error_class() == error_class, (call, e.Get_error_class(), e)
+        return
+    raise AssertionError(f"{call} did not raise")
+
+
+assert MPI.Get_version() == (3, 1)
+assert MPI.get_vendor() == ("shmdat", tuple(int(p) for p in shmdat.__version__.split(".")))
+assert shmdat.__version__ in MPI.Get_library_version()
+assert (MPI.THREAD_SINGLE, MPI.THREAD_FUNNELED, MPI.THREAD_SERIALIZED,
+        MPI.THREAD_MULTIPLE) == (0, 1, 2, 3)
+assert MPI.Query_thread() == MPI.THREAD_SERIALIZED
+assert MPI.Init_thread() == MPI.Init_thread(MPI.THREAD_MULTIPLE) == MPI.THREAD_SERIALIZED
+assert MPI.Init_thread(MPI.THREAD_FUNNELED) == MPI.THREAD_FUNNELED
+assert MPI.Init() is None and MPI.Is_initialized() and not MPI.Is_finalized()
+
+# Split's arguments are checked once every rank has given its own: all raise alike (MPICH
+# takes a negative color; MPI says it is erroneous).
+raises(MPI.ERR_ARG, world.Split, -5 if rank == 0 else 0)
+try:
+    world.Split(0, "first" if rank == size - 1 else 0)
+except TypeError as e:
+    assert f"rank {size - 1}" in str(e), e
+else:
+    raise AssertionError("a str key did not raise")
+assert world.Split(0, 0).allreduce(1) == size
+
+for call in (lambda: world.Create(None), world.Get_group, lambda: world.group):
+    try:
+        call()
+    except NotImplementedError as e:
+        assert str(e).startswith("Comm."), e
+    else:
+        raise AssertionError(f"{call} did not raise")
+
+# THREAD_SERIALIZED: another thread may call while this one does not.
+got = []
+thread = threading.Thread(target=lambda: got.append(world.sendrecv(rank, dest=wright,
+                                                                   source=wleft)))
+thread.start()
+thread.join(30)
+assert not thread.is_alive() and got == [wleft], got
+
+# A freed communicator's context id is never reused: its late message matches nothing new.
+old = world.Dup()
+if rank == 0:
+    old.send("old", dest=1, tag=1)
+old.Free()
+new = world.Dup()
+if rank == 0:
+    new.send("new", dest=1, tag=1)
+elif rank == 1:
+    assert new.recv(source=0, tag=1) == "new"
+    assert not new.Iprobe(source=0, tag=1)
+new.Barrier()
+
+MPI.Finalize()
+assert MPI.Is_finalized()
+raises(MPI.ERR_OTHER, MPI.Finalize)
+raises(MPI.ERR_OTHER, MPI.Init)
+raises(MPI.ERR_OTHER, MPI.Init_thread)
+sys.stdout.write(f"ok {rank}\\n")
+"""
+
+
 def run_ok(tmp_path, n, body):
     r = launch(tmp_path, n, body)
     assert r.returncode == 0, r.stderr
@@ -253,3 +331,11 @@ def test_the_same_program_under_mpi4py(tmp_path):
                        text=True, timeout=mpi_launch.TIMEOUT)
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(r.stdout.split("\n")[:-1]) == [f"ok {r}" for r in range(3)]
+
+
+def test_namespace_split_errors_threads_and_finalize(tmp_path):
+    """shmdat's own answers (MPICH's differ): Get_version, get_vendor, the thread level
+    (THREAD_SERIALIZED, and a second thread's calls work), Init as a no-op, Split's checks
+    on every rank, groups not implemented, context ids not reused, Finalize."""
+    out = run_ok(tmp_path, 3, SHMDAT_ONLY)
+    assert sorted(out.split("\n")[:-1]) == [f"ok {r}" for r in range(3)]

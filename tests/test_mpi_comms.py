@@ -1,9 +1,10 @@
 """shmdat.mpi communicators and persistent requests, by real launches at N = 1, 2, 3, 4:
 Split by parity and by an odd color set (UNDEFINED too) with keys that reorder, Split of a
-split, Dup and Clone; point to point (eager and rendezvous, ANY_SOURCE statuses and Probe in
-the communicator's ranks) and collectives on each, while the parent's own traffic with the
-same tags is under way; persistent requests started several times; Free; COMM_SELF; the
-errors. PROGRAM runs unchanged under mpi4py + MPICH too (the import aside)."""
+split, Dup, Clone and Create from a group; point to point (eager and rendezvous, ANY_SOURCE
+statuses and Probe in the communicator's ranks) and collectives on each, while the parent's
+own traffic with the same tags is under way; persistent requests started several times;
+Free; COMM_SELF; the errors. PROGRAM runs unchanged under mpi4py + MPICH too (the import
+aside)."""
 
 import shutil
 import subprocess
@@ -141,6 +142,23 @@ clone = parity.Clone()
 assert clone.Compare(parity) == MPI.CONGRUENT
 exercise(clone, parity_members)
 
+# Groups, and a communicator made of one (reversed evens).
+group = world.Get_group()
+assert (group.size, group.rank, world.group.Compare(group)) == (size, rank, MPI.IDENT)
+evens = list(range(0, size, 2))
+reversed_evens = group.Incl(evens[::-1])
+assert reversed_evens.rank == (evens[::-1].index(rank) if rank % 2 == 0 else MPI.UNDEFINED)
+assert group.Excl(evens).Get_size() == size - len(evens)
+assert group.Translate_ranks(None, reversed_evens) == \
+    [evens[::-1].index(r) if r % 2 == 0 else MPI.UNDEFINED for r in range(size)]
+assert reversed_evens.Compare(group.Incl(evens)) == \
+    (MPI.IDENT if len(evens) == 1 else MPI.SIMILAR)
+created = world.Create(reversed_evens)
+assert (created == MPI.COMM_NULL) == (rank % 2 == 1)
+exercise(created, evens[::-1])
+for g in (group, reversed_evens):
+    g.Free()
+
 # COMM_SELF: this rank alone; its traffic never meets the world's sends to self.
 me = MPI.COMM_SELF
 assert (me.Get_rank(), me.Get_size(), me.Get_name()) == (0, 1, "MPI_COMM_SELF")
@@ -209,7 +227,7 @@ except TypeError:
     pass
 else:
     raise AssertionError("Set_name(5) did not raise")
-for comm in (parity, reverse, again, clone):
+for comm in (parity, reverse, again, clone) + ((created,) if rank % 2 == 0 else ()):
     comm.Free()
     assert comm == MPI.COMM_NULL
 
@@ -263,13 +281,16 @@ else:
     raise AssertionError("a str key did not raise")
 assert world.Split(0, 0).allreduce(1) == size
 
-for call in (lambda: world.Create(None), world.Get_group, lambda: world.group):
-    try:
-        call()
-    except NotImplementedError as e:
-        assert str(e).startswith("Comm."), e
-    else:
-        raise AssertionError(f"{call} did not raise")
+group = world.group
+raises(MPI.ERR_RANK, group.Incl, [0, 0])
+raises(MPI.ERR_RANK, group.Excl, [size])
+raises(MPI.ERR_GROUP, world.Split(rank % 2, 0).Create, group)   # not all in the split
+try:
+    group.Translate_ranks([0])
+except NotImplementedError as e:
+    assert str(e).startswith("Group.Translate_ranks"), e
+else:
+    raise AssertionError("Translate_ranks without a group did not raise")
 
 # THREAD_SERIALIZED: another thread may call while this one does not.
 got = []
@@ -334,8 +355,9 @@ def test_the_same_program_under_mpi4py(tmp_path):
 
 
 def test_namespace_split_errors_threads_and_finalize(tmp_path):
-    """shmdat's own answers (MPICH's differ): Get_version, get_vendor, the thread level
-    (THREAD_SERIALIZED, and a second thread's calls work), Init as a no-op, Split's checks
-    on every rank, groups not implemented, context ids not reused, Finalize."""
+    """shmdat's own answers (MPICH's differ or are not MPI's to give): Get_version,
+    get_vendor, the thread level (THREAD_SERIALIZED, and a second thread's calls work), Init
+    as a no-op, Split's checks on every rank, group errors, context ids not reused,
+    Finalize."""
     out = run_ok(tmp_path, 3, SHMDAT_ONLY)
     assert sorted(out.split("\n")[:-1]) == [f"ok {r}" for r in range(3)]

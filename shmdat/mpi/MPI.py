@@ -14,9 +14,10 @@ from .comm import (COMM_NULL, CONGRUENT, IDENT, REQUEST_NULL, SELF_CONTEXT,  # n
                    Request, Status)
 from .datatypes import IN_PLACE, Datatype  # noqa: F401
 from .engine import Engine
-from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_INTERN,  # noqa: F401
-                     ERR_OP, ERR_OTHER, ERR_RANK, ERR_REQUEST, ERR_ROOT, ERR_TAG, ERR_TRUNCATE,
-                     ERR_TYPE, SUCCESS, Exception)
+from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_GROUP,  # noqa: F401
+                     ERR_INTERN, ERR_OP, ERR_OTHER, ERR_RANK, ERR_REQUEST, ERR_ROOT, ERR_TAG,
+                     ERR_TRUNCATE, ERR_TYPE, SUCCESS, Exception)
+from .group import Group  # noqa: F401
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
 from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
                   PROD, SUM, Op)

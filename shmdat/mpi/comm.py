@@ -11,12 +11,11 @@ from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message
 from .engine import SendOp
 from .errors import Exception as MPIException
+from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .ops import MAX, SUM
 
 TAG_UB = 2**31 - 1
-UNDEFINED = -32766
-IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3     # Comm.Compare's answers (MPICH's values)
 WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to point, c + 1
 #                                        for its collectives
 _next_context = 4    # this process's lowest context id none of its communicators uses: ids
@@ -346,15 +345,24 @@ class Comm:
             raise MPIException(errors.ERR_COMM, f"Free of {self._name}")
         self.__class__ = _NullComm      # every call now raises ERR_COMM, at no cost to others
 
-    def Create(self, group):
-        raise NotImplementedError("Comm.Create: groups are not implemented (use Split)")
-
     def Get_group(self):
-        raise NotImplementedError("Comm.Get_group: groups are not implemented")
+        """MPI_Comm_group: this communicator's ranks as a Group."""
+        return Group(self._ranks, self._engine.rank)
 
-    @property
-    def group(self):
-        raise NotImplementedError("Comm.group: groups are not implemented")
+    group = property(Get_group)
+
+    def Create(self, group):
+        """MPI_Comm_create (collective, every rank giving the same group): a communicator of
+        the group's members in its order, on a new context; COMM_NULL elsewhere.
+        MPI.Exception ERR_GROUP if a member is not in this communicator."""
+        if not set(group._ranks) <= set(self._ranks):
+            raise MPIException(errors.ERR_GROUP, f"Create: the group has ranks that "
+                               f"{self._name or 'this communicator'} has not")
+        context = self.allreduce(_next_context, MAX)
+        _claim(context)
+        if group.Get_rank() == UNDEFINED:
+            return COMM_NULL
+        return Comm(self._engine, context, list(group._ranks))
 
     # Point-to-point: checks and the translation to the engine's ranks.
 

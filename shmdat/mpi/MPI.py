@@ -27,7 +27,7 @@ globals().update(datatypes.NAMED)     # MPI.BYTE, MPI.INT, MPI.DOUBLE, ...
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 # The engine is not thread safe (one thread at a time may wait on its EVD, and its queues
 # have no lock): threads may call in, one at a time.
-THREAD_PROVIDED = THREAD_SERIALIZED
+_THREAD_LEVEL = THREAD_SERIALIZED
 
 
 def Wtime():
@@ -66,15 +66,15 @@ def Init():
 
 def Init_thread(required=THREAD_MULTIPLE):
     """MPI_Init_thread: as Init; returns the thread level provided (THREAD_SERIALIZED at
-    most, see THREAD_PROVIDED)."""
+    most, see _THREAD_LEVEL)."""
     if _finalized:
         raise Exception(ERR_OTHER, "MPI_Init after MPI_Finalize")
-    return min(required, THREAD_PROVIDED)
+    return min(required, _THREAD_LEVEL)
 
 
 def Query_thread():
     """MPI_Query_thread: the thread level provided."""
-    return THREAD_PROVIDED
+    return _THREAD_LEVEL
 
 
 def Is_initialized():

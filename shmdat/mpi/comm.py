@@ -1,4 +1,4 @@
-"""mpi4py's Comm, Request and Status, on the engine (shmdat/mpi/engine.py). Names,
+"""mpi4py's Comm, Request, Prequest and Status, on the engine (shmdat/mpi/engine.py). Names,
 signatures and defaults are mpi4py's; what is not here is not implemented yet."""
 
 import functools
@@ -720,6 +720,7 @@ def _claim(context):
 
 
 def _invalid(name):
+    """COMM_NULL's method `name`: raises ERR_COMM naming the call."""
     def call(self, *args, **kwargs):
         raise MPIException(errors.ERR_COMM, f"Comm.{name} on COMM_NULL")
     return call
@@ -730,7 +731,7 @@ class _NullComm(Comm):
     MPI.Exception ERR_COMM (the methods are made below, from Comm's)."""
 
     def __init__(self):
-        pass
+        pass                            # no engine, no ranks: nothing may use them
 
     def __eq__(self, other):
         return isinstance(other, _NullComm)

@@ -6,23 +6,32 @@ import atexit
 import socket
 import time
 
+import shmdat
+
 from . import datatypes, errors, wireup
-from .comm import TAG_UB, UNDEFINED, Comm, Request, Status  # noqa: F401 (the namespace)
+from .comm import (COMM_NULL, CONGRUENT, IDENT, REQUEST_NULL, SELF_CONTEXT,  # noqa: F401
+                   SIMILAR, TAG_UB, UNDEFINED, UNEQUAL, WORLD_CONTEXT, Comm, Prequest,
+                   Request, Status)
 from .datatypes import IN_PLACE, Datatype  # noqa: F401
 from .engine import Engine
-from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_INTERN,  # noqa: F401
-                     ERR_OP, ERR_OTHER, ERR_RANK, ERR_ROOT, ERR_TAG, ERR_TRUNCATE, ERR_TYPE,
-                     SUCCESS, Exception)
+from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_DISP,  # noqa: F401
+                     ERR_GROUP, ERR_INTERN, ERR_OP, ERR_OTHER, ERR_RANK, ERR_REQUEST,
+                     ERR_RMA_RANGE, ERR_RMA_SYNC, ERR_ROOT, ERR_SIZE, ERR_TAG, ERR_TRUNCATE,
+                     ERR_TYPE, ERR_WIN, SUCCESS, Exception)
+from .group import Group  # noqa: F401
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
-from .errors import (ERR_DISP, ERR_RMA_RANGE, ERR_RMA_SYNC, ERR_SIZE,  # noqa: F401
-                     ERR_WIN)
+from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
+                  PROD, SUM, Op)
 from .win import (INFO_NULL, LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa: F401
                   MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED, NO_OP, REPLACE,
                   Info, Win)
-from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
-                  PROD, SUM, Op)
 
 globals().update(datatypes.NAMED)     # MPI.BYTE, MPI.INT, MPI.DOUBLE, ...
+
+THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
+# The engine is not thread safe (one thread at a time may wait on its EVD, and its queues
+# have no lock): threads may call in, one at a time.
+_THREAD_LEVEL = THREAD_SERIALIZED
 
 
 def Wtime():
@@ -38,6 +47,59 @@ def Get_processor_name():
     return socket.gethostname()
 
 
+def Get_version():
+    """MPI_Get_version: the MPI standard whose calls shmdat.mpi follows (a subset of them)."""
+    return 3, 1
+
+
+def Get_library_version():
+    return f"shmdat.mpi {shmdat.__version__}: mpi4py's API on shmdat's DAT API (MPI 3.1 subset)"
+
+
+def get_vendor():
+    """mpi4py's get_vendor: ('shmdat', shmdat's version as a tuple of ints)."""
+    return "shmdat", tuple(int(part) for part in shmdat.__version__.split("."))
+
+
+def Init():
+    """MPI_Init: importing this module initialized already, so nothing to do (a program
+    written for mpi4py with rc.initialize = False runs). MPI.Exception ERR_OTHER after
+    Finalize."""
+    Init_thread()
+
+
+def Init_thread(required=THREAD_MULTIPLE):
+    """MPI_Init_thread: as Init; returns the thread level provided (THREAD_SERIALIZED at
+    most, see _THREAD_LEVEL)."""
+    if _finalized:
+        raise Exception(ERR_OTHER, "MPI_Init after MPI_Finalize")
+    return min(required, _THREAD_LEVEL)
+
+
+def Query_thread():
+    """MPI_Query_thread: the thread level provided."""
+    return _THREAD_LEVEL
+
+
+def Is_initialized():
+    return True
+
+
+def Is_finalized():
+    return _finalized
+
+
+def Finalize():
+    """MPI_Finalize: wait for this rank's outstanding sends, close its IA; no MPI call may
+    follow. MPI.Exception ERR_OTHER if called twice."""
+    global _finalized
+    if _finalized:
+        raise Exception(ERR_OTHER, "MPI_Finalize called twice")
+    _finalized = True
+    atexit.unregister(_engine.close)
+    _engine.close()
+
+
 def _init():
     rank, size, sock = wireup.launch_info()
     engine = Engine(rank, size)
@@ -49,6 +111,8 @@ def _init():
 
 
 _engine = _init()
-COMM_WORLD = Comm(_engine, 0, _engine.rank, _engine.size)
+_finalized = False
+COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
+COMM_SELF = Comm(_engine, SELF_CONTEXT, [_engine.rank], "MPI_COMM_SELF")
 Win._engine = _engine      # a window takes this rank's engine (COMM_SELF's too) from here
 del errors

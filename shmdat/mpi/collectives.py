@@ -21,17 +21,19 @@ ALLREDUCE_LARGE = 16 << 20     # bytes: from here Allreduce on 3 or more ranks i
 
 class Channel:
     """A communicator's collective traffic: `rank`, `size`, and sends and receives on the
-    collective context. Waiting raises MPI.Exception if a message did not fit its buffer
-    (the ranks disagree on a size)."""
+    collective context, to and from the communicator's ranks (`ranks` maps them to the
+    engine's). Waiting raises MPI.Exception if a message did not fit its buffer (the ranks
+    disagree on a size)."""
 
-    def __init__(self, engine, context, rank, size):
-        self.engine, self.context, self.rank, self.size = engine, context, rank, size
+    def __init__(self, engine, context, rank, ranks):
+        self.engine, self.context, self.rank, self.size = engine, context, rank, len(ranks)
+        self.ranks = ranks
 
     def send(self, dest, view):
-        return self.engine.send(dest, self.context, TAG, view)
+        return self.engine.send(self.ranks[dest], self.context, TAG, view)
 
     def recv(self, source, buf=None):
-        return self.engine.post_recv(self.context, source, TAG, buf)
+        return self.engine.post_recv(self.context, self.ranks[source], TAG, buf)
 
     def wait(self, ops):
         self.engine.wait(ops)

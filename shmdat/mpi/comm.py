@@ -1,6 +1,7 @@
-"""mpi4py's Comm, Request and Status, on the engine (shmdat/mpi/engine.py). Names,
+"""mpi4py's Comm, Request, Prequest and Status, on the engine (shmdat/mpi/engine.py). Names,
 signatures and defaults are mpi4py's; what is not here is not implemented yet."""
 
+import functools
 import pickle
 
 import numpy as np
@@ -10,11 +11,15 @@ from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
 from .engine import SendOp
 from .errors import Exception as MPIException
+from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
-from .ops import SUM
+from .ops import MAX, SUM
 
 TAG_UB = 2**31 - 1
-UNDEFINED = -32766
+WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to point, c + 1
+#                                        for its collectives
+_next_context = 4    # this process's lowest context id none of its communicators uses: ids
+#                      are never reused, so a late message on a freed one matches nothing new
 
 
 class Status:
@@ -41,12 +46,24 @@ class Status:
 
 class Request:
     """A non-blocking operation (mpi4py's Request). Buffer requests: Wait/Test; object
-    requests also wait/test, which return the received object."""
+    requests also wait/test, which return the received object. `rank_of` maps the engine's
+    ranks to the communicator's, for statuses."""
 
-    def __init__(self, engine, op, decode=False):
-        self._engine, self._op, self._decode = engine, op, decode
+    def __init__(self, engine, rank_of, op, decode=False):
+        self._engine, self._rank_of, self._op, self._decode = engine, rank_of, op, decode
         self._active = True        # until a completion call has returned it (MPI's
         #                            REQUEST_NULL after that, for Waitany and Testany)
+
+    def _is_null(self):
+        return not self._active
+
+    def __eq__(self, other):
+        """As mpi4py's handles: a request is itself, and every null request is REQUEST_NULL."""
+        return self is other or isinstance(other, Request) and self._is_null() \
+            and other._is_null()
+
+    def __bool__(self):
+        return not self._is_null()
 
     def _finish(self, status):
         """Fill `status`; raise MPI.Exception if the operation ended in error."""
@@ -54,15 +71,15 @@ class Request:
         op = self._op
         if status is not None and not isinstance(op, SendOp):
             status.source, status.tag, status.error, status.count = \
-                op.source, op.tag, op.error, op.nbytes
+                self._rank_of[op.source], op.tag, op.error, op.nbytes
         if op.error:
-            raise MPIException(op.error, f"{op.nbytes} bytes from rank {op.source} into a "
-                               f"buffer of {len(op.buf)}")
+            raise MPIException(op.error, f"{op.nbytes} bytes from rank "
+                               f"{self._rank_of[op.source]} into a buffer of {len(op.buf)}")
 
     def _complete(self, status):
         """Finish the request if it is active; if a completion call already returned it,
-        it is MPI's REQUEST_NULL: an empty status, and no object (mpi4py's wait() of a
-        null request is None)."""
+        it is MPI's REQUEST_NULL (or an inactive persistent request): an empty status, and
+        no object (mpi4py's wait() of a null request is None)."""
         if self._active:
             self._finish(status)
             return self._result()
@@ -75,6 +92,11 @@ class Request:
         if not self._decode or isinstance(op, SendOp):
             return None
         return None if op.source == PROC_NULL else pickle.loads(op.data)
+
+    def Free(self):
+        """MPI_Request_free: the request becomes REQUEST_NULL; an operation under way still
+        completes (progress goes on in later calls)."""
+        self._active = False
 
     def Wait(self, status=None):
         """MPI_Wait. Raises MPI.Exception (ERR_TRUNCATE, or ERR_OTHER for a rank gone)."""
@@ -109,17 +131,18 @@ class Request:
     @classmethod
     def waitall(cls, requests, statuses=None):
         """Waitall, then the received objects (None for sends and null requests)."""
-        active = [r._op for r in requests if r._active]
+        active = [r for r in requests if r._active]
         if active:
-            requests[0]._engine.wait(active)
+            active[0]._engine.wait([r._op for r in active])
         return [r._complete(_status_at(statuses, i)) for i, r in enumerate(requests)]
 
     @classmethod
     def Testall(cls, requests, statuses=None):
         """MPI_Testall: True, with every request finished, if all are done."""
-        if requests:
-            requests[0]._engine.progress()
-        if not all(r._op.done for r in requests if r._active):
+        active = [r for r in requests if r._active]
+        if active:
+            active[0]._engine.progress()
+        if not all(r._op.done for r in active):
             return False
         for i, r in enumerate(requests):
             r._complete(_status_at(statuses, i))
@@ -169,6 +192,39 @@ class Request:
         return UNDEFINED
 
 
+class Prequest(Request):
+    """A persistent request (mpi4py's Prequest, from Send_init, Ssend_init, Recv_init):
+    inactive until Start; once a completion call has returned it, inactive again (not
+    REQUEST_NULL) and ready to Start anew. `start` starts the operation: the buffer, the
+    peer's engine rank and the tag are bound once, at init."""
+
+    def __init__(self, engine, rank_of, start):
+        super().__init__(engine, rank_of, None)
+        self._active = False
+        self._start = start        # None once freed
+
+    def _is_null(self):
+        return self._start is None
+
+    def Start(self):
+        """MPI_Start. MPI.Exception ERR_REQUEST if the request is active or freed."""
+        if self._active or self._start is None:
+            raise MPIException(errors.ERR_REQUEST, "MPI_Start of a persistent request that is "
+                               + ("freed" if self._start is None else "active already"))
+        self._op = self._start()
+        self._active = True
+
+    @classmethod
+    def Startall(cls, requests):
+        """MPI_Startall: Start each of `requests`, in order."""
+        for r in requests:
+            r.Start()
+
+    def Free(self):
+        """MPI_Request_free: the request becomes REQUEST_NULL (it cannot be started again)."""
+        self._active, self._start = False, None
+
+
 def _status_at(statuses, i):
     """The i-th Status of `statuses` (created if the list is short), or None."""
     if statuses is None:
@@ -178,10 +234,11 @@ def _status_at(statuses, i):
     return statuses[i]
 
 
-def _probed(status, msg):
-    """Fill `status` from a probed message (a Message, or _Done for PROC_NULL)."""
+def _probed(status, msg, rank_of):
+    """Fill `status` from a probed message (a Message, or _Done for PROC_NULL); `rank_of`
+    maps the engine's ranks to the communicator's."""
     if status is not None:
-        status.source, status.tag, status.error = msg.source, msg.tag, errors.SUCCESS
+        status.source, status.tag, status.error = rank_of[msg.source], msg.tag, errors.SUCCESS
         status.count = msg.nbytes if isinstance(msg, _Done) else msg.length
 
 
@@ -191,14 +248,18 @@ class _Done:
 
 
 class Comm:
-    """An intracommunicator: COMM_WORLD. `context` tells its point-to-point traffic apart;
-    its collectives use context + 1 (their own channel, shmdat/mpi/collectives.py)."""
+    """An intracommunicator: COMM_WORLD, COMM_SELF, or one that Dup or Split made. `ranks`
+    maps its ranks to the engine's (world) ranks; `context` tells its point-to-point traffic
+    apart, and its collectives use context + 1 (their own channel,
+    shmdat/mpi/collectives.py)."""
 
-    def __init__(self, engine, context, rank, size):
-        self._engine, self._context = engine, context
-        self._rank, self._size = rank, size
-        self._ranks = range(size)      # this communicator's rank -> the engine's (world) rank
-        self._channel = Channel(engine, context + 1, rank, size)
+    def __init__(self, engine, context, ranks, name=""):
+        self._engine, self._context, self._name = engine, context, name
+        self._ranks = ranks            # this communicator's rank -> the engine's (world) rank
+        self._rank, self._size = ranks.index(engine.rank), len(ranks)
+        # The engine's rank -> this communicator's, for statuses (PROC_NULL's is PROC_NULL).
+        self._rank_of = {PROC_NULL: PROC_NULL, **{r: i for i, r in enumerate(ranks)}}
+        self._channel = Channel(engine, context + 1, self._rank, ranks)
 
     def Get_rank(self):
         return self._rank
@@ -214,24 +275,120 @@ class Comm:
     def size(self):
         return self._size
 
-    def _check_rank(self, rank, what, wildcard=False):
-        if not isinstance(rank, int) or not (0 <= rank < self._size or rank == PROC_NULL
-                                             or wildcard and rank == ANY_SOURCE):
-            raise MPIException(errors.ERR_RANK, f"{what} {rank!r} (size {self._size})")
+    # Communicators.
+
+    def Get_name(self):
+        """MPI_Comm_get_name: MPI_COMM_WORLD, MPI_COMM_SELF, else what Set_name gave ('')."""
+        return self._name
+
+    def Set_name(self, name):
+        """MPI_Comm_set_name (this process's handle only). TypeError if `name` is not a str."""
+        if not isinstance(name, str):
+            raise TypeError(f"a communicator's name is a str, not {type(name).__name__}")
+        self._name = name
+
+    name = property(Get_name, Set_name)
+
+    def Is_inter(self):
+        return False
+
+    def Is_intra(self):
+        return True
+
+    def Compare(self, comm):
+        """MPI_Comm_compare: IDENT (this very communicator), CONGRUENT (the same ranks in the
+        same order), SIMILAR (the same ranks in another order) or UNEQUAL. MPI.Exception
+        ERR_COMM if `comm` is COMM_NULL or no communicator."""
+        if not isinstance(comm, Comm) or isinstance(comm, _NullComm):
+            raise MPIException(errors.ERR_COMM, f"Compare with {comm!r}")
+        if comm is self:
+            return IDENT
+        if list(comm._ranks) == list(self._ranks):
+            return CONGRUENT
+        return SIMILAR if sorted(comm._ranks) == sorted(self._ranks) else UNEQUAL
+
+    def Dup(self, info=None):
+        """MPI_Comm_dup (collective): the same ranks on a new context, so its traffic never
+        matches this communicator's. `info` is not used."""
+        context = self.allreduce(_next_context, MAX)
+        _claim(context)
+        return Comm(self._engine, context, self._ranks)
+
+    def Clone(self):
+        """mpi4py's Clone: Dup."""
+        return self.Dup()
+
+    def Split(self, color=0, key=0):
+        """MPI_Comm_split (collective): one new communicator per color, its ranks ordered by
+        (key, rank here); COMM_NULL for color UNDEFINED. Raised on every rank alike, once
+        all have given theirs: TypeError for a color or key that is not an int,
+        MPI.Exception ERR_ARG for a negative color other than UNDEFINED."""
+        entries = self.allgather((color, key, _next_context))
+        for rank, (c, k, _) in enumerate(entries):
+            if not isinstance(c, int) or not isinstance(k, int):
+                raise TypeError(f"Split: rank {rank} gave color {c!r}, key {k!r}: ints are due")
+            if c < 0 and c != UNDEFINED:
+                raise MPIException(errors.ERR_ARG, f"Split: rank {rank} gave color {c}")
+        # The largest next free id of all the ranks here is free at every member of every
+        # color; colors share it (their members never message each other on it).
+        context = max(next_free for _, _, next_free in entries)
+        _claim(context)
+        if color == UNDEFINED:
+            return COMM_NULL
+        members = sorted((k, rank) for rank, (c, k, _) in enumerate(entries) if c == color)
+        return Comm(self._engine, context, [self._ranks[rank] for _, rank in members])
+
+    def Free(self):
+        """MPI_Comm_free: this handle becomes COMM_NULL (operations already started still
+        complete). MPI.Exception ERR_COMM on COMM_WORLD and COMM_SELF."""
+        if self._context in (WORLD_CONTEXT, SELF_CONTEXT):
+            raise MPIException(errors.ERR_COMM, f"Free of {self._name}")
+        self.__class__ = _NullComm      # every call now raises ERR_COMM, at no cost to others
+
+    def Get_group(self):
+        """MPI_Comm_group: this communicator's ranks as a Group."""
+        return Group(self._ranks, self._engine.rank)
+
+    group = property(Get_group)
+
+    def Create(self, group):
+        """MPI_Comm_create (collective, every rank giving the same group): a communicator of
+        the group's members in its order, on a new context; COMM_NULL elsewhere.
+        MPI.Exception ERR_GROUP if a member is not in this communicator."""
+        if not set(group._ranks) <= set(self._ranks):
+            raise MPIException(errors.ERR_GROUP, f"Create: the group has ranks that "
+                               f"{self._name or 'this communicator'} has not")
+        context = self.allreduce(_next_context, MAX)
+        _claim(context)
+        if group.Get_rank() == UNDEFINED:
+            return COMM_NULL
+        return Comm(self._engine, context, list(group._ranks))
+
+    # Point-to-point: checks and the translation to the engine's ranks.
+
+    def _engine_rank(self, rank, what, wildcard=False):
+        """This communicator's `rank` as the engine's rank (PROC_NULL, and ANY_SOURCE with
+        `wildcard`, as they are); MPI.Exception ERR_RANK if it is none of these."""
+        if isinstance(rank, int):
+            if 0 <= rank < self._size:
+                return self._ranks[rank]
+            if rank == PROC_NULL or wildcard and rank == ANY_SOURCE:
+                return rank
+        raise MPIException(errors.ERR_RANK, f"{what} {rank!r} (size {self._size})")
 
     def _check_tag(self, tag, wildcard=False):
         if not isinstance(tag, int) or not (0 <= tag <= TAG_UB or wildcard and tag == ANY_TAG):
             raise MPIException(errors.ERR_TAG, f"tag {tag!r}")
 
     def _isend(self, view, dest, tag, context, sync=False):
-        self._check_rank(dest, "dest")
+        dest = self._engine_rank(dest, "dest")
         self._check_tag(tag)
         if dest == PROC_NULL:
             return _Done()
         return self._engine.send(dest, context, tag, view, sync)
 
     def _irecv(self, view, source, tag, context):
-        self._check_rank(source, "source", wildcard=True)
+        source = self._engine_rank(source, "source", wildcard=True)
         self._check_tag(tag, wildcard=True)
         if source == PROC_NULL:
             return _Done()
@@ -242,18 +399,18 @@ class Comm:
     def Isend(self, buf, dest, tag=0):
         """MPI_Isend of a buffer spec. MPI.Exception: ERR_RANK, ERR_TAG, ERR_TYPE, ERR_COUNT,
         ERR_BUFFER, ERR_OTHER (dest has gone)."""
-        return Request(self._engine, self._isend(message(buf, False)[0], dest, tag,
-                                                 self._context))
+        return Request(self._engine, self._rank_of,
+                       self._isend(message(buf, False)[0], dest, tag, self._context))
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """MPI_Irecv into a buffer spec; a longer message completes it with ERR_TRUNCATE."""
-        return Request(self._engine, self._irecv(message(buf, True)[0], source, tag,
-                                                 self._context))
+        return Request(self._engine, self._rank_of,
+                       self._irecv(message(buf, True)[0], source, tag, self._context))
 
     def Issend(self, buf, dest, tag=0):
         """MPI_Issend: the request completes once a receive has matched the message."""
-        return Request(self._engine, self._isend(message(buf, False)[0], dest, tag,
-                                                 self._context, sync=True))
+        return Request(self._engine, self._rank_of,
+                       self._isend(message(buf, False)[0], dest, tag, self._context, sync=True))
 
     def Send(self, buf, dest, tag=0):
         """MPI_Send (standard mode: returns once the buffer may be reused)."""
@@ -283,58 +440,90 @@ class Comm:
         copied first)."""
         outgoing = memoryview(bytes(message(buf, True)[0]))
         recv = self.Irecv(buf, source, recvtag)
-        send = Request(self._engine, self._isend(outgoing, dest, sendtag, self._context))
+        send = Request(self._engine, self._rank_of,
+                       self._isend(outgoing, dest, sendtag, self._context))
         recv.Wait(status)
         send.Wait()
 
     def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """MPI_Probe: block until a message (source, tag) could be received; it stays
         queued. `status` gets its source, tag and count. Returns True."""
-        self._check_rank(source, "source", wildcard=True)
+        source = self._engine_rank(source, "source", wildcard=True)
         self._check_tag(tag, wildcard=True)
         if source == PROC_NULL:
-            _probed(status, _Done())
+            _probed(status, _Done(), self._rank_of)
             return True
-        _probed(status, self._engine.wait_probe(self._context, source, tag))
+        _probed(status, self._engine.wait_probe(self._context, source, tag), self._rank_of)
         return True
 
     def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """MPI_Iprobe: whether a message (source, tag) could be received now."""
-        self._check_rank(source, "source", wildcard=True)
+        source = self._engine_rank(source, "source", wildcard=True)
         self._check_tag(tag, wildcard=True)
         if source == PROC_NULL:
-            _probed(status, _Done())
+            _probed(status, _Done(), self._rank_of)
             return True
         self._engine.progress()
         msg = self._engine.probe(self._context, source, tag)
         if msg is not None:
-            _probed(status, msg)
+            _probed(status, msg, self._rank_of)
         return msg is not None
 
     probe = Probe
     iprobe = Iprobe
 
+    # Persistent requests: the buffer, peer and tag bound once; each Start posts anew.
+
+    def _send_init(self, buf, dest, tag, sync):
+        dest = self._engine_rank(dest, "dest")
+        self._check_tag(tag)
+        view = message(buf, False)[0]
+        start = _Done if dest == PROC_NULL else functools.partial(
+            self._engine.send, dest, self._context, tag, view, sync)
+        return Prequest(self._engine, self._rank_of, start)
+
+    def Send_init(self, buf, dest, tag=0):
+        """MPI_Send_init: a Prequest that sends `buf` (its contents at each Start) to `dest`.
+        MPI.Exception: ERR_RANK, ERR_TAG, buffer errors, here; a send's errors at Wait."""
+        return self._send_init(buf, dest, tag, False)
+
+    def Ssend_init(self, buf, dest, tag=0):
+        """MPI_Ssend_init: as Send_init, each send synchronous (as Issend)."""
+        return self._send_init(buf, dest, tag, True)
+
+    def Recv_init(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
+        """MPI_Recv_init: a Prequest that receives into `buf`. MPI.Exception: ERR_RANK,
+        ERR_TAG, buffer errors, here; ERR_TRUNCATE at Wait."""
+        source = self._engine_rank(source, "source", wildcard=True)
+        self._check_tag(tag, wildcard=True)
+        view = message(buf, True)[0]
+        start = _Done if source == PROC_NULL else functools.partial(
+            self._engine.post_recv, self._context, source, tag, view)
+        return Prequest(self._engine, self._rank_of, start)
+
     def Abort(self, errorcode=0):
         """MPI_Abort: end the whole job; the launcher exits with `errorcode`."""
-        wireup.abort(self._rank, errorcode)
+        wireup.abort(self._engine.rank, errorcode)
 
     # Object point-to-point (pickle).
 
     def isend(self, obj, dest, tag=0):
         """Send a picklable object without blocking; returns a Request."""
         data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
-        return Request(self._engine, self._isend(memoryview(data), dest, tag, self._context))
+        return Request(self._engine, self._rank_of,
+                       self._isend(memoryview(data), dest, tag, self._context))
 
     def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
         """Receive an object without blocking; `request.wait()` returns it. (`buf`, a
         receive buffer for the pickle in mpi4py, is not needed here and is not used.)"""
-        return Request(self._engine, self._irecv(None, source, tag, self._context), decode=True)
+        return Request(self._engine, self._rank_of, self._irecv(None, source, tag, self._context),
+                       decode=True)
 
     def issend(self, obj, dest, tag=0):
         """Synchronous isend: the request completes once a receive has matched it."""
         data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
-        return Request(self._engine, self._isend(memoryview(data), dest, tag, self._context,
-                                                 sync=True))
+        return Request(self._engine, self._rank_of,
+                       self._isend(memoryview(data), dest, tag, self._context, sync=True))
 
     def send(self, obj, dest, tag=0):
         self.isend(obj, dest, tag).wait()
@@ -640,3 +829,46 @@ def _equal_blocks(view, size):
     """`view` cut into `size` blocks of equal length."""
     width = len(view) // size
     return [view[i * width:(i + 1) * width] for i in range(size)]
+
+
+def _claim(context):
+    """A new communicator's members agreed on `context` (at least every member's next free
+    id): it and its collective twin are used here from now on."""
+    global _next_context
+    _next_context = context + 2
+
+
+def _invalid(name):
+    """COMM_NULL's method `name`: raises ERR_COMM naming the call."""
+    def call(self, *args, **kwargs):
+        raise MPIException(errors.ERR_COMM, f"Comm.{name} on COMM_NULL")
+    return call
+
+
+class _NullComm(Comm):
+    """MPI.COMM_NULL, and what Free turns a communicator into: every call raises
+    MPI.Exception ERR_COMM (the methods are made below, from Comm's)."""
+
+    def __init__(self):
+        pass                            # no engine, no ranks: nothing may use them
+
+    def __eq__(self, other):
+        return isinstance(other, _NullComm)
+
+    def __bool__(self):
+        return False
+
+    def Get_name(self):
+        return "MPI_COMM_NULL"
+
+    name = property(Get_name)
+
+
+for _name, _attr in list(vars(Comm).items()):
+    if not _name.startswith("_") and _name not in vars(_NullComm):
+        setattr(_NullComm, _name,
+                property(_invalid(_name)) if isinstance(_attr, property) else _invalid(_name))
+
+COMM_NULL = _NullComm()
+REQUEST_NULL = Request(None, None, _Done())
+REQUEST_NULL._active = False          # a request a completion call has returned

@@ -8,11 +8,13 @@ ERR_TAG = 4
 ERR_COMM = 5
 ERR_RANK = 6
 ERR_ROOT = 7
+ERR_GROUP = 8
 ERR_OP = 9
 ERR_ARG = 12
 ERR_TRUNCATE = 14
 ERR_OTHER = 15
 ERR_INTERN = 16
+ERR_REQUEST = 19
 
 _STRINGS = {
     SUCCESS: "No MPI error", ERR_BUFFER: "Invalid buffer pointer", ERR_COUNT: "Invalid count",
@@ -20,6 +22,7 @@ _STRINGS = {
     ERR_RANK: "Invalid rank", ERR_ROOT: "Invalid root", ERR_OP: "Invalid MPI_Op",
     ERR_ARG: "Invalid argument", ERR_TRUNCATE: "Message truncated",
     ERR_OTHER: "Other MPI error", ERR_INTERN: "Internal MPI error",
+    ERR_GROUP: "Invalid group", ERR_REQUEST: "Invalid MPI_Request",
 }
 
 # One-sided communication's classes (shmdat/mpi/win.py).

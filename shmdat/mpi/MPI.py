@@ -29,9 +29,9 @@ from .win import (INFO_NULL, LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa:
 globals().update(datatypes.NAMED)     # MPI.BYTE, MPI.INT, MPI.DOUBLE, ...
 
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
-# The engine is not thread safe (one thread at a time may wait on its EVD, and its queues
-# have no lock): threads may call in, one at a time.
-_THREAD_LEVEL = THREAD_SERIALIZED
+# The engine's entry points hold its lock; one thread at a time waits on the EVD and hands
+# the others what it handles (shmdat/mpi/engine.py): threads may call at once.
+_THREAD_LEVEL = THREAD_MULTIPLE
 
 
 def Wtime():
@@ -69,8 +69,8 @@ def Init():
 
 
 def Init_thread(required=THREAD_MULTIPLE):
-    """MPI_Init_thread: as Init; returns the thread level provided (THREAD_SERIALIZED at
-    most, see _THREAD_LEVEL)."""
+    """MPI_Init_thread: as Init; returns the thread level provided (`required`, up to
+    THREAD_MULTIPLE)."""
     if _finalized:
         raise Exception(ERR_OTHER, "MPI_Init after MPI_Finalize")
     return min(required, _THREAD_LEVEL)

@@ -11,14 +11,16 @@ and are answered by FIN with that id and the answer's data (shmdat/mpi/win.py); 
 Put and Get are one RDMA write or read. docs/design/mpi.md has the whole protocol."""
 
 import collections
+import functools
 import os
 import struct
+import threading
 import time
 
 import numpy as np
 
 import shmdat
-from shmdat import DtoOp, DtoStatus, EpAttr, EvdFlags, MemPriv, RmrTriplet
+from shmdat import DtoOp, DtoStatus, EpAttr, EventNumber, EvdFlags, MemPriv, RmrTriplet
 
 from . import errors
 from .errors import Exception as MPIException
@@ -38,6 +40,7 @@ SEND_SLOTS = 16                     # eager sends outstanding per peer
 MAX_READS = 8                       # rendezvous RDMA reads outstanding per peer
 MAX_RMA = 8                         # a window's RDMA writes and reads outstanding per peer
 WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers this often
+WAKE_EVENTS = 16                    # room in the EVD for _wake's software events
 YIELD_SECONDS = 0.002               # oversubscribed: poll and yield this long before sleeping
 CACHE_ENTRIES = 16                  # registrations kept in the cache
 SEND_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.REMOTE_READ
@@ -132,19 +135,42 @@ class RegistrationCache:
             self.entries.pop(key)[0].free()
 
 
+def _threads():
+    """Whether other threads run, one of which may still send to this rank itself."""
+    return threading.active_count() > 1
+
+
+def _entry(method):
+    """An entry point of the engine: it runs holding the engine's lock, so that threads may
+    call MPI at once (THREAD_MULTIPLE); a waiter lets the lock go while it sleeps."""
+    @functools.wraps(method)
+    def entry(self, *args):
+        lock = self.lock
+        lock.acquire()
+        try:
+            return method(self, *args)
+        finally:
+            lock.release()
+    return entry
+
+
 class Engine:
     """One per process. `open(rank, size)`, then `connect` (shmdat/mpi/wireup.py) fills
     `peers`; `send` and `post_recv` start operations, `wait` drives progress until they end."""
 
     def __init__(self, rank, size):
         self.rank, self.size = rank, size
+        self.lock = threading.RLock()   # (re-entered: a window's on_message calls entry points)
+        self.turns = threading.Condition(self.lock)     # the EVD's waiter has handled an event
+        self.waiting = False            # a thread is in evd.wait: DAT allows one per EVD
         # More ranks than cores (Open MPI's rule for yield_when_idle): a waiting rank polls and
         # yields its core instead of spinning, as the rank it waits for may need that core.
         self.yield_when_idle = size > len(os.sched_getaffinity(0))
         self.ia = shmdat.ia_open()
         self.pz = self.ia.pz_create()
         self.evd = self.ia.evd_create(
-            max(1, (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS + MAX_RMA)), EvdFlags.DTO)
+            (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS + MAX_RMA) + WAKE_EVENTS,
+            EvdFlags.DTO | EvdFlags.SOFTWARE)       # (software events: _wake)
         # Connection requests and connection events share one EVD: the wire-up waits on one.
         self.cm_evd = self.ia.evd_create(4 * size + 8, EvdFlags.CR | EvdFlags.CONNECTION)
         self.psp = self.ia.psp_create_any(self.cm_evd)
@@ -167,6 +193,7 @@ class Engine:
                     self._repost(peer, slot)
                 self.peers[r] = peer
 
+    @_entry
     def close(self):
         """At exit: let every eager send reach its peer (closing the IA under one would
         lose it), then close the IA."""
@@ -177,6 +204,7 @@ class Engine:
 
     # Starting operations.
 
+    @_entry
     def send(self, dest, comm, tag, view, sync=False):
         """Start sending the byte memoryview `view` to rank `dest`; returns its SendOp. A
         `sync` send is done only once a receive has matched it (MPI's synchronous mode)."""
@@ -184,6 +212,7 @@ class Engine:
             op = SendOp(dest, done=not sync)
             self._arrive(dest, comm, tag, len(view), view, None,
                          self._await_fin(op) if sync else None)
+            self._wake()
             return op
         peer = self._peer_with_slot(dest)
         if len(view) <= (SYNC_LIMIT if sync else EAGER_LIMIT):
@@ -226,14 +255,17 @@ class Engine:
             op.result[:len(data)] = data
         op.done = True
 
+    @_entry
     def answer(self, source, request_id, data=b""):
         """FIN with `request_id` (and `data`) to rank `source`: its synchronous send has been
         matched, or its window message handled."""
         if source == self.rank:
             self._on_fin(request_id, data)
+            self._wake()
         else:
             self._post_control(self.peers[source], FIN_BODY.pack(request_id) + data)
 
+    @_entry
     def post_recv(self, comm, source, tag, buf):
         """Start a receive into the writable byte memoryview `buf` (None: into new bytes)."""
         op = RecvOp(comm, source, tag, buf)
@@ -248,17 +280,20 @@ class Engine:
             self._start_read(self.peers[msg.source], msg, op)
         return op
 
+    @_entry
     def probe(self, comm, source, tag):
         """The oldest unexpected message a receive (comm, source, tag) would match, left in
         the queue; None if there is none yet."""
         return self.matcher.find_unexpected(comm, source, tag)
 
+    @_entry
     def wait_probe(self, comm, source, tag):
         """Drive progress until probe(comm, source, tag) finds a message; return it."""
         self._wait_until(lambda: self.probe(comm, source, tag) is not None,
                          [RecvOp(comm, source, tag, None)])
         return self.probe(comm, source, tag)
 
+    @_entry
     def wait_any(self, ops):
         """Drive progress until one of `ops` is done; MPI.Exception only if none of them
         can ever complete."""
@@ -266,6 +301,7 @@ class Engine:
 
     # One-sided: a window's RDMA and messages (shmdat/mpi/win.py).
 
+    @_entry
     def rdma(self, dest, write, view, rmr):
         """Start an RDMA write of the byte memoryview `view` to `rmr` (an RmrTriplet) at rank
         `dest`, or a read of `rmr` into `view`; returns its RmaOp, done once complete.
@@ -288,6 +324,7 @@ class Engine:
         self.cache.release(op.registration)
         op.registration = None
 
+    @_entry
     def window_message(self, dest, kind, window, body, result=None):
         """Send the window message `kind` (WIN_ACC, WIN_LOCK, WIN_UNLOCK; `body` at most
         WIN_BODY_LIMIT bytes) for window id `window` to rank `dest`, this rank included;
@@ -303,6 +340,7 @@ class Engine:
 
     # Waiting.
 
+    @_entry
     def wait(self, ops):
         """Drive progress until every op is done; MPI.Exception if one waits on a rank that
         has gone (or on itself), which would otherwise block for ever."""
@@ -318,11 +356,32 @@ class Engine:
             return
         while not ready():
             self._check_reachable(ops, any_of)
+            if self.waiting:        # another thread waits on the EVD: it handles what comes
+                self.turns.wait(WAIT_SLICE_US / 1e6)
+                continue
+            self.waiting = True
+            saved = self.lock._release_save()   # (held once per entry point on the stack)
             try:
                 event, _ = self.evd.wait(WAIT_SLICE_US)
             except shmdat.TimeoutExpired:
                 continue
-            self._handle(event.data)
+            finally:
+                self.lock._acquire_restore(saved)
+                self.waiting = False
+                self.turns.notify_all()
+            if event.number != EventNumber.SOFTWARE_EVENT:
+                self._handle(event.data)
+
+    def _wake(self):
+        """Operations have completed outside the EVD's events (a message from this rank to
+        itself): the threads waiting look again, the EVD's waiter woken by a software
+        event (a full EVD wakes it anyway)."""
+        if self.waiting:
+            try:
+                self.evd.post_se(None)
+            except shmdat.QueueFull:
+                pass
+        self.turns.notify_all()
 
     def _poll_yielding(self, ready):
         """Run progress, yielding the core between rounds, until ready() (-> True) or for
@@ -334,7 +393,11 @@ class Engine:
                 return True
             if time.monotonic() >= end:
                 return False
-            os.sched_yield()
+            saved = self.lock._release_save()
+            try:
+                os.sched_yield()
+            finally:
+                self.lock._acquire_restore(saved)
 
     def _check_reachable(self, ops, any_of=False):
         """MPI.Exception for the first op that can never complete; with `any_of`, only if
@@ -356,14 +419,15 @@ class Engine:
         """Why the pending `op` can never complete, or None if it still may."""
         if isinstance(op, SendOp):
             if op.dest == self.rank:     # (a window's lock here may wait for a release)
-                return None if type(op) is RmaOp else (
+                return None if type(op) is RmaOp or _threads() else (
                     "a synchronous send to this rank itself that no receive matched: it would "
                     "never complete")
             peer = self.peers[op.dest]
             return f"rank {op.dest} has gone ({peer.gone})" if peer.gone else None
         if op.source == self.rank:
-            return ("a receive from this rank itself that no send posted before it can match: "
-                    "it would never complete")
+            return None if _threads() else (
+                "a receive from this rank itself that no send posted before it can match: it "
+                "would never complete")
         if op.source == ANY_SOURCE:
             if all(p is None or p.gone for p in self.peers):
                 return "a receive from ANY_SOURCE, and every other rank has gone"
@@ -373,15 +437,20 @@ class Engine:
 
     # Progress.
 
+    @_entry
     def progress(self):
-        """Handle every DTO completion queued now."""
+        """Handle every DTO completion queued now (unless a thread waits on the EVD: it
+        handles them, one at a time)."""
+        if self.waiting:
+            return
         evd = self.evd
         while True:
             try:
-                done = evd.dequeue().data
+                event = evd.dequeue()
             except shmdat.QueueEmpty:
                 return
-            self._handle(done)
+            if event.number != EventNumber.SOFTWARE_EVENT:    # (a _wake nobody waited for)
+                self._handle(event.data)
 
     def _handle(self, done):
         peer, what = done.user_cookie      # what: a slot, a read's (RecvOp, LMR, request id)

@@ -11,8 +11,8 @@ import time
 
 from . import msgrate, report, runner, targets, waiting
 from ..dat.limits import MAX_MESSAGE_SIZE, MAX_RDMA_SIZE
-from .plan import (COLLECTIVE_RANKS, COLLECTIVES, DEFAULT_SIZES, MSGRATE, QUICK_SIZES, TESTS, UNITS,
-                   WAITS, Cell, collective_row, rate_row, row)
+from .plan import (COLLECTIVE_RANKS, COLLECTIVES, DEFAULT_SIZES, MSGRATE, QUICK_COLLECTIVE_RANKS,
+                   QUICK_SIZES, TESTS, UNITS, WAITS, Cell, collective_row, rate_row, row)
 
 TARGET_SECONDS = 50.0       # what the cells of a default run share (about a minute with set-up)
 MAX_SIZE = min(MAX_MESSAGE_SIZE, MAX_RDMA_SIZE)     # a larger cell could only fail
@@ -105,7 +105,7 @@ def _parser():
     p.add_argument("--senders", type=_list_of(_count(0)),
                    help="message-rate sender counts, e.g. 1,2,4 (default 1 to 2x cores); 0: skip")
     p.add_argument("--ranks", type=_list_of(_count(0)),
-                   help="with --compare, MPI collectives' rank counts, e.g. 2,4 (default); 0: skip")
+                   help="with --compare, MPI collectives' rank counts, e.g. 2,4 (default; --quick: 4); 0: skip")
     p.add_argument("--messages", type=_count(1),
                    help="messages per message-rate run (default 40000)")
     p.add_argument("--no-waiting", action="store_true",
@@ -160,7 +160,8 @@ def main(argv=None):
     cells = [Cell(t, s, w) for t in args.tests for s in sizes for w in args.wait]
     senders = args.senders or ([1, 2] if args.quick else list(range(1, 2 * (os.cpu_count() or 1) + 1)))
     transports, skipped = _transports(args.compare, cells, 1 in senders)
-    collective_runs = _collective_runs(args.compare, args.ranks or COLLECTIVE_RANKS, skipped)
+    rank_counts = args.ranks or (QUICK_COLLECTIVE_RANKS if args.quick else COLLECTIVE_RANKS)
+    collective_runs = _collective_runs(args.compare, rank_counts, skipped)
     ncells = sum(len(c) for _, c in transports) + len(COLLECTIVES) * len(collective_runs)
     budget = args.budget or (0.02 if args.quick else max(0.02, TARGET_SECONDS / max(ncells, 1)))
     messages = args.messages or (4000 if args.quick else 40000)

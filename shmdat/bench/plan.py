@@ -15,6 +15,7 @@ MSGRATE_SIZE = 8        # bytes of a message-rate message
 MSGRATE_LEAST = 1000    # messages in a message-rate batch at least, whatever the budget
 UNITS = {"latency": "us", "bandwidth": "GB/s", "message_rate": "msgs/s"}
 COLLECTIVE_RANKS = [2, 4]   # MPI collectives are timed at these numbers of ranks (--ranks)
+QUICK_COLLECTIVE_RANKS = [4]    # --quick: the rank count issue 14's targets name, one launch per MPI
 COLLECTIVE_LARGE = MiB      # the large Bcast and Allreduce
 
 

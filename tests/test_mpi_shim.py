@@ -16,8 +16,11 @@ import sys
 import pytest
 
 from shmdat.bench.runner import find_mpiexec, mpi_available
-from shmdat.mpi.launcher import SHIM_DIR
-from tests.mpi_launch import TIMEOUT, env, launch, write
+from tests.mpi_launch import ROOT, TIMEOUT, env, launch, write
+
+# shmdat.mpi's launcher.SHIM_DIR (not imported here: `import shmdat` must not show `mpi`,
+# tests/test_public_names.py).
+SHIM_DIR = os.path.join(ROOT, "shmdat", "mpi", "shim")
 
 REAL_MPI4PY = importlib.util.find_spec("mpi4py") is not None
 needs_mpiexec = pytest.mark.skipif(mpi_available() is not None, reason=f"{mpi_available()}")

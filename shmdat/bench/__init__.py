@@ -145,11 +145,11 @@ def _transports(compare, cells, msgrate):
 
 
 def _collective_runs(compare, ranks, skipped):
-    """[(transport, ranks)]: the MPI collectives' launches, shmdat.mpi's and (unless it is
-    skipped) mpi4py's at each number of ranks."""
+    """[(transport, ranks)]: the MPI collectives' launches at each number of ranks,
+    shmdat.mpi's and, unless it cannot run, mpi4py's."""
     if not compare:
         return []
-    mpis = [t for t in ("mpi4py", "shmdat.mpi") if t not in skipped]
+    mpis = ["shmdat.mpi"] if "mpi4py" in skipped else ["mpi4py", "shmdat.mpi"]
     return [(t, n) for n in ranks if n > 0 for t in mpis]
 
 

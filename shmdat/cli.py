@@ -140,7 +140,8 @@ def _parser():
                    add_help=False)
     sub.add_parser("run-verbs", help="run a pyverbs program unchanged on shmdat.verbs "
                    "(shmdat run-verbs --help)", add_help=False)
-    sub.add_parser("run", help="launch N ranks of a shmdat.mpi program (shmdat run --help)",
+    sub.add_parser("run", help="launch N ranks of a shmdat.mpi program, or with --mpi4py of an "
+                   "unchanged mpi4py program (shmdat run --help)",
                    add_help=False)
     return parser
 

@@ -12,7 +12,7 @@ import pytest
 from shmdat import bench
 from shmdat.hw import shm
 from shmdat.bench import msgrate, runner
-from shmdat.bench.plan import MSGRATE, TESTS, Cell
+from shmdat.bench.plan import COLLECTIVES, MSGRATE, TESTS, Cell
 
 
 def test_a_failing_benchmark_stops_its_peer_and_leaves_no_memory(monkeypatch, capsys):
@@ -77,6 +77,12 @@ def test_mpi4py_message_rate_cell_over_isend_irecv_windows():
     got = measured(runner.run_mpi, cells)
     assert [c for c, _, _ in got] == cells
     assert all(median > 0 and minimum > 0 for _, median, minimum in got)
+
+
+def test_collective_cells_run_unchanged_on_shmdat_mpi_at_an_odd_rank_count():
+    got = measured(lambda *a: runner.run_mpi(*a, "shmdat.mpi", 3, "shmdat.bench.mpi_collectives"), COLLECTIVES)
+    assert [c for c, _, _ in got] == COLLECTIVES
+    assert all(median >= minimum > 0 for _, median, minimum in got)
 
 
 def test_dat_message_rate_of_one_sender_is_a_layered_row():

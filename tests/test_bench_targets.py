@@ -1,7 +1,7 @@
-"""Issue 13's targets judged on synthetic runs (targets.evaluate is a pure function of the rows)."""
+"""Issue 13's and 14's targets judged on synthetic runs (targets.evaluate is a pure function of the rows)."""
 
 from shmdat.bench import report, targets
-from shmdat.bench.plan import Cell, rate_row, row
+from shmdat.bench.plan import Cell, collective_row, rate_row, row
 
 MiB = 1 << 20
 
@@ -14,9 +14,9 @@ def bw(transport, test, size, median):
     return row(transport, Cell(test, size, "poll"), median, median)
 
 
-def judge(rows=(), msgrate=(), waiting=None):
+def judge(rows=(), msgrate=(), waiting=None, collectives=()):
     """{name: judged target} of one synthetic run."""
-    return {t["name"]: t for t in targets.evaluate(list(rows), list(msgrate), waiting)}
+    return {t["name"]: t for t in targets.evaluate(list(rows), list(msgrate), waiting, list(collectives))}
 
 
 def test_a_target_within_its_bound_is_met_with_its_figures_and_ratio():
@@ -93,3 +93,44 @@ def test_the_section_says_met_missed_or_not_measured():
     assert lines["DAT 16 MiB RDMA write vs numpy.copyto"].endswith("  not measured")
     assert all(line.startswith(name) for name, line in lines.items())
     assert " 0.5x " in lines["DAT 8 B send/recv, polling, vs mpi4py"]
+
+
+def coll(transport, op, size, ranks, median):
+    return collective_row(transport, ranks, Cell(f"{op}_lat", size, "block"), median, median)
+
+
+def test_collective_targets_take_the_figures_at_4_ranks():
+    name = "shmdat.mpi 8 B Allreduce, 4 ranks, vs mpi4py"
+    # Only 2 ranks measured: not judged on them.
+    two = judge(collectives=[coll("shmdat.mpi", "allreduce", 8, 2, 10.0), coll("mpi4py", "allreduce", 8, 2, 9.0)])
+    assert two[name]["measured"] is False and two[name]["met"] is False
+    run = judge(collectives=[coll("shmdat.mpi", "allreduce", 8, 4, 30.0), coll("mpi4py", "allreduce", 8, 4, 10.0),
+                             coll("shmdat.mpi", "allreduce", 8, 2, 1.0), coll("mpi4py", "allreduce", 8, 2, 10.0),
+                             coll("shmdat.mpi", "barrier", 0, 4, 20.0), coll("mpi4py", "barrier", 0, 4, 10.0)])
+    assert (run[name]["ratio"], run[name]["unit"], run[name]["met"]) == (3.0, "us", False)
+    assert run[name]["against"] == ["mpi4py", "allreduce", "latency", 8, 4]
+    barrier = run["shmdat.mpi Barrier, 4 ranks, vs mpi4py"]
+    assert (barrier["ratio"], barrier["bound"], barrier["met"]) == (2.0, 2.0, True)
+
+
+def test_mpi_bandwidth_from_64_kib_up_is_judged_at_its_worst_size():
+    name = "shmdat.mpi bandwidth, 64 KiB up, vs mpi4py"
+    sizes = {32 << 10: (1.0, 9.0), 64 << 10: (5.0, 4.0), 1 << 20: (9.0, 10.0), 16 << 20: (20.0, 10.0)}
+    rows = [bw(t, "send_bw", size, figure) for size, pair in sizes.items()
+            for t, figure in zip(("shmdat.mpi", "mpi4py"), pair)]
+    t = judge(rows)[name]
+    # 32 KiB (below the bound's sizes) is not judged; 1 MiB is the worst of the others.
+    assert (t["ours"], t["theirs"], t["ratio"], t["measured"], t["met"]) == (9.0, 10.0, 0.9, True, False)
+    assert t["against"] == ["mpi4py", "send", "bandwidth", 1 << 20, "poll"]
+    better = judge([r for r in rows if r["size"] != 1 << 20])[name]
+    assert better["met"] and better["ratio"] == 1.25
+    # A size only one of the two measured does not count; none from 64 KiB: not measured.
+    assert judge(rows[:2] + rows[-2:-1])[name]["measured"] is False
+
+
+def test_the_collectives_section_sets_shmdat_mpi_beside_mpi4py():
+    lines = report.table([], collectives=[coll("shmdat.mpi", "barrier", 0, 4, 20.0), coll("mpi4py", "barrier", 0, 4, 10.0),
+                                          coll("shmdat.mpi", "allreduce", 1 << 20, 2, 500.0)]).splitlines()
+    assert lines[0].startswith("MPI collectives (us per call, the slowest rank's)")
+    assert lines[2].split() == ["2", "Allreduce", "1", "MiB", "500", "-"]
+    assert lines[3].split() == ["4", "Barrier", "-", "20", "10", "0.50x"]

@@ -11,7 +11,8 @@ import time
 
 from . import msgrate, report, runner, targets, waiting
 from ..dat.limits import MAX_MESSAGE_SIZE, MAX_RDMA_SIZE
-from .plan import DEFAULT_SIZES, MSGRATE, QUICK_SIZES, TESTS, UNITS, WAITS, Cell, rate_row, row
+from .plan import (COLLECTIVE_RANKS, COLLECTIVES, DEFAULT_SIZES, MSGRATE, QUICK_COLLECTIVE_RANKS,
+                   QUICK_SIZES, TESTS, UNITS, WAITS, Cell, collective_row, rate_row, row)
 
 TARGET_SECONDS = 50.0       # what the cells of a default run share (about a minute with set-up)
 MAX_SIZE = min(MAX_MESSAGE_SIZE, MAX_RDMA_SIZE)     # a larger cell could only fail
@@ -103,6 +104,8 @@ def _parser():
                    help="seconds per cell (default: ~45 s spread over all cells)")
     p.add_argument("--senders", type=_list_of(_count(0)),
                    help="message-rate sender counts, e.g. 1,2,4 (default 1 to 2x cores); 0: skip")
+    p.add_argument("--ranks", type=_list_of(_count(0)),
+                   help="with --compare, MPI collectives' rank counts, e.g. 2,4 (default; --quick: 4); 0: skip")
     p.add_argument("--messages", type=_count(1),
                    help="messages per message-rate run (default 40000)")
     p.add_argument("--no-waiting", action="store_true",
@@ -141,6 +144,15 @@ def _transports(compare, cells, msgrate):
     return [(name, c) for name, c in transports if c], skipped
 
 
+def _collective_runs(compare, ranks, skipped):
+    """[(transport, ranks)]: the MPI collectives' launches at each number of ranks,
+    shmdat.mpi's and, unless it cannot run, mpi4py's."""
+    if not compare:
+        return []
+    mpis = ["shmdat.mpi"] if "mpi4py" in skipped else ["mpi4py", "shmdat.mpi"]
+    return [(t, n) for n in ranks if n > 0 for t in mpis]
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
@@ -148,21 +160,26 @@ def main(argv=None):
     cells = [Cell(t, s, w) for t in args.tests for s in sizes for w in args.wait]
     senders = args.senders or ([1, 2] if args.quick else list(range(1, 2 * (os.cpu_count() or 1) + 1)))
     transports, skipped = _transports(args.compare, cells, 1 in senders)
-    ncells = sum(len(c) for _, c in transports)
+    rank_counts = args.ranks or (QUICK_COLLECTIVE_RANKS if args.quick else COLLECTIVE_RANKS)
+    collective_runs = _collective_runs(args.compare, rank_counts, skipped)
+    ncells = sum(len(c) for _, c in transports) + len(COLLECTIVES) * len(collective_runs)
     budget = args.budget or (0.02 if args.quick else max(0.02, TARGET_SECONDS / max(ncells, 1)))
     messages = args.messages or (4000 if args.quick else 40000)
 
-    rows, rates, wait_costs = [], [], None
+    rows, rates, collectives, wait_costs = [], [], [], None
     total = ncells + (len(sizes) if args.compare else 0)
 
-    def on_row(transport):
+    def on_row(transport, ranks=None):
         def take(cell, median, minimum):
-            if cell == MSGRATE:
+            if ranks is not None:
+                collectives.append(collective_row(transport, ranks, cell, median, minimum))
+            elif cell == MSGRATE:
                 rates.append(rate_row(transport, 1, cell.wait, median, minimum))
             else:
                 rows.append(row(transport, cell, median, minimum))
-            done = len(rows) + len(rates)
-            _progress(f"[{done}/{total}] {transport:<20} {cell.test:<14} {report.size_text(cell.size):>8}"
+            done = len(rows) + len(rates) + len(collectives)
+            name = transport if ranks is None else f"{transport} -n {ranks}"
+            _progress(f"[{done}/{total}] {name:<20} {cell.test:<14} {report.size_text(cell.size):>8}"
                       f" {cell.wait:<5} {median:9.3g} {UNITS[cell.metric]}")
         return take
 
@@ -178,6 +195,12 @@ def main(argv=None):
                 if transport == "shmdat":
                     raise
                 skipped[transport] = str(e).splitlines()[0]
+        for transport, n in collective_runs:
+            try:
+                runner.run_mpi(COLLECTIVES, budget, on_row(transport, n), transport, n,
+                               "shmdat.bench.mpi_collectives")
+            except RuntimeError as e:
+                skipped[f"{transport} collectives, {n} ranks"] = str(e).splitlines()[0]
         if args.compare:
             runner.run_memcpy(sizes, budget, on_row("memcpy"))
         for n in (s for s in senders if s > 0):
@@ -192,14 +215,14 @@ def main(argv=None):
     if sys.stderr.isatty():
         _progress("")
     m = {**report.machine(), "seconds": round(time.monotonic() - started, 1)}
-    judged = targets.evaluate(rows, rates, wait_costs)
+    judged = targets.evaluate(rows, rates, wait_costs, collectives)
 
     if args.json:
-        print(json.dumps({"machine": m, "rows": rows, "msgrate": rates, "waiting": wait_costs,
-                          "skipped": skipped, "targets": judged}, indent=1))
+        print(json.dumps({"machine": m, "rows": rows, "msgrate": rates, "collectives": collectives,
+                          "waiting": wait_costs, "skipped": skipped, "targets": judged}, indent=1))
     else:
         print(f"shmdat bench, {m['date']}, {m['cpu']}, {m['cores']} cores, {m['seconds']:.0f} s\n")
-        print(report.table(rows, rates, wait_costs, skipped, judged))
+        print(report.table(rows, rates, wait_costs, skipped, judged, collectives))
     if args.plot:
         from . import plot      # matplotlib is optional: imported only when asked for
         plot.draw(rows, args.plot, m, " ".join(["shmdat bench", *argv]))

@@ -1,16 +1,16 @@
 """MPI's side of the benchmark, run by `mpiexec -n 2 python -m shmdat.bench.mpi_worker`
-(mpi4py), or with SHMDAT_BENCH_MPI=shmdat.mpi by `shmdat run -n 2 -- python -m
-shmdat.bench.mpi_worker` (shmdat.mpi): the same program on either MPI.
+(mpi4py) and, unchanged, by `shmdat run -n 2 --mpi4py -- python -m shmdat.bench.mpi_worker`
+(shmdat.mpi through the mpi4py shim): the same program on either MPI.
 
 Rank 0 drives (the client), rank 1 serves; the cells come as JSON on rank 0's
 stdin and each result goes out as one JSON line. The message-rate cell runs over
 windows of Isend / Irecv (MpiWindowEndpoint), the others over Send / Recv.
 """
 
-import importlib
 import json
-import os
 import sys
+
+from mpi4py import MPI
 
 from .alternatives import MpiEndpoint, MpiWindowEndpoint
 from .plan import WINDOW, Cell
@@ -31,7 +31,6 @@ class _Ctrl:
 
 
 def main():
-    MPI = importlib.import_module(os.environ.get("SHMDAT_BENCH_MPI", "mpi4py") + ".MPI")
     comm = MPI.COMM_WORLD
     ctrl = _Ctrl(comm)
     if comm.Get_rank() == 0:

@@ -14,10 +14,14 @@ WINDOW = 32             # sends a sender keeps posted at most (and receives a re
 MSGRATE_SIZE = 8        # bytes of a message-rate message
 MSGRATE_LEAST = 1000    # messages in a message-rate batch at least, whatever the budget
 UNITS = {"latency": "us", "bandwidth": "GB/s", "message_rate": "msgs/s"}
+COLLECTIVE_RANKS = [2, 4]   # MPI collectives are timed at these numbers of ranks (--ranks)
+QUICK_COLLECTIVE_RANKS = [4]    # --quick: the rank count issue 14's targets name, one launch per MPI
+COLLECTIVE_LARGE = MiB      # the large Bcast and Allreduce
 
 
 class Cell(NamedTuple):
-    test: str           # one of TESTS, or "msgrate" (one sender's window of sends: MSGRATE)
+    test: str           # one of TESTS, "msgrate" (one sender's window of sends: MSGRATE), or
+    #                     an MPI collective's, one of COLLECTIVES' (microseconds per call)
     size: int
     wait: str           # "poll" | "block"
 
@@ -34,6 +38,10 @@ class Cell(NamedTuple):
 
 # Message rate, one sender to one receiver: 8-byte sends, the sender keeping a window posted.
 MSGRATE = Cell("msgrate", MSGRATE_SIZE, "poll")
+# MPI collectives, every rank in the call (blocking calls: wait "block"). Barrier moves no data.
+COLLECTIVES = [Cell("barrier_lat", 0, "block"),
+               Cell("bcast_lat", 8, "block"), Cell("bcast_lat", COLLECTIVE_LARGE, "block"),
+               Cell("allreduce_lat", 8, "block"), Cell("allreduce_lat", COLLECTIVE_LARGE, "block")]
 
 
 def iterations(seconds_per_iteration, budget, lo=5, hi=200_000):
@@ -45,6 +53,11 @@ def row(transport, cell, median, minimum):
     """One row of the --json schema."""
     return {"transport": transport, "op": cell.op, "metric": cell.metric, "size": cell.size,
             "wait": cell.wait, "median": median, "min": minimum, "unit": UNITS[cell.metric]}
+
+
+def collective_row(transport, ranks, cell, median, minimum):
+    """One MPI collective row of the --json schema: a latency row with the number of ranks."""
+    return {**row(transport, cell, median, minimum), "ranks": ranks}
 
 
 def rate_row(transport, senders, wait, median, minimum):

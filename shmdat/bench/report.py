@@ -54,6 +54,10 @@ def _msgrate_table(msgrate):
     return out
 
 
+def _number(value):
+    return f"{value:>9.3g}" if value is not None else f"{'-':>9}"
+
+
 def _figure(value, unit):
     return f"{value:>9.3g} {unit:<6}" if value is not None else f"{'-':>9} {unit:<6}"
 
@@ -78,6 +82,24 @@ def _mpi_table(rows):
     return out
 
 
+COLLECTIVE_TITLES = {"barrier": "Barrier", "bcast": "Bcast", "allreduce": "Allreduce"}
+
+
+def _collectives_table(collectives):
+    """MPI collectives: shmdat.mpi beside mpi4py, a line per (ranks, call, size)."""
+    index = {(c["transport"], c["ranks"], c["op"], c["size"]): c["median"] for c in collectives}
+    lines = sorted({k[1:] for k in index}, key=lambda k: (k[0], list(COLLECTIVE_TITLES).index(k[1]), k[2]))
+    out = ["MPI collectives (us per call, the slowest rank's): shmdat.mpi (shmdat run -n N) against"
+           " mpi4py (mpiexec -n N), the same program; (x): how many times better shmdat.mpi is",
+           f"{'ranks':>5}  {'call':<10} {'size':>8}  {'smpi':>9}  {'mpi4py':>9} {'(x)':>6}"]
+    for ranks, op, size in lines:
+        ours, theirs = index.get(("shmdat.mpi", ranks, op, size)), index.get(("mpi4py", ranks, op, size))
+        ratio = _better("latency", ours, theirs)
+        out.append(f"{ranks:>5}  {COLLECTIVE_TITLES[op]:<10} {size_text(size) if size else '-':>8}"
+                   f"  {_number(ours)}  {_number(theirs)}" + (f" {ratio:>5.2f}x" if ratio else ""))
+    return out
+
+
 def targets_table(judged):
     """The targets section: each target's figures, ratio, bound, and met / MISSED / not measured."""
     out = ["targets (issues 13 and 14), medians of this run: ours, theirs, ours / theirs, the bound",
@@ -90,9 +112,10 @@ def targets_table(judged):
     return out
 
 
-def table(rows, msgrate=(), waits=None, skipped=None, judged=()):
-    """The readable report: one block per (op, metric, wait), a line per size; then the
-    message rates, the waiting figures, what was skipped, and the targets judged."""
+def table(rows, msgrate=(), waits=None, skipped=None, judged=(), collectives=()):
+    """The readable report: one block per (op, metric, wait), a line per size; then MPI's
+    point to point and collectives, the message rates, the waiting figures, what was
+    skipped, and the targets judged."""
     index = {(r["transport"], r["op"], r["metric"], r["wait"], r["size"]): r for r in rows}
     memcpy = {r["size"]: r["median"] for r in rows if r["op"] == "memcpy"}
     present = [t for t in ALTERNATIVES if any(r["transport"] == t for r in rows)]
@@ -120,6 +143,8 @@ def table(rows, msgrate=(), waits=None, skipped=None, judged=()):
             out.append(line)
     if any(r["transport"] == "shmdat.mpi" for r in rows):
         out += ["", *_mpi_table(rows)]
+    if collectives:
+        out += ["", *_collectives_table(collectives)]
     if msgrate:
         out += ["", *_msgrate_table(msgrate)]
     if waits:

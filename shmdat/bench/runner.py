@@ -164,19 +164,18 @@ def mpi_available():
     return None
 
 
-def run_mpi(cells, budget, on_row, transport="mpi4py"):
-    """Measure `cells` over MPI with two ranks, one JSON line per result: mpi4py under
-    mpiexec, or (transport "shmdat.mpi") the same worker on shmdat.mpi under shmdat run."""
-    worker = [sys.executable, "-m", "shmdat.bench.mpi_worker"]
-    env = dict(os.environ)
+def run_mpi(cells, budget, on_row, transport="mpi4py", ranks=2, worker="shmdat.bench.mpi_worker"):
+    """Measure `cells` with the MPI program `worker` (a module) on `ranks` ranks, one JSON
+    line per result: on mpi4py under mpiexec, or (transport "shmdat.mpi") unchanged on
+    shmdat.mpi under `shmdat run --mpi4py`."""
+    program = [sys.executable, "-m", worker]
     if transport == "shmdat.mpi":
-        cmd = [sys.executable, "-m", "shmdat", "run", "-n", "2", "--", *worker]
-        env["SHMDAT_BENCH_MPI"] = "shmdat.mpi"
+        cmd = [sys.executable, "-m", "shmdat", "run", "-n", str(ranks), "--mpi4py", "--", *program]
     else:
-        cmd = [find_mpiexec(), "-n", "2", *worker]
+        cmd = [find_mpiexec(), "-n", str(ranks), *program]
     spec = json.dumps({"cells": [list(c) for c in cells], "budget": budget})
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                            text=True)
     try:
         proc.stdin.write(spec)
         proc.stdin.close()

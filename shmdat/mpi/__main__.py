@@ -1,5 +1,6 @@
-"""`python -m shmdat.mpi -n N [--prefix] script.py args...` (runs the script with this
-interpreter) and `shmdat run -n N [--prefix] [--] command args...` (runs any command)."""
+"""`python -m shmdat.mpi -n N [--prefix] [--mpi4py] script.py args...` (runs the script with
+this interpreter) and `shmdat run -n N [--prefix] [--mpi4py] [--] command args...` (runs any
+command)."""
 
 import argparse
 import sys
@@ -16,6 +17,9 @@ def main(argv=None, prog="python -m shmdat.mpi", command=False):
                         help="the number of ranks")
     parser.add_argument("--prefix", action="store_true",
                         help="prefix every line of output with [rank]")
+    parser.add_argument("--mpi4py", action="store_true",
+                        help="run an unchanged mpi4py program: `import mpi4py` gives shmdat.mpi "
+                        "in the ranks (a shim directory first on their PYTHONPATH)")
     parser.add_argument("program", nargs=argparse.REMAINDER,
                         help="command and arguments" if command else "script.py and arguments")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -24,7 +28,8 @@ def main(argv=None, prog="python -m shmdat.mpi", command=False):
         parser.error("no program to run")
     if args.size < 1:
         parser.error(f"-n must be at least 1, not {args.size}")
-    return Job(args.size, program if command else [sys.executable] + program, args.prefix).run()
+    return Job(args.size, program if command else [sys.executable] + program, args.prefix,
+               args.mpi4py).run()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ from ..hw import shm
 # Environment a rank reads (shmdat/mpi/wireup.py).
 ENV_RANK, ENV_SIZE, ENV_JOBID, ENV_FD = ("SHMDAT_MPI_RANK", "SHMDAT_MPI_SIZE",
                                          "SHMDAT_MPI_JOBID", "SHMDAT_MPI_FD")
+# Holds the `mpi4py` package that answers with shmdat.mpi (shim/mpi4py/__init__.py says how).
+SHIM_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim")
 KILL_AFTER_S = 3.0     # between the SIGTERM that ends a job and the SIGKILL
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -42,10 +44,11 @@ def _prefix_lines(rank, pipe, out):
 
 
 class Job:
-    """N ranks of one command. `run()` returns the job's exit status."""
+    """N ranks of one command. `run()` returns the job's exit status. With `mpi4py`, the
+    shim directory goes first on the ranks' PYTHONPATH: `import mpi4py` gives shmdat.mpi."""
 
-    def __init__(self, size, argv, prefix=False):
-        self.size, self.argv, self.prefix = size, list(argv), prefix
+    def __init__(self, size, argv, prefix=False, mpi4py=False):
+        self.size, self.argv, self.prefix, self.mpi4py = size, list(argv), prefix, mpi4py
         self.ranks = []            # Popen per rank
         self.sockets = []          # the launcher's end of each rank's wire-up socket
         self.status = None         # the first failing rank's exit status, or an Abort's code
@@ -53,10 +56,14 @@ class Job:
 
     def _start(self):
         jobid = str(os.getpid())
+        base = dict(os.environ)
+        if self.mpi4py:
+            inherited = base.get("PYTHONPATH")
+            base["PYTHONPATH"] = SHIM_DIR + os.pathsep + inherited if inherited else SHIM_DIR
         for rank in range(self.size):
             mine, theirs = socket.socketpair()
-            env = dict(os.environ, **{ENV_RANK: str(rank), ENV_SIZE: str(self.size),
-                                      ENV_JOBID: jobid, ENV_FD: str(theirs.fileno())})
+            env = dict(base, **{ENV_RANK: str(rank), ENV_SIZE: str(self.size),
+                                ENV_JOBID: jobid, ENV_FD: str(theirs.fileno())})
             pipe = subprocess.PIPE if self.prefix else None
             self.ranks.append(subprocess.Popen(
                 self.argv, env=env, pass_fds=(theirs.fileno(),), preexec_fn=_die_with_launcher,

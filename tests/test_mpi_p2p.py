@@ -42,6 +42,10 @@ def test_ring_of_objects_and_arrays(tmp_path, n):
         comm.Isend([d, MPI.DOUBLE], right).Wait()
         comm.Recv([e, MPI.DOUBLE], left)
         assert (e == left).all()
+        # As mpi4py: a typecode for the datatype, a float rank as C's int conversion.
+        comm.Isend([d * 2, 2, "d"], float(right)).Wait()
+        comm.Recv([e, 2, "d"], left + 0.5)
+        assert (e[:2] == 2 * left).all() and (e[2:] == left).all()
         sys.stdout.write(f"ok {rank}\\n")
     """.replace("\n        ", "\n"))
     assert sorted(out.split("\n")[:-1]) == [f"ok {r}" for r in range(n)]

@@ -374,6 +374,8 @@ class Comm:
                 return self._ranks[rank]
             if rank == PROC_NULL or wildcard and rank == ANY_SOURCE:
                 return rank
+        elif isinstance(rank, float):   # mpi4py takes a float as C's int conversion does
+            return self._engine_rank(int(rank), what, wildcard)
         raise MPIException(errors.ERR_RANK, f"{what} {rank!r} (size {self._size})")
 
     def _check_tag(self, tag, wildcard=False):

@@ -83,6 +83,17 @@ def _datatype_of(view):
     return datatype
 
 
+def named(datatype):
+    """A buffer spec's datatype: an MPI datatype, or a typecode as mpi4py takes one ('d',
+    'i', 'B', ...). MPI.Exception ERR_TYPE otherwise."""
+    if isinstance(datatype, Datatype):
+        return datatype
+    found = _BY_FORMAT.get(datatype) if isinstance(datatype, str) else None
+    if found is None:
+        raise MPIException(errors.ERR_TYPE, f"not an MPI datatype: {datatype!r}")
+    return found
+
+
 def _contiguous_bytes(buf, writable):
     view = memoryview(buf)
     if not view.c_contiguous:
@@ -104,8 +115,7 @@ def message(spec, writable, blocks=1):
         else:
             raise NotImplementedError(f"buffer spec with {len(spec)} items "
                                       "(vector specs are not implemented yet)")
-        if not isinstance(datatype, Datatype):
-            raise MPIException(errors.ERR_TYPE, f"not an MPI datatype: {datatype!r}")
+        datatype = named(datatype)
         _, data = _contiguous_bytes(buf, writable)
     else:
         view, data = _contiguous_bytes(spec, writable)
@@ -130,7 +140,7 @@ def vector(spec, writable, blocks):
     if isinstance(spec, (list, tuple)):
         if len(spec) == 2:
             buf, counts = spec
-            if isinstance(counts, Datatype):
+            if isinstance(counts, (Datatype, str)):
                 counts, datatype = None, counts
         elif len(spec) == 3:
             buf, counts, datatype = spec
@@ -140,8 +150,8 @@ def vector(spec, writable, blocks):
             raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
         if len(spec) < 4 and isinstance(counts, tuple):
             counts, displs = counts
-        if datatype is not None and not isinstance(datatype, Datatype):
-            raise MPIException(errors.ERR_TYPE, f"not an MPI datatype: {datatype!r}")
+        if datatype is not None:
+            datatype = named(datatype)
         view, data = _contiguous_bytes(buf, writable)
     else:
         view, data = _contiguous_bytes(spec, writable)

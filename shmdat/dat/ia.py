@@ -76,7 +76,7 @@ class IA(Handle):
         """dat_ia_query -> (IaAttr, ProviderAttr)."""
         self._check()
         ia_attr = IaAttr(
-            adapter_name=PROVIDER_NAME, vendor_name="shmdat",
+            adapter_name=self._dev.name, vendor_name="shmdat",
             hardware_version_major=1, hardware_version_minor=0,
             firmware_version_major=PROVIDER_VERSION[0], firmware_version_minor=PROVIDER_VERSION[1],
             ia_address=self._dev.address, max_eps=limits.MAX_EPS,
@@ -94,7 +94,7 @@ class IA(Handle):
             max_iov_segments_per_rdma_read=limits.MAX_IOV_SEGMENTS_PER_DTO,
             max_iov_segments_per_rdma_write=limits.MAX_IOV_SEGMENTS_PER_DTO)
         provider_attr = ProviderAttr(
-            provider_name=PROVIDER_NAME, provider_version_major=PROVIDER_VERSION[0],
+            provider_name=self._dev.provider, provider_version_major=PROVIDER_VERSION[0],
             provider_version_minor=PROVIDER_VERSION[1], dapl_version_major=DAT_VERSION[0],
             dapl_version_minor=DAT_VERSION[1],
             lmr_mem_types_supported=(("virtual", "shared")

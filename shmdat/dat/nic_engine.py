@@ -7,9 +7,11 @@ runs the device. A round of progress (poll) hands on the CM and async events the
 helper threads queued and not yet handed on, then drains every DTO EVD's CQ (every round: no shm0dv
 completions_made says which moved). A waiter spins (evd.py), then block() arms
 every DTO EVD's CQ, polls once more (a completion that came before the arm raises
-no event), and sleeps in select() on the CQs' completion channels, the IA's wake
+no event), and sleeps in select() on the CQs' completion channels and its own wake
 pipe, in slices of _SLICE; a channel that fired has its event taken (get_cq_event)
-and acked at once. wake() is a byte on the wake pipe. The helper threads hand their
+and acked at once. wake() writes a byte on the pipe of each blocked thread (one
+pipe each: a shared one lets a thread take the byte meant for another that has
+not reached select() yet). The helper threads hand their
 events on themselves, under the lock (queue()), so the handshake goes on while the
 consumer waits elsewhere, as with dapl's CM thread.
 
@@ -57,6 +59,7 @@ from .engine import EngineBase
 _BATCH = 64                     # WCs taken by one cq.poll (pyverbs allocates that many)
 _SLICE = 0.05                   # a sleeper looks again at least this often (seconds)
 _MAX_PRIVATE_DATA = 56 - 6      # rdma_cm's REQ private data on IB/RoCE, less DAT's header
+_JOIN_BOUND = 1.0               # seconds an IA's close waits for its CM threads to leave
 
 
 class CmEventCopy(NamedTuple):
@@ -88,7 +91,8 @@ class _Channel:
         self.listening = listening
         self.requests = []          # CMIDs of the listener's CONNECT_REQUESTs, oldest first
         self.open_ids = 1           # CMIDs on the channel not yet closed: it closes after them
-        threading.Thread(target=self._run, daemon=True, name="shmdat-cm-events").start()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="shmdat-cm-events")
+        self.thread.start()
 
     def _run(self):
         engine, dev = self.engine, self.engine.dev
@@ -134,7 +138,8 @@ class NicEngine(EngineBase):
         self.async_events = collections.deque()     # event types, queued by the async thread
         self.channels = {}          # CMID -> the _Channel it reports on
         self.channels_lock = threading.Lock()       # channels and their counts: threads add requests
-        self.wake_r, self.wake_w = _pipe()          # wake(): a waiter looks at ready() again
+        self.waiting = []           # the wake pipes of the threads in block(): wake() writes each
+        self.free_pipes = []        # wake pipes of threads that left block(), for the next
         threading.Thread(target=self._run_async, daemon=True, name="shmdat-async-events").start()
 
     def queue(self, events, event):
@@ -284,9 +289,11 @@ class NicEngine(EngineBase):
 
     def block(self, ready, deadline):
         """Sleep until ready() or the monotonic deadline (None: none), polling whenever a
-        completion channel or the wake pipe fires, and at least once a _SLICE;
-        ready()'s last value. Called with the lock held once."""
+        completion channel or this thread's wake pipe fires, and at least once a
+        _SLICE; ready()'s last value. Called with the lock held once."""
         lock = self.lock
+        pipe = self.free_pipes.pop() if self.free_pipes else _pipe()
+        self.waiting.append(pipe)
         self.blocked += 1
         try:
             while True:
@@ -302,7 +309,7 @@ class NicEngine(EngineBase):
                 channels = {evd._channel.fd: evd for evd in self.dto_evds}
                 lock.release()
                 try:
-                    readable = select.select([self.wake_r, *channels], [], [], timeout)[0]
+                    readable = select.select([pipe[0], *channels], [], [], timeout)[0]
                 except OSError:
                     readable = ()       # an EVD closed its channel meanwhile: look again
                 finally:
@@ -310,6 +317,9 @@ class NicEngine(EngineBase):
                 self._take_wakeups(readable, channels)
         finally:
             self.blocked -= 1
+            self.waiting.remove(pipe)
+            _empty(pipe[0])
+            self.free_pipes.append(pipe)
 
     def _arm(self):
         for evd in self.dto_evds:
@@ -319,7 +329,7 @@ class NicEngine(EngineBase):
         for fd in readable:
             evd = channels.get(fd)
             if evd is None:
-                _empty(fd)              # the wake pipe
+                _empty(fd)              # this thread's wake pipe
             elif not evd._freed and select.select([fd], [], [], 0)[0]:
                 # (another waiter may have taken it: get_cq_event would block)
                 evd._channel.get_cq_event(evd._cq)
@@ -327,11 +337,10 @@ class NicEngine(EngineBase):
 
     def wake(self):
         """Blocked threads of this IA look at their ready() again (lock held)."""
-        if self.blocked:
-            _poke(self.wake_w)
+        for _, w in self.waiting:
+            _poke(w)
 
-    def _wake_all(self):
-        _poke(self.wake_w)
+    _wake_all = wake
 
     def close(self):
         """The CMIDs nobody took (requests queued unread) and every channel, then the
@@ -343,9 +352,15 @@ class NicEngine(EngineBase):
             cmid.close()
         for channel in set(channels.values()):
             channel.channel.close()
+        # Their threads leave CMEvent with EBADF before the device goes (bounded: a
+        # thread blocked in C on a NIC may not wake, open question 5 of the design).
+        end = time.monotonic() + _JOIN_BOUND
+        for channel in set(channels.values()):
+            channel.thread.join(max(end - time.monotonic(), 0))
         self.ctx.close()
-        os.close(self.wake_r)
-        os.close(self.wake_w)
+        for r, w in self.free_pipes + self.waiting:
+            os.close(r)
+            os.close(w)
 
 
 def _pipe():
@@ -359,7 +374,7 @@ def _poke(fd):
     try:
         os.write(fd, b"\1")
     except BlockingIOError:
-        pass                            # full: a reader will wake anyway
+        pass                            # full: its reader wakes anyway
 
 
 def _empty(fd):

@@ -309,9 +309,7 @@ class NicEngine(EngineBase):
                 channels = {evd._channel.fd: evd for evd in self.dto_evds}
                 lock.release()
                 try:
-                    readable = select.select([pipe[0], *channels], [], [], timeout)[0]
-                except OSError:
-                    readable = ()       # an EVD closed its channel meanwhile: look again
+                    readable = _readable_fds([pipe[0], *channels], timeout)
                 finally:
                     lock.acquire()
                 self._take_wakeups(readable, channels)
@@ -330,7 +328,7 @@ class NicEngine(EngineBase):
             evd = channels.get(fd)
             if evd is None:
                 _empty(fd)              # this thread's wake pipe
-            elif not evd._freed and select.select([fd], [], [], 0)[0]:
+            elif not evd._freed and _readable_fds([fd], 0):
                 # (another waiter may have taken it: get_cq_event would block)
                 evd._channel.get_cq_event(evd._cq)
                 evd._cq.ack_events(1)
@@ -361,6 +359,16 @@ class NicEngine(EngineBase):
         for r, w in self.free_pipes + self.waiting:
             os.close(r)
             os.close(w)
+
+
+def _readable_fds(fds, timeout):
+    """The fds of `fds` that poll readable within `timeout` seconds (poll(), not
+    select(): an IA with many CMIDs has fds past select's 1024); a closed one is
+    none of them (its EVD went meanwhile: the caller looks again)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, events in poller.poll(timeout * 1000) if events & select.POLLIN]
 
 
 def _pipe():

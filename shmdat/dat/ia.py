@@ -98,7 +98,8 @@ class IA(Handle):
             provider_version_minor=PROVIDER_VERSION[1], dapl_version_major=DAT_VERSION[0],
             dapl_version_minor=DAT_VERSION[1],
             lmr_mem_types_supported=(("virtual", "shared")
-                                     if self._engine.consumer_memory_remote_ok()[0] else ("shared",)),
+                                     if self._engine.consumer_memory_remote_ok()[0]
+                                     else ("shared",)),
             max_private_data_size=self._engine.max_private_data_size, is_thread_safe=True,
             completion_flags_supported=(CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
                                         | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE
@@ -107,7 +108,8 @@ class IA(Handle):
             max_rdma_read_per_ep_out_guaranteed=True,
             srq_supported=True, srq_watermarks_supported=self._engine.hard_watermark_supported,
             srq_info_supported=self._engine.receives_visible,
-            ep_recv_info_supported=self._engine.receives_visible, optimal_buffer_alignment=limits.OPTIMAL_BUFFER_ALIGNMENT,
+            ep_recv_info_supported=self._engine.receives_visible,
+            optimal_buffer_alignment=limits.OPTIMAL_BUFFER_ALIGNMENT,
             iov_ownership_on_return="consumer", dto_async_return_guaranteed=False,
             rdma_write_for_rdma_read_req=False, lmr_sync_req=False)
         return ia_attr, provider_attr

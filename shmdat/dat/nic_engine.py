@@ -137,7 +137,7 @@ class NicEngine(EngineBase):
         self.cm_events = collections.deque()        # CmEventCopy, queued by the channels' threads
         self.async_events = collections.deque()     # event types, queued by the async thread
         self.channels = {}          # CMID -> the _Channel it reports on
-        self.channels_lock = threading.Lock()       # channels and their counts: threads add requests
+        self.channels_lock = threading.Lock()       # channels, counts: the threads add requests
         self.waiting = []           # the wake pipes of the threads in block(): wake() writes each
         self.free_pipes = []        # wake pipes of threads that left block(), for the next
         threading.Thread(target=self._run_async, daemon=True, name="shmdat-async-events").start()

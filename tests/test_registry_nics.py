@@ -91,7 +91,7 @@ for name in sys.argv[1:]:
     try:
         shmdat.ia_open(name)
         opened[name] = "opened"
-    except shmdat.DatError as e:
+    except Exception as e:      # (a stub without the modules an IA uses: AttributeError)
         opened[name] = [type(e).__name__, str(e)]
 devices = {{}}
 for name in sys.argv[1:]:
@@ -141,12 +141,12 @@ def test_each_active_port_is_named_as_ofa_dat_conf_names_it(tmp_path):
     assert not out["imported_by_shm0"]      # ia_open("shm0") never looks for pyverbs
 
 
-def test_a_listed_port_opens_its_device_and_ia_open_says_it_is_not_built_yet(tmp_path):
+def test_a_listed_port_opens_its_device(tmp_path):
+    # (ia_open then goes on through the stub's empty modules: test_nic_engine.py opens
+    # one through a stand-in that has them)
     stub = _stub(tmp_path, {"rxe0": [(ACTIVE, [ZERO_GID, LINK_LOCAL_GID, IPV4_GID])]})
     out = _probe("ofa-v2-rxe0-1", path=[stub])
     assert out["devices"]["ofa-v2-rxe0-1"] == ["rxe0", 1, "192.168.7.2", None, f"{STUB}.device"]
-    kind, message = out["opened"]["ofa-v2-rxe0-1"]
-    assert kind == "ModelNotSupported" and "step 4" in message
 
 
 def test_a_port_without_an_ipv4_gid_is_provider_not_found_naming_why(tmp_path):

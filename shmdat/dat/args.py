@@ -83,17 +83,17 @@ def check_conn_qual(conn_qual, position, name="conn_qual"):
                      f"a port number from 1 to {CONN_QUAL_MAX}")
 
 
-def check_private_data(private_data, position):
-    """Bytes-like private data within max_private_data_size -> bytes."""
+def check_private_data(private_data, position, limit):
+    """Bytes-like private data within `limit` bytes (the IA's max_private_data_size) -> bytes."""
     if isinstance(private_data, str):
         raise expected(position, "private_data", "bytes-like", private_data, "; encode the str first")
     try:
         data = bytes(memoryview(private_data))
     except TypeError:
         raise expected(position, "private_data", "bytes-like", private_data) from None
-    if len(data) > limits.MAX_PRIVATE_DATA_SIZE:
+    if len(data) > limit:
         raise bad_arg(position, f"{len(data)} bytes of private_data is over max_private_data_size "
-                                f"({limits.MAX_PRIVATE_DATA_SIZE})")
+                                f"({limit})")
     return data
 
 

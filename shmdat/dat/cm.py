@@ -1,9 +1,10 @@
 """Connection management over rdma_cm: Public and Reserved Service Points, Connection
 Requests, and the handshake that connects two EPs' QPs (as dapl's openib_cma).
 
-Every CMID of an IA reports on the IA's one CMEventChannel; an event goes to the
-owner of the CMID it is about (an EP, a CR, a PSP or RSP), through cm_state's table
-(the CMID's state, what the event becomes, late ones ignored). The EP's QP exists
+The engine says where the events come from (engine.py: the IA's one channel on shm0,
+whose events name their CMID; nic_engine.py: a channel per CMID); an event goes to
+the owner of the CMID it is about (an EP, a CR, a PSP or RSP), through cm_state's
+table (the CMID's state, what the event becomes, late ones ignored). The EP's QP exists
 from ep_create; a connection only attaches a CMID to it by qp_num (rdma_cm's
 external-QP flow), and DAT moves the QP itself:
 
@@ -24,8 +25,6 @@ from any other (dapl does the same for the same reasons). The port is the active
 side's own, which the passive side reports as the CR's remote_port_qual.
 """
 
-import fcntl
-import os
 import secrets
 import time
 
@@ -36,7 +35,7 @@ from .ep import EP, S
 from .errors import (ConnQualInUse, ConnQualUnavailable, InsufficientResources, InvalidHandle,
                      InvalidState, ModelNotSupported, bad_arg)
 from .handle import Handle, check_handle
-from .private_data import HEADER_BYTES, split_header, with_header
+from .private_data import split_header, with_header
 from .values import CrArrival, CrParam, PspParam, RspParam
 
 E = EventNumber
@@ -197,7 +196,7 @@ class CR(Handle):
                     raise InvalidHandle("accept needs an EP", subtype="INVALID_HANDLE_EP")
                 check_handle(ep, EP, "ep", "INVALID_HANDLE_EP")
                 ep._require("accept")
-            private_data = check_private_data(private_data, 4)
+            private_data = check_private_data(private_data, 4, ia._engine.max_private_data_size)
             if ep._connect_evd is None:
                 raise InvalidState("the EP has no connect EVD", subtype="INVALID_STATE_EP_EVD_CONNECT")
             self._forget()
@@ -209,7 +208,7 @@ class CR(Handle):
         ia = self._ia
         with ia._engine.lock:
             self._check()
-            private_data = check_private_data(private_data, 2)
+            private_data = check_private_data(private_data, 2, ia._engine.max_private_data_size)
             self._forget()
             if self._local_ep is not None:
                 ep_state.fire(self._local_ep, V.REJECT)
@@ -254,16 +253,13 @@ class CR(Handle):
 
 
 class ConnectionManager:
-    """One IA's rdma_cm: its event channel, its CMIDs and who owns each, its service
-    points, connection requests and connect timers."""
+    """One IA's rdma_cm: its CMIDs and who owns each, its service points, connection
+    requests and connect timers."""
 
     def __init__(self, ia):
         self.ia = ia
-        dev = ia._dev
-        self.dev = dev
-        self.channel = dev.cmid.CMEventChannel()
-        fd = dev.dv.cm_channel_fd(self.channel)     # drained without waiting
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        self.dev = ia._dev
+        self.engine = ia._engine
         self.owners = {}            # CMID -> the PSP, RSP, CR or EP its events go to
         self.sps = {}               # conn_qual -> PSP or RSP
         self.crs = set()            # CRs not yet accepted or rejected
@@ -273,15 +269,16 @@ class ConnectionManager:
 
     def drain(self):
         """Hand every queued CM event to the owner of its CMID."""
-        channel = self.channel
+        next_event = self.engine.next_cm_event
         while True:
-            try:
-                event = self.dev.cmid.CMEvent(channel)
-            except self.dev.pyverbs_error.PyverbsRDMAError:
-                return                  # EAGAIN: none queued (the channel's fd is non-blocking)
+            event = next_event()
+            if event is None:
+                return
             try:
                 kind = seam.cm_event(event.event_type, event.status)
                 owner = self.owners.get(event.listen_id if kind is _REQUEST else event.id)
+                if event.id is None and kind not in (None, _REQUEST):
+                    owner = self._request_owner(event.requests, kind)
                 if kind is None:
                     pass                # one rdma_cm delivers unasked (seam.CM_EVENT)
                 elif owner is not None:
@@ -300,30 +297,43 @@ class ConnectionManager:
             self._refuse(event)
             return None
         try:
-            cmid = self.dev.cmid.CMID(creator=event, listen_id=listen_cmid)
+            cmid = self.engine.request_cmid(event, listen_cmid)
         except self.dev.pyverbs_error.PyverbsError:
             cmid = None
         return cmid, header[0], header[1]
 
     def _refuse(self, event):
-        cmid = self.dev.cmid.CMID(creator=event, listen_id=event.listen_id)
+        cmid = self.engine.request_cmid(event, event.listen_id)
+        if cmid is None:
+            return                      # the requester withdrew: nobody to tell
         try:
             cmid.reject()
         finally:
-            cmid.close()
+            self.engine.close_cmid(cmid)
+
+    def _request_owner(self, requests, kind):
+        """The owner an event about one of a listener's requests is for, when the event
+        does not name its CMID (real pyverbs' CMEvent has no `id`, and a request's CMID
+        reports on its listener's channel): the oldest of them (the CMIDs in `requests`,
+        oldest first) whose state takes this kind of event. Right whenever one
+        connection through the listener is in that state; a guess between several."""
+        for cmid in requests:
+            owner = self.owners.get(cmid)
+            if owner is not None and owner._cm_state is not T.DONE \
+                    and (owner._cm_state, kind) in cm_state.TRANSITIONS:
+                return owner
+        return None
 
     # CMIDs.
 
-    def new_cmid(self, owner):
-        cmid = self.dev.cmid.CMID(self.channel)
-        # DAT's private data and its header: more than rdma_cm's RoCE limits (shm0 allows it).
-        self.dev.dv.cm_set_private_data_limit(cmid, limits.MAX_PRIVATE_DATA_SIZE + HEADER_BYTES)
+    def new_cmid(self, owner, listening=False):
+        cmid = self.engine.new_cmid(listening)
         self.owners[cmid] = owner
         return cmid
 
     def close_cmid(self, cmid):
         self.owners.pop(cmid, None)
-        cmid.close()
+        self.engine.close_cmid(cmid)
 
     def listen(self, sp, conn_qual):
         """A CMID listening on the IA's address and port conn_qual, owned by `sp`."""
@@ -332,7 +342,7 @@ class ConnectionManager:
         if len(self.sps) >= limits.MAX_PSPS:
             raise InsufficientResources(f"the IA has {limits.MAX_PSPS} service points already")
         dev = self.dev
-        cmid = self.new_cmid(sp)
+        cmid = self.new_cmid(sp, listening=True)
         cm_state.begin(sp, cm_state.CmidState.LISTENING)
         try:
             cmid.bind_addr(dev.cmid.AddrInfo(src=dev.address, src_service=str(conn_qual),
@@ -386,4 +396,3 @@ class ConnectionManager:
     def close(self):
         for cmid in list(self.owners):
             self.close_cmid(cmid)
-        self.channel.close()

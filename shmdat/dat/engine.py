@@ -3,38 +3,53 @@ device's three event streams into DAT events (as dapl does, section 1 of
 docs/design/dat-over-verbs.md):
 
   - completions: each DTO EVD's CQ, drained into the EVD's queue (evd.py);
-  - rdma_cm events: the IA's CMEventChannel, each handed by the connection
-    manager (cm.py) to the owner of its CMID;
+  - rdma_cm events: handed by the connection manager (cm.py) to the owner of
+    their CMID;
   - async events: the Context's, handed to the EP, EVD or SRQ they are about.
 
-Progress is manual on shm0: it runs inside DAT's calls (poll), and a waiter
+Two engines with one interface (the calls DAT's objects make): `Engine` here, for
+shm0 with its extension shm0dv, and `NicEngine` (nic_engine.py) for a verbs module
+without it, such as rdma-core's pyverbs. Two classes rather than one with tests of
+the device inside: shm0's hot path (poll, the drains) stays as it was, and each
+engine reads as one device's story.
+
+On shm0 progress is manual: it runs inside DAT's calls (poll), and a waiter
 sleeps on the device's doorbell, running it (block). Everything here runs under
 the IA lock, which on shm0 is the Context's own lock, so a waiter asleep in the
-device lets other threads of the IA in.
+device lets other threads of the IA in. The IA's one CMEventChannel is drained
+without waiting (shm0dv.cm_channel_fd), its events naming their CMID.
 """
 
 import fcntl
+import functools
 import itertools
 import os
 import time
 
-from . import seam
+from . import limits, seam
+from .private_data import HEADER_BYTES
 from .values import AsyncError
 
 _SPIN = float(os.environ.get("SHMDAT_SPIN_US", "100")) / 1e6
+_DRAIN = 1 << 16                # completions taken from a shm0 CQ at once: all of them
 
 
-class Engine:
+class EngineBase:
+    """What both engines share: the Context, the IA's DTO bookkeeping (EVDs with a CQ,
+    QPs by number, the wr_id slots), the connect timer, and the async events' dispatch
+    to the DAT objects they are about. Each engine adds the device's own part: how
+    progress runs, how a thread waits, where CM and async events come from, and the
+    fills of what shm0dv says and real pyverbs does not (nic_engine.py)."""
+
+    # Whether the device lets DAT cap the receives an SRQ's EP may take (the hard
+    # high watermark) and shows a receive being filled (recv_query, srq.query counts).
+    hard_watermark_supported = True
+    receives_visible = True
+
     def __init__(self, ia, dev):
         self.ia = ia
         self.dev = dev
         self.ctx = dev.device.Context(name=dev.name)
-        self.dv = dev.dv
-        # shm0 runs inside calls under its Context's lock; the IA lock is that lock, so a
-        # waiter asleep in the device (which releases it) lets the IA's other threads in.
-        self.lock = self.dv.context_lock(self.ctx)
-        self.events_seen = -1           # events_pending when the CM and async queues were last read
-        self.completions_seen = -1      # completions_made when every DTO EVD's CQ was last drained
         self.spin_seconds = _SPIN
         self.dto_evds = []              # EVDs with a CQ: drained every round
         self.eps_by_qp_num = {}         # qp_num -> EP: an async event's element
@@ -45,7 +60,74 @@ class Engine:
         self.next_timer = None          # monotonic deadline of the earliest connect timer
         self.cm = None                  # cm.ConnectionManager: set by the IA
         self.blocked = 0                # threads inside block()
+
+    def _check_timers(self):
+        if self.next_timer is not None:
+            now = time.monotonic()
+            if now >= self.next_timer:
+                self.cm.check_timers(now)
+
+    def _async(self, event_type, element):
+        """An async event, to the DAT object its element is (seam.ASYNC_EVENT)."""
+        what = seam.ASYNC_EVENT.get(event_type)
+        if what is None:
+            return                      # nothing for DAT (COMM_EST, PORT_ACTIVE, ...)
+        ia = self.ia
+        if what.handle == "ep":
+            fatal = event_type == self.dev.enums.IBV_EVENT_QP_FATAL
+            for ep in self._event_eps(element):
+                ep._qp_error(fatal)
+        elif what.handle == "evd":
+            for evd in self._event_evds(element):
+                evd._overflow()
+        elif what.handle == "srq":
+            for srq in self._event_srqs(element, what.number):
+                srq._async(what.number, what.reason)
+        else:
+            ia._async_evd._post(what.number, AsyncError(ia, what.reason))
+
+    def _event_eps(self, element):
+        ep = self.eps_by_qp_num.get(element.qp.qp_num) if element.qp is not None else None
+        return () if ep is None else (ep,)
+
+    def _event_evds(self, element):
+        return [evd for evd in self.dto_evds if evd._cq is element.cq]
+
+    def _event_srqs(self, element, number):
+        return [srq for srq in self.ia._srqs if srq._verbs_srq is element.srq]
+
+    def drain_waiters(self, bound=1.0):
+        """With the lock held, let the threads blocked here leave (their ready() is now true).
+
+        Only the IA's close waits here, bounded: it lets go of the lock in short turns,
+        since the device's sleep has no condition of ours to wait on."""
+        end = time.monotonic() + bound
+        while self.blocked and time.monotonic() < end:
+            self._wake_all()
+            self.lock.release()
+            try:
+                time.sleep(0.001)
+            finally:
+                self.lock.acquire()
+
+
+class Engine(EngineBase):
+    """shm0's engine: the device runs inside DAT's calls, shm0dv says the rest."""
+
+    def __init__(self, ia, dev):
+        super().__init__(ia, dev)
+        self.dv = dev.dv
+        # shm0 runs inside calls under its Context's lock; the IA lock is that lock, so a
+        # waiter asleep in the device (which releases it) lets the IA's other threads in.
+        self.lock = self.dv.context_lock(self.ctx)
+        self.events_seen = -1           # events_pending when the CM and async queues were last read
+        self.completions_seen = -1      # completions_made when every DTO EVD's CQ was last drained
+        self.max_private_data_size = limits.MAX_PRIVATE_DATA_SIZE
         fd = self.ctx.async_fd
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        # One CM channel for the IA, drained without waiting: events name their CMID.
+        self.cm_channel = dev.cmid.CMEventChannel()
+        fd = self.dv.cm_channel_fd(self.cm_channel)
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
 
     # A round of progress (under the lock).
@@ -63,9 +145,7 @@ class Engine:
                 evd._drain()
             self.completions_seen = made            # (last: a drain that raised is tried again)
         if self.next_timer is not None:
-            now = time.monotonic()
-            if now >= self.next_timer:
-                self.cm.check_timers(now)
+            self._check_timers()
 
     def progress(self):
         """Run the device once (what arrived is then in the CQs, for EVD._drain)."""
@@ -98,27 +178,6 @@ class Engine:
             event.ack()
             self._async(event_type, element)
 
-    def _async(self, event_type, element):
-        """An async event, to the DAT object its element is (seam.ASYNC_EVENT)."""
-        what = seam.ASYNC_EVENT.get(event_type)
-        if what is None:
-            return                      # nothing for DAT (COMM_EST, PORT_ACTIVE, ...)
-        ia = self.ia
-        if what.handle == "ep":
-            ep = self.eps_by_qp_num.get(element.qp.qp_num) if element.qp is not None else None
-            if ep is not None:
-                ep._qp_error(event_type == self.dev.enums.IBV_EVENT_QP_FATAL)
-        elif what.handle == "evd":
-            for evd in self.dto_evds:
-                if evd._cq is element.cq:
-                    evd._overflow()
-        elif what.handle == "srq":
-            for srq in ia._srqs:
-                if srq._verbs_srq is element.srq:
-                    srq._async(what.number, what.reason)
-        else:
-            ia._async_evd._post(what.number, AsyncError(ia, what.reason))
-
     # Waiting.
 
     def block(self, ready, deadline):
@@ -142,19 +201,57 @@ class Engine:
         if self.blocked:
             self.dv.wake(self.ctx)
 
-    def drain_waiters(self, bound=1.0):
-        """With the lock held, let the threads blocked here leave (their ready() is now true).
+    def _wake_all(self):
+        self.dv.wake(self.ctx)
 
-        Only the IA's close waits here, bounded: it lets go of the lock in short turns,
-        since the device's sleep has no condition of ours to wait on."""
-        end = time.monotonic() + bound
-        while self.blocked and time.monotonic() < end:
-            self.dv.wake(self.ctx)
-            self.lock.release()
-            try:
-                time.sleep(0.001)
-            finally:
-                self.lock.acquire()
+    # The rdma_cm events (cm.py's ConnectionManager asks).
+
+    def new_cmid(self, listening):
+        """A CMID on the IA's channel, with room for DAT's private data and its header
+        (more than rdma_cm's RoCE limits: shm0 allows it)."""
+        cmid = self.dev.cmid.CMID(self.cm_channel)
+        self.dv.cm_set_private_data_limit(cmid, self.max_private_data_size + HEADER_BYTES)
+        return cmid
+
+    def next_cm_event(self):
+        """The channel's next event (its `id` names its CMID), or None."""
+        try:
+            return self.dev.cmid.CMEvent(self.cm_channel)
+        except self.dev.pyverbs_error.PyverbsRDMAError:
+            return None                 # EAGAIN: none queued (the channel's fd is non-blocking)
+
+    def request_cmid(self, event, listen_cmid):
+        """The CMID of a CONNECT_REQUEST event (made while the event is held)."""
+        return self.dev.cmid.CMID(creator=event, listen_id=listen_cmid)
+
+    def close_cmid(self, cmid):
+        cmid.close()
+
+    # What shm0dv says (nic_engine.py has the fills of a device without it).
+
+    def new_cq(self, cqe):
+        """(CQ, None): a shm0 waiter sleeps on the device, not on a completion channel."""
+        return self.dev.cq.CQ(self.ctx, cqe), None
+
+    def cq_poller(self, cq):
+        """All of the CQ's completions, bound once: (npolled, [WC]) without running the
+        device (the engine runs it once a round)."""
+        return functools.partial(self.dv.poll_cq, cq, _DRAIN)
+
+    def wc_solicited(self, wc):
+        return self.dv.wc_solicited(wc)
+
+    def receives_filling(self, qp):
+        """Receives the QP holds for messages that have begun to arrive (from its SRQ)."""
+        return self.dv.query_rq(qp).filling
+
+    def set_recv_credits(self, qp, n):
+        self.dv.set_recv_credits(qp, n)
+
+    def consumer_memory_remote_ok(self):
+        """(bool, why): whether consumer memory registered with remote access works here."""
+        return self.dv.consumer_memory_remote_ok(self.ctx)
 
     def close(self):
+        self.cm_channel.close()
         self.ctx.close()

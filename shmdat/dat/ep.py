@@ -308,7 +308,8 @@ class EP(Handle):
         `positions`: the DAT argument positions of timeout, private_data and qos."""
         self._require("connect")
         seconds = check_timeout(timeout, positions[0])
-        private_data = check_private_data(private_data, positions[1])
+        private_data = check_private_data(private_data, positions[1],
+                                          self._engine.max_private_data_size)
         check_flags(qos, positions[2], "qos", _QOS, "Qos flags")
         if self._connect_evd is None:
             raise InvalidState("the EP has no connect EVD to report the connection on",
@@ -528,7 +529,7 @@ class EP(Handle):
                 self._srq._completed += 1
             transferred = wc.byte_len
             notify = not (flags & _UNSIGNALLED
-                          or (self._recv_solicited_only and not self._ia._dev.dv.wc_solicited(wc)))
+                          or (self._recv_solicited_only and not self._engine.wc_solicited(wc)))
             soft = self._soft_hw != WATERMARK_INFINITE
         else:
             self._requests -= 1
@@ -555,7 +556,7 @@ class EP(Handle):
         not yet completed."""
         if self._srq is None:
             return self._recvs
-        return self._ia._dev.dv.query_rq(self._qp).filling
+        return self._engine.receives_filling(self._qp)
 
     def _held(self):
         """What the high watermarks count: receive buffers the EP holds, i.e. allocated
@@ -765,12 +766,19 @@ class EP(Handle):
         (CONNECTION_EVENT_BROKEN). Checked now and each time the EP takes a buffer.
         WATERMARK_INFINITE (the default) turns a mark off.
 
-        Raises InvalidParameter (not an int from 0 to WATERMARK_INFINITE), InvalidHandle.
+        Raises InvalidParameter (not an int from 0 to WATERMARK_INFINITE), ModelNotSupported
+        (a finite hard mark on an SRQ's EP where the device cannot cap the buffers it
+        takes: srq_watermarks_supported False), InvalidHandle.
         """
         with self._ia._engine.lock:
             self._check()
             check_int(soft_high_watermark, 2, "soft_high_watermark", 0, WATERMARK_INFINITE)
             check_int(hard_high_watermark, 3, "hard_high_watermark", 0, WATERMARK_INFINITE)
+            if hard_high_watermark != WATERMARK_INFINITE and self._srq is not None \
+                    and not self._engine.hard_watermark_supported:
+                raise ModelNotSupported("this device cannot keep an SRQ's buffer from an EP "
+                                        "past its hard high watermark (srq_watermarks_supported "
+                                        "is False)")
             self._soft_hw, self._hard_hw = soft_high_watermark, hard_high_watermark
             held = self._held()
             if held > soft_high_watermark:
@@ -787,7 +795,7 @@ class EP(Handle):
             return
         hard = self._hard_hw
         n = None if hard == WATERMARK_INFINITE else max(hard - self._held(), 0)
-        self._ia._dev.dv.set_recv_credits(self._qp, n)
+        self._engine.set_recv_credits(self._qp, n)
 
     def _reaped(self):
         """A receive completion of this EP left its EVD (the consumer took it)."""

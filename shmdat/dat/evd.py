@@ -7,7 +7,6 @@ overflowed), are evd_state.py's tables: the calls check and move them there.
 """
 
 import collections
-import functools
 import time
 
 from . import aio, evd_state, seam
@@ -22,7 +21,6 @@ from .values import AsyncError, DtoCompletion, Event, EvdParam, SoftwareEvent
 _NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
 _RECEIVE = DtoOp.RECEIVE
 _DTO_EVENT = EventNumber.DTO_COMPLETION_EVENT
-_DRAIN = 1 << 16                # completions taken from a CQ at once: all of them
 W = evd_state.EvdEvent
 _WAITER, _UNWAITABLE, _DISABLED, _OVERFLOWED = (evd_state.WAITER, evd_state.UNWAITABLE,
                                                evd_state.DISABLED, evd_state.OVERFLOWED)
@@ -62,14 +60,15 @@ class EVD(Handle):
         self._notifier = None           # a private CNO for wait_async, made on first use
         self._engine = ia._engine
         self._cq = None                 # a DTO EVD's completions come through a verbs CQ
+        self._channel = None            # ... and its completion channel, where the device has one
         if flags & EvdFlags.DTO:
             try:        # as large as the device allows: a CQ must never overrun (DAT drops instead)
-                self._cq = ia._dev.cq.CQ(ia._engine.ctx, ia._device_attr.max_cqe)
+                self._cq, self._channel = ia._engine.new_cq(ia._device_attr.max_cqe)
             except ia._dev.pyverbs_error.PyverbsError as err:
                 raise seam.dat_error(err, "CQ") from None
             # All of the CQ's completions, bound once: the engine polls every DTO EVD's
             # CQ after each progress round.
-            self._poll_cq = functools.partial(ia._dev.dv.poll_cq, self._cq, _DRAIN)
+            self._poll_cq = ia._engine.cq_poller(self._cq)
             ia._engine.dto_evds.append(self)
 
     @property
@@ -364,6 +363,8 @@ class EVD(Handle):
         if self._cq is not None:
             self._ia._engine.dto_evds.remove(self)
             self._cq.close()
+            if self._channel is not None:
+                self._channel.close()
         self._ia._evds.discard(self)
         self._q.clear()
         self._ia._engine.wake()

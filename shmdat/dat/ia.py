@@ -17,6 +17,7 @@ from .errors import ConnQualInUse, InsufficientResources, InvalidState, bad_arg
 from .evd import EVD
 from .handle import Handle, check_handle
 from .engine import Engine
+from .nic_engine import NicEngine
 from .lmr import LMR, check_privileges
 from .pz import PZ
 from .values import IaAttr, ProviderAttr
@@ -37,7 +38,10 @@ class IA(Handle):
         super().__init__(self)
         self._dev = seam.open_device(name)
         try:
-            self._engine = Engine(self, self._dev)
+            # shm0 runs inside DAT's calls and says more through shm0dv; a device
+            # without it runs by itself (nic_engine.py).
+            engine = Engine if self._dev.dv is not None else NicEngine
+            self._engine = engine(self, self._dev)
         except self._dev.pyverbs_error.PyverbsError as err:
             raise seam.dat_error(err, "device.Context") from None
         self._device_attr = self._engine.ctx.query_device()
@@ -72,7 +76,7 @@ class IA(Handle):
         """dat_ia_query -> (IaAttr, ProviderAttr)."""
         self._check()
         ia_attr = IaAttr(
-            adapter_name=PROVIDER_NAME, vendor_name="shmdat",
+            adapter_name=self._dev.name, vendor_name="shmdat",
             hardware_version_major=1, hardware_version_minor=0,
             firmware_version_major=PROVIDER_VERSION[0], firmware_version_minor=PROVIDER_VERSION[1],
             ia_address=self._dev.address, max_eps=limits.MAX_EPS,
@@ -90,19 +94,22 @@ class IA(Handle):
             max_iov_segments_per_rdma_read=limits.MAX_IOV_SEGMENTS_PER_DTO,
             max_iov_segments_per_rdma_write=limits.MAX_IOV_SEGMENTS_PER_DTO)
         provider_attr = ProviderAttr(
-            provider_name=PROVIDER_NAME, provider_version_major=PROVIDER_VERSION[0],
+            provider_name=self._dev.provider, provider_version_major=PROVIDER_VERSION[0],
             provider_version_minor=PROVIDER_VERSION[1], dapl_version_major=DAT_VERSION[0],
             dapl_version_minor=DAT_VERSION[1],
-            lmr_mem_types_supported=(("virtual", "shared") if self._dev.dv.consumer_memory_remote_ok(
-                self._engine.ctx)[0] else ("shared",)),
-            max_private_data_size=limits.MAX_PRIVATE_DATA_SIZE, is_thread_safe=True,
+            lmr_mem_types_supported=(("virtual", "shared")
+                                     if self._engine.consumer_memory_remote_ok()[0]
+                                     else ("shared",)),
+            max_private_data_size=self._engine.max_private_data_size, is_thread_safe=True,
             completion_flags_supported=(CompletionFlags.SUPPRESS | CompletionFlags.SOLICITED_WAIT
                                         | CompletionFlags.UNSIGNALLED | CompletionFlags.BARRIER_FENCE
                                         | CompletionFlags.EVD_THRESHOLD),
             ep_creator="consumer", max_rdma_read_per_ep_in_guaranteed=True,
             max_rdma_read_per_ep_out_guaranteed=True,
-            srq_supported=True, srq_watermarks_supported=True, srq_info_supported=True,
-            ep_recv_info_supported=True, optimal_buffer_alignment=limits.OPTIMAL_BUFFER_ALIGNMENT,
+            srq_supported=True, srq_watermarks_supported=self._engine.hard_watermark_supported,
+            srq_info_supported=self._engine.receives_visible,
+            ep_recv_info_supported=self._engine.receives_visible,
+            optimal_buffer_alignment=limits.OPTIMAL_BUFFER_ALIGNMENT,
             iov_ownership_on_return="consumer", dto_async_return_guaranteed=False,
             rdma_write_for_rdma_read_req=False, lmr_sync_req=False)
         return ia_attr, provider_attr

@@ -2,7 +2,7 @@
 
 from . import seam
 from .args import check_qlen, expected
-from .errors import ModelNotSupported, ProviderNotFound
+from .errors import ProviderNotFound
 from .ia import DAT_VERSION, IA, PROVIDER_NAME
 from .values import ProviderInfo
 
@@ -26,21 +26,19 @@ def ia_open(name="shm0", async_evd_qlen=8):
     """dat_ia_open: open an Interface Adapter of provider `name` with an async EVD of
     `async_evd_qlen` entries. Use it as a context manager to close it ABRUPT on exit.
 
+    An ofa-v2 provider opens its port through rdma-core's pyverbs, with DAT's NIC
+    engine (nic_engine.py: pyverbs has no shm0dv); untested on a NIC (README "DAT on
+    a real NIC").
+
     Raises ProviderNotFound (unknown name, or an ofa-v2 port that cannot be used: why is
     in the message), InvalidParameter (name not a str, qlen), InsufficientResources
-    (/dev/shm cannot hold the IA), ModelNotSupported (a listed ofa-v2 provider: DAT over
-    rdma-core's pyverbs is not built yet).
+    (/dev/shm cannot hold the IA).
     """
     if not isinstance(name, str):
         raise expected(1, "name", "a provider name (str)", name)
     if name != PROVIDER_NAME:
         _check_listed(name)
     check_qlen(async_evd_qlen, 2, "async_evd_qlen")
-    if name != PROVIDER_NAME:
-        seam.open_device(name)      # ProviderNotFound when the port has no IPv4 address
-        raise ModelNotSupported(f"{name} is a real RDMA device: DAT over rdma-core's pyverbs "
-                                f"arrives with step 4 of issue 12; only {PROVIDER_NAME} opens "
-                                f"today")
     return IA(name, async_evd_qlen)
 
 

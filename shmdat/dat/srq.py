@@ -56,8 +56,8 @@ class SRQ(Handle):
 
     def _at_eps(self):
         """Buffers taken by EPs for messages still arriving."""
-        query_rq = self._ia._dev.dv.query_rq
-        return sum(query_rq(ep._qp).filling for ep in self._eps)
+        filling = self._ia._engine.receives_filling
+        return sum(filling(ep._qp) for ep in self._eps)
 
     def _available(self):
         return self._posted - self._completed - self._at_eps()

@@ -163,6 +163,7 @@ class Engine:
         self.lock = threading.RLock()   # (re-entered: a window's on_message calls entry points)
         self.turns = threading.Condition(self.lock)     # the EVD's waiter has handled an event
         self.waiting = False            # a thread is in evd.wait: DAT allows one per EVD
+        self.sleepers = 0               # threads asleep on `turns` meanwhile
         # More ranks than cores (Open MPI's rule for yield_when_idle): a waiting rank polls and
         # yields its core instead of spinning, as the rank it waits for may need that core.
         self.yield_when_idle = size > len(os.sched_getaffinity(0))
@@ -357,7 +358,11 @@ class Engine:
         while not ready():
             self._check_reachable(ops, any_of)
             if self.waiting:        # another thread waits on the EVD: it handles what comes
-                self.turns.wait(WAIT_SLICE_US / 1e6)
+                self.sleepers += 1
+                try:
+                    self.turns.wait(WAIT_SLICE_US / 1e6)
+                finally:
+                    self.sleepers -= 1
                 continue
             self.waiting = True
             saved = self.lock._release_save()   # (held once per entry point on the stack)
@@ -368,7 +373,8 @@ class Engine:
             finally:
                 self.lock._acquire_restore(saved)
                 self.waiting = False
-                self.turns.notify_all()
+                if self.sleepers:
+                    self.turns.notify_all()
             if event.number != EventNumber.SOFTWARE_EVENT:
                 self._handle(event.data)
 
@@ -381,7 +387,8 @@ class Engine:
                 self.evd.post_se(None)
             except shmdat.QueueFull:
                 pass
-        self.turns.notify_all()
+        if self.sleepers:
+            self.turns.notify_all()
 
     def _poll_yielding(self, ready):
         """Run progress, yielding the core between rounds, until ready() (-> True) or for

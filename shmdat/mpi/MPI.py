@@ -4,11 +4,12 @@ ranks (shmdat/mpi/wireup.py) and closes everything at exit."""
 
 import atexit
 import socket
+import threading
 import time
 
 import shmdat
 
-from . import datatypes, errors, wireup
+from . import datatypes, errors, unimplemented, wireup
 from .comm import (COMM_NULL, CONGRUENT, IDENT, REQUEST_NULL, SELF_CONTEXT,  # noqa: F401
                    SIMILAR, TAG_UB, UNDEFINED, UNEQUAL, WORLD_CONTEXT, Comm, Prequest,
                    Request, Status)
@@ -45,6 +46,34 @@ def Wtick():
 
 def Get_processor_name():
     return socket.gethostname()
+
+
+VERSION, SUBVERSION = 3, 1         # the MPI standard's version, as Get_version()
+Intracomm = Comm                   # every communicator here is an intracommunicator
+
+
+def Is_thread_main():
+    """MPI_Is_thread_main: whether this is the thread that initialized (imported MPI)."""
+    return threading.current_thread() is _main_thread
+
+
+def Pcontrol(level):
+    """MPI_Pcontrol: a profiling hint; there is no profiling layer to tell."""
+
+
+def Get_error_class(errorcode):
+    """MPI_Error_class: the error codes here are their classes."""
+    return errorcode
+
+
+def Get_error_string(errorcode):
+    """MPI_Error_string (MPICH's wording)."""
+    return Exception(errorcode).Get_error_string()
+
+
+def __getattr__(name):
+    """mpi4py's names that are not here (unimplemented.MODULE): NotImplementedCall."""
+    unimplemented.missing("MPI", unimplemented.MODULE, name)
 
 
 def Get_version():
@@ -110,6 +139,7 @@ def _init():
     return engine
 
 
+_main_thread = threading.current_thread()
 _engine = _init()
 _finalized = False
 COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")

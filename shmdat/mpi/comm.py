@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 
-from . import collectives, errors, wireup
+from . import collectives, errors, unimplemented, wireup
 from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
 from .engine import SendOp
@@ -24,6 +24,9 @@ _next_context = 4    # this process's lowest context id none of its communicator
 
 class Status:
     """MPI_Status: `source`, `tag`, `error` and the received byte count."""
+
+    def __getattr__(self, name):       # only for names not found otherwise
+        unimplemented.missing("Status", unimplemented.STATUS, name)
 
     def __init__(self):
         self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
@@ -48,6 +51,9 @@ class Request:
     """A non-blocking operation (mpi4py's Request). Buffer requests: Wait/Test; object
     requests also wait/test, which return the received object. `rank_of` maps the engine's
     ranks to the communicator's, for statuses."""
+
+    def __getattr__(self, name):       # only for names not found otherwise
+        unimplemented.missing("Request", unimplemented.REQUEST, name)
 
     def __init__(self, engine, rank_of, op, decode=False):
         self._engine, self._rank_of, self._op, self._decode = engine, rank_of, op, decode
@@ -253,6 +259,9 @@ class Comm:
     apart, and its collectives use context + 1 (their own channel,
     shmdat/mpi/collectives.py)."""
 
+    def __getattr__(self, name):       # only for names not found otherwise
+        unimplemented.missing("Comm", unimplemented.COMM, name)
+
     def __init__(self, engine, context, ranks, name=""):
         self._engine, self._context, self._name = engine, context, name
         self._ranks = ranks            # this communicator's rank -> the engine's (world) rank
@@ -294,6 +303,9 @@ class Comm:
 
     def Is_intra(self):
         return True
+
+    is_inter = property(Is_inter)
+    is_intra = property(Is_intra)
 
     def Compare(self, comm):
         """MPI_Comm_compare: IDENT (this very communicator), CONGRUENT (the same ranks in the

@@ -4,7 +4,7 @@ size; a bare buffer's datatype comes from its format (a numpy dtype's character)
 
 import numpy as np
 
-from . import errors
+from . import errors, unimplemented
 from .errors import Exception as MPIException
 
 
@@ -12,6 +12,9 @@ class Datatype:
     """A named MPI datatype: `size`, its data's bytes, and `extent`, its stride in a buffer
     (larger for the padded pair types); `Get_size()`, `Get_extent()`, `Get_name()`;
     `dtype`, the numpy dtype reductions compute in."""
+
+    def __getattr__(self, name):       # only for names not found otherwise
+        unimplemented.missing("Datatype", unimplemented.DATATYPE, name)
 
     def __init__(self, name, size, typechar, extent=None):
         self.name, self.size, self.typechar = name, size, typechar

@@ -1,7 +1,7 @@
 """mpi4py's Group: an ordered set of processes, held as the engine's (world) ranks. Local
 calls only; `Comm.Create(group)` makes a communicator of one (shmdat/mpi/comm.py)."""
 
-from . import errors
+from . import errors, unimplemented
 from .errors import Exception as MPIException
 from .matching import PROC_NULL
 
@@ -13,6 +13,9 @@ IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3   # Compare's answers (MPICH's v
 class Group:
     """MPI_Group: `ranks` maps the group's ranks to the engine's; `me` is this process's
     engine rank (its group rank is UNDEFINED if it is not a member)."""
+
+    def __getattr__(self, name):       # only for names not found otherwise
+        unimplemented.missing("Group", unimplemented.GROUP, name)
 
     def __init__(self, ranks, me):
         self._ranks, self._me = tuple(ranks), me

@@ -6,7 +6,7 @@ is applied in rank order: the algorithms ask `Is_commutative()` before reorderin
 
 import numpy as np
 
-from . import errors
+from . import errors, unimplemented
 from .datatypes import message
 from .errors import Exception as MPIException
 
@@ -51,6 +51,9 @@ class Op:
     A predefined op applies a ufunc to the dtype kinds of MPI's table (`kinds`: logical ops on
     integers and C_BOOL, bitwise ones on integers and BYTE, ...); a user op (`function`
     taking byte buffers and the datatype, `kinds` None) applies to every datatype."""
+
+    def __getattr__(self, name):       # only for names not found otherwise
+        unimplemented.missing("Op", unimplemented.OP, name)
 
     def __init__(self, name, function, ufunc, kinds, commute=True):
         self.name, self._function, self._ufunc, self._kinds = name, function, ufunc, kinds

@@ -12,7 +12,7 @@ import numpy as np
 
 from shmdat import MemPriv, RmrTriplet
 
-from . import errors, ops
+from . import errors, ops, unimplemented
 from .datatypes import BYTE, NAMED, Datatype, message
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
@@ -102,6 +102,9 @@ class Win:
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate, Fence,
     Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all, tomemory, Free. Target ranks are
     the communicator's."""
+
+    def __getattr__(self, name):       # only for names not found otherwise
+        unimplemented.missing("Win", unimplemented.WIN, name)
 
     _engine = None      # this process's engine, set by MPI.py (COMM_SELF's windows need it)
 

@@ -1,0 +1,90 @@
+"""mpi4py's names that shmdat.mpi lacks: NotImplementedCall naming the call (also an
+AttributeError, so hasattr() is False), never a wrong answer; and the small calls of the
+namespace (VERSION, Intracomm, Is_thread_main, Pcontrol, error strings)."""
+
+import pytest
+
+from tests.mpi_launch import launch
+
+PROGRAM = """
+import sys, threading
+from shmdat.mpi import MPI
+from shmdat.mpi.unimplemented import NotImplementedCall
+
+comm = MPI.COMM_WORLD
+
+
+def not_implemented(obj, owner, name):
+    try:
+        getattr(obj, name)
+    except NotImplementedError as e:
+        assert isinstance(e, AttributeError) and type(e) is NotImplementedCall, type(e)
+        assert str(e) == f"{owner}.{name} is not implemented by shmdat.mpi", str(e)
+    else:
+        raise AssertionError(f"{owner}.{name} was found")
+    assert not hasattr(obj, name) and getattr(obj, name, "default") == "default"
+
+
+for obj, owner, name in ((MPI, "MPI", "File"), (MPI, "MPI", "ROOT"), (comm, "Comm", "Bsend"),
+                         (comm, "Comm", "Spawn"), (comm.Irecv(bytearray(1), 0), "Request",
+                                                   "Cancel"),
+                         (MPI.DOUBLE, "Datatype", "Create_vector"), (MPI.SUM, "Op", "handle"),
+                         (MPI.Status(), "Status", "Set_source"), (comm.group, "Group", "Union")):
+    not_implemented(obj, owner, name)
+comm.send(0, dest=0)                       # (the Irecv above)
+for obj, name in ((MPI, "Bsendx"), (comm, "no_such_call")):   # a typo: a plain AttributeError
+    try:
+        getattr(obj, name)
+    except AttributeError as e:
+        assert not isinstance(e, NotImplementedError), e
+    else:
+        raise AssertionError(name)
+
+assert (MPI.VERSION, MPI.SUBVERSION) == MPI.Get_version()
+assert isinstance(comm, MPI.Intracomm) and not comm.is_inter and comm.is_intra
+assert MPI.Is_thread_main()
+other = []
+thread = threading.Thread(target=lambda: other.append(MPI.Is_thread_main()))
+thread.start()
+thread.join(10)
+assert other == [False], other
+assert MPI.Pcontrol(1) is None
+assert MPI.Get_error_class(MPI.ERR_RANK) == MPI.ERR_RANK
+assert MPI.Get_error_string(MPI.ERR_RANK) == "Invalid rank"
+sys.stdout.write("ok\\n")
+"""
+
+
+def test_unimplemented_names_and_the_small_calls(tmp_path):
+    r = launch(tmp_path, 1, PROGRAM)
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stdout + r.stderr
+
+
+def test_every_mpi4py_name_is_implemented_or_listed(tmp_path):
+    """mpi4py 4.1.2's public names, namespace by namespace: each is here or in a table of
+    shmdat/mpi/unimplemented.py (so none is a plain AttributeError), and no table lists a
+    name that is implemented."""
+    pytest.importorskip("mpi4py")
+    r = launch(tmp_path, 1, """
+        import sys
+        from mpi4py import MPI as real
+        from shmdat.mpi import MPI, unimplemented as u
+        if sys.modules["mpi4py"].__version__ != "4.1.2":
+            sys.stdout.write("other mpi4py\\n")
+            sys.exit(0)
+        world = MPI.COMM_WORLD
+        for table, theirs, ours in ((u.MODULE, real, MPI), (u.COMM, real.Intracomm, world),
+                                    (u.REQUEST, real.Prequest, MPI.Prequest),
+                                    (u.WIN, real.Win, MPI.Win),
+                                    (u.STATUS, real.Status, MPI.Status()),
+                                    (u.DATATYPE, real.Datatype, MPI.DOUBLE),
+                                    (u.OP, real.Op, MPI.SUM), (u.GROUP, real.Group, world.group)):
+            for name in dir(theirs):
+                if not name.startswith("_"):
+                    assert hasattr(ours, name) != (name in table), (theirs, name)
+        sys.stdout.write("ok\\n")
+    """.replace("\n        ", "\n"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    if r.stdout == "other mpi4py\n":
+        pytest.skip("the tables are mpi4py 4.1.2's")
+    assert r.stdout == "ok\n", r.stdout + r.stderr

@@ -28,6 +28,16 @@ class Channel:
     def __init__(self, engine, context, rank, ranks):
         self.engine, self.context, self.rank, self.size = engine, context, rank, len(ranks)
         self.ranks = ranks
+        self._scratch = bytearray()
+
+    def scratch(self, like):
+        """An array shaped as the numpy array `like`, in memory the channel keeps for its
+        reductions' receives: reused (MPI runs one collective at a time on a communicator),
+        so its pages are touched once and its registration stays in the engine's cache,
+        where a new array per call cost a registration and page faults per call."""
+        if len(self._scratch) < like.nbytes:
+            self._scratch = bytearray(like.nbytes)
+        return np.frombuffer(self._scratch, like.dtype, like.size).reshape(like.shape)
 
     def send(self, dest, view):
         return self.engine.send(self.ranks[dest], self.context, TAG, view)
@@ -45,20 +55,23 @@ class Channel:
 
 class Arrays:
     """Reduction values that are numpy arrays of one shape, combined in place with the op
-    (its `datatype` goes to a user op); received into one scratch array. The op is checked
+    (its `datatype` goes to a user op); received into the channel's scratch array. The op is checked
     against the dtype at once, so every rank raises before any message if it does not apply
     (MPI.Exception ERR_OP). `commute`: whether the algorithms may combine in any order."""
 
     def __init__(self, op, like, datatype):
         op.check(like.dtype)
         self.op, self.datatype, self.commute = op, datatype, op.Is_commutative()
-        self.scratch = np.empty_like(like)
-        self.scratch_bytes = as_bytes(self.scratch)
+        self.like = like
+        self.scratch = self.scratch_bytes = None      # the channel's, at the first receive
 
     def pack(self, value):
         return as_bytes(value)
 
     def post_recv(self, channel, source):
+        if self.scratch is None:
+            self.scratch = channel.scratch(self.like)
+            self.scratch_bytes = as_bytes(self.scratch)
         return channel.recv(source, self.scratch_bytes)
 
     def unpack(self, op):

@@ -41,7 +41,7 @@ MAX_READS = 8                       # rendezvous RDMA reads outstanding per peer
 MAX_RMA = 8                         # a window's RDMA writes and reads outstanding per peer
 WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers this often
 WAKE_EVENTS = 16                    # room in the EVD for _wake's software events
-YIELD_SECONDS = 0.002               # oversubscribed: poll and yield this long before sleeping
+POLL_SECONDS = 0.002                # a waiting rank polls this long before it sleeps
 CACHE_ENTRIES = 16                  # registrations kept in the cache
 SEND_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.REMOTE_READ
 RECV_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE
@@ -164,8 +164,8 @@ class Engine:
         self.turns = threading.Condition(self.lock)     # the EVD's waiter has handled an event
         self.waiting = False            # a thread is in evd.wait: DAT allows one per EVD
         self.sleepers = 0               # threads asleep on `turns` meanwhile
-        # More ranks than cores (Open MPI's rule for yield_when_idle): a waiting rank polls and
-        # yields its core instead of spinning, as the rank it waits for may need that core.
+        # More ranks than cores (Open MPI's rule for yield_when_idle): a waiting rank yields its
+        # core between its polls, as the rank it waits for may need that core.
         self.yield_when_idle = size > len(os.sched_getaffinity(0))
         self.ia = shmdat.ia_open()
         self.pz = self.ia.pz_create()
@@ -353,7 +353,7 @@ class Engine:
     def _wait_until(self, ready, ops, any_of=False):
         # evd.wait runs the provider's progress and returns a queued event at once: one
         # event handled per turn, and `ready` looked at before anything else.
-        if self.yield_when_idle and self._poll_yielding(ready):
+        if self._poll_first(ready):
             return
         while not ready():
             self._check_reachable(ops, any_of)
@@ -390,21 +390,35 @@ class Engine:
         if self.sleepers:
             self.turns.notify_all()
 
-    def _poll_yielding(self, ready):
-        """Run progress, yielding the core between rounds, until ready() (-> True) or for
-        YIELD_SECONDS (-> False)."""
-        end = time.monotonic() + YIELD_SECONDS
-        while True:
-            self.progress()
+    def _poll_first(self, ready):
+        """Handle the EVD's events as they come until ready() (-> True) or for POLL_SECONDS
+        (-> False), as MPI libraries busy-poll: DAT's wait spins SHMDAT_SPIN_US (100 us)
+        and then sleeps, and a wait here (a rendezvous's read, a peer's compute between
+        messages) often outlasts that, when a sleep and its wake-up cost tens of
+        microseconds. ready() is looked at after each event (nothing else moves it), and
+        oversubscribed, each empty poll yields the core."""
+        if ready():
+            return True
+        end = time.monotonic() + POLL_SECONDS
+        evd, yield_when_idle = self.evd, self.yield_when_idle
+        while not self.waiting:         # (another thread is the EVD's waiter: wait for it)
+            try:
+                event = evd.dequeue()
+            except shmdat.QueueEmpty:
+                if time.monotonic() >= end:
+                    return False
+                if yield_when_idle:
+                    saved = self.lock._release_save()
+                    try:
+                        os.sched_yield()
+                    finally:
+                        self.lock._acquire_restore(saved)
+                continue
+            if event.number != EventNumber.SOFTWARE_EVENT:
+                self._handle(event.data)
             if ready():
                 return True
-            if time.monotonic() >= end:
-                return False
-            saved = self.lock._release_save()
-            try:
-                os.sched_yield()
-            finally:
-                self.lock._acquire_restore(saved)
+        return False
 
     def _check_reachable(self, ops, any_of=False):
         """MPI.Exception for the first op that can never complete; with `any_of`, only if

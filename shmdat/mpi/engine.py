@@ -26,7 +26,7 @@ from . import errors
 from .errors import Exception as MPIException
 from .matching import ANY_SOURCE, Matcher, Message
 
-SLOT = 16384                        # one eager slot: header and payload
+SLOT = 65536                        # one eager slot: header and payload
 HEADER = struct.Struct("<BxxxiiIq")  # kind, comm, tag, seq, length
 EAGER_LIMIT = SLOT - HEADER.size     # larger messages go by rendezvous
 RTS_BODY = struct.Struct(f"<{RmrTriplet.SIZE}sq")  # the sender's buffer, its request id
@@ -35,8 +35,8 @@ EAGER, RTS, FIN, SYNC = 0, 1, 2, 3
 WIN_ACC, WIN_LOCK, WIN_UNLOCK = 4, 5, 6  # a window's messages, handled by the window
 WIN_BODY_LIMIT = EAGER_LIMIT - FIN_BODY.size  # a window message's body (after its request id)
 SYNC_LIMIT = EAGER_LIMIT - FIN_BODY.size  # larger synchronous sends go by rendezvous
-RECV_SLOTS = 16                     # receives kept posted per peer
-SEND_SLOTS = 16                     # eager sends outstanding per peer
+RECV_SLOTS = 8                      # receives kept posted per peer
+SEND_SLOTS = 8                      # eager sends outstanding per peer
 MAX_READS = 8                       # rendezvous RDMA reads outstanding per peer
 MAX_RMA = 8                         # a window's RDMA writes and reads outstanding per peer
 WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers this often

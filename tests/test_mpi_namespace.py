@@ -28,7 +28,8 @@ def not_implemented(obj, owner, name):
 for obj, owner, name in ((MPI, "MPI", "File"), (MPI, "MPI", "ROOT"), (comm, "Comm", "Bsend"),
                          (comm, "Comm", "Spawn"), (comm.Irecv(bytearray(1), 0), "Request",
                                                    "Cancel"),
-                         (MPI.DOUBLE, "Datatype", "Create_vector"), (MPI.SUM, "Op", "handle"),
+                         (MPI.DOUBLE, "Datatype", "Create_vector"),
+                         (MPI.Datatype, "Datatype", "Create_struct"), (MPI.SUM, "Op", "handle"),
                          (MPI.Status(), "Status", "Set_source"), (comm.group, "Group", "Union")):
     not_implemented(obj, owner, name)
 comm.send(0, dest=0)                       # (the Irecv above)

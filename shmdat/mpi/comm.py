@@ -22,11 +22,10 @@ _next_context = 4    # this process's lowest context id none of its communicator
 #                      are never reused, so a late message on a freed one matches nothing new
 
 
-class Status:
+class Status(unimplemented.Missing):
     """MPI_Status: `source`, `tag`, `error` and the received byte count."""
 
-    def __getattr__(self, name):       # only for names not found otherwise
-        unimplemented.missing("Status", unimplemented.STATUS, name)
+    _unimplemented = unimplemented.STATUS
 
     def __init__(self):
         self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
@@ -47,13 +46,12 @@ class Status:
         return UNDEFINED if rest else count
 
 
-class Request:
+class Request(unimplemented.Missing):
     """A non-blocking operation (mpi4py's Request). Buffer requests: Wait/Test; object
     requests also wait/test, which return the received object. `rank_of` maps the engine's
     ranks to the communicator's, for statuses."""
 
-    def __getattr__(self, name):       # only for names not found otherwise
-        unimplemented.missing("Request", unimplemented.REQUEST, name)
+    _unimplemented = unimplemented.REQUEST
 
     def __init__(self, engine, rank_of, op, decode=False):
         self._engine, self._rank_of, self._op, self._decode = engine, rank_of, op, decode
@@ -253,14 +251,13 @@ class _Done:
     done, error, nbytes, source, tag, buf, data = True, 0, 0, PROC_NULL, ANY_TAG, None, None
 
 
-class Comm:
+class Comm(unimplemented.Missing):
     """An intracommunicator: COMM_WORLD, COMM_SELF, or one that Dup or Split made. `ranks`
     maps its ranks to the engine's (world) ranks; `context` tells its point-to-point traffic
     apart, and its collectives use context + 1 (their own channel,
     shmdat/mpi/collectives.py)."""
 
-    def __getattr__(self, name):       # only for names not found otherwise
-        unimplemented.missing("Comm", unimplemented.COMM, name)
+    _unimplemented = unimplemented.COMM
 
     def __init__(self, engine, context, ranks, name=""):
         self._engine, self._context, self._name = engine, context, name
@@ -429,6 +426,9 @@ class Comm:
     def Send(self, buf, dest, tag=0):
         """MPI_Send (standard mode: returns once the buffer may be reused)."""
         self.Isend(buf, dest, tag).Wait()
+
+    # Ready mode: a correct program's ready sends may be standard ones (MPI 3.1, 3.4).
+    Rsend, Irsend = Send, Isend
 
     def Ssend(self, buf, dest, tag=0):
         """MPI_Ssend: returns once a receive has matched the message."""

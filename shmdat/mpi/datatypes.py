@@ -8,13 +8,12 @@ from . import errors, unimplemented
 from .errors import Exception as MPIException
 
 
-class Datatype:
+class Datatype(unimplemented.Missing):
     """A named MPI datatype: `size`, its data's bytes, and `extent`, its stride in a buffer
     (larger for the padded pair types); `Get_size()`, `Get_extent()`, `Get_name()`;
     `dtype`, the numpy dtype reductions compute in."""
 
-    def __getattr__(self, name):       # only for names not found otherwise
-        unimplemented.missing("Datatype", unimplemented.DATATYPE, name)
+    _unimplemented = unimplemented.DATATYPE
 
     def __init__(self, name, size, typechar, extent=None):
         self.name, self.size, self.typechar = name, size, typechar
@@ -98,7 +97,7 @@ def named(datatype):
 
 
 def _contiguous_bytes(buf, writable):
-    view = memoryview(buf)
+    view = memoryview(bytearray() if buf is None else buf)  # None: no buffer (mpi4py's NULL)
     if not view.c_contiguous:
         raise MPIException(errors.ERR_BUFFER, "the buffer is not contiguous")
     if writable and view.readonly:

@@ -10,12 +10,11 @@ IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3   # Compare's answers (MPICH's v
 #                                                   CONGRUENT is for communicators only
 
 
-class Group:
+class Group(unimplemented.Missing):
     """MPI_Group: `ranks` maps the group's ranks to the engine's; `me` is this process's
     engine rank (its group rank is UNDEFINED if it is not a member)."""
 
-    def __getattr__(self, name):       # only for names not found otherwise
-        unimplemented.missing("Group", unimplemented.GROUP, name)
+    _unimplemented = unimplemented.GROUP
 
     def __init__(self, ranks, me):
         self._ranks, self._me = tuple(ranks), me

@@ -45,15 +45,14 @@ def _loc_ufunc(better):
     return apply
 
 
-class Op:
+class Op(unimplemented.Missing):
     """A reduction operation (mpi4py's MPI.Op): `op(x, y)` on objects; on numpy arrays,
     `reduce_local(invec, inoutvec, datatype)` (inoutvec = invec op inoutvec, MPI's order).
     A predefined op applies a ufunc to the dtype kinds of MPI's table (`kinds`: logical ops on
     integers and C_BOOL, bitwise ones on integers and BYTE, ...); a user op (`function`
     taking byte buffers and the datatype, `kinds` None) applies to every datatype."""
 
-    def __getattr__(self, name):       # only for names not found otherwise
-        unimplemented.missing("Op", unimplemented.OP, name)
+    _unimplemented = unimplemented.OP
 
     def __init__(self, name, function, ufunc, kinds, commute=True):
         self.name, self._function, self._ufunc, self._kinds = name, function, ufunc, kinds

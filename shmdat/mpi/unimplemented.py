@@ -10,6 +10,24 @@ class NotImplementedCall(NotImplementedError, AttributeError):
     """An mpi4py call or constant that shmdat.mpi does not have (yet)."""
 
 
+class _Lookup(type):
+    """The metaclass of Missing: names looked up on the class itself (mpi4py's class
+    methods, `MPI.Datatype.Create_struct`)."""
+
+    def __getattr__(cls, name):
+        missing(cls.__name__, cls._unimplemented, name)
+
+
+class Missing(metaclass=_Lookup):
+    """The base of shmdat.mpi's classes: a name of mpi4py's class that this one lacks
+    (`_unimplemented`, a table below), on the class or on its objects, raises
+    NotImplementedCall. Only names not found otherwise come here: no cost on the rest."""
+    _unimplemented = frozenset()
+
+    def __getattr__(self, name):
+        missing(type(self).__name__, self._unimplemented, name)
+
+
 def missing(owner, table, name):
     """Raise for attribute `name` that `owner` (e.g. "MPI", "Comm") lacks: NotImplementedCall
     if it is mpi4py's (in `table`), else AttributeError."""
@@ -70,9 +88,9 @@ COMM = frozenset("""
     Get_failed Get_info Get_parent Get_topology Graph_map Iagree Iallgather Iallgatherv
     Iallreduce Ialltoall Ialltoallv Ialltoallw Ibarrier Ibcast Ibsend Idup Idup_with_info
     Iexscan Iflush_buffer Igather Igatherv Improbe Ireduce Ireduce_scatter
-    Ireduce_scatter_block Irsend Is_revoked Iscan Iscatter Iscatterv Isendrecv
+    Ireduce_scatter_block Is_revoked Iscan Iscatter Iscatterv Isendrecv
     Isendrecv_replace Ishrink Join Mprobe Precv_init Psend_init Reduce_init
-    Reduce_scatter_block_init Reduce_scatter_init Revoke Rsend Rsend_init Scan_init
+    Reduce_scatter_block_init Reduce_scatter_init Revoke Rsend_init Scan_init
     Scatter_init Scatterv_init Set_attr Set_errhandler Set_info Shrink Spawn Spawn_multiple
     Split_type bsend f2py free fromhandle fromint handle ibsend improbe info is_topo mprobe
     py2f toint topology

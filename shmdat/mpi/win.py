@@ -98,13 +98,12 @@ def _check_op(op, datatype):
     op.check(datatype.dtype)            # ERR_OP where MPI's table has no entry
 
 
-class Win:
+class Win(unimplemented.Missing):
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate, Fence,
     Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all, tomemory, Free. Target ranks are
     the communicator's."""
 
-    def __getattr__(self, name):       # only for names not found otherwise
-        unimplemented.missing("Win", unimplemented.WIN, name)
+    _unimplemented = unimplemented.WIN
 
     _engine = None      # this process's engine, set by MPI.py (COMM_SELF's windows need it)
 

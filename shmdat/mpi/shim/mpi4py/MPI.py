@@ -2,7 +2,14 @@
 importing either initializes the rank once), and the private hook that mpi4py's own
 pure-Python modules call."""
 
+from shmdat.mpi import MPI as _MPI
 from shmdat.mpi.MPI import *  # noqa: F401,F403 (the namespace)
+
+
+def __getattr__(name):
+    """Names the star import left out: shmdat.mpi.MPI answers them itself (mpi4py's names
+    it lacks raise NotImplementedCall naming the call)."""
+    return getattr(_MPI, name)
 
 
 def _set_abort_status(status):

@@ -395,8 +395,9 @@ class Engine:
         (-> False), as MPI libraries busy-poll: DAT's wait spins SHMDAT_SPIN_US (100 us)
         and then sleeps, and a wait here (a rendezvous's read, a peer's compute between
         messages) often outlasts that, when a sleep and its wake-up cost tens of
-        microseconds. ready() is looked at after each event (nothing else moves it), and
-        oversubscribed, each empty poll yields the core."""
+        microseconds. ready() is looked at after each event; with other threads, each empty
+        poll lets the lock go (their calls may move ready() too), and oversubscribed, it
+        yields the core."""
         if ready():
             return True
         end = time.monotonic() + POLL_SECONDS
@@ -407,12 +408,15 @@ class Engine:
             except shmdat.QueueEmpty:
                 if time.monotonic() >= end:
                     return False
-                if yield_when_idle:
-                    saved = self.lock._release_save()
+                if yield_when_idle or _threads():
+                    saved = self.lock._release_save()   # other threads' calls come in here
                     try:
-                        os.sched_yield()
+                        if yield_when_idle:
+                            os.sched_yield()
                     finally:
                         self.lock._acquire_restore(saved)
+                    if ready():
+                        return True
                 continue
             if event.number != EventNumber.SOFTWARE_EVENT:
                 self._handle(event.data)

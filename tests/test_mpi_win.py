@@ -171,6 +171,7 @@ checks += 1
 # A window over COMM_SELF (mpi4py's default comm): this rank alone.
 alone = np.zeros(3, np.int32)
 swin = MPI.Win.Create(alone)
+assert MPI.Win.Create(np.zeros(1), comm=MPI.COMM_SELF).Free() is None
 swin.Fence()
 mine = np.array([1, 2], np.int32)
 swin.Put(mine, 0, 4)

@@ -144,5 +144,5 @@ _engine = _init()
 _finalized = False
 COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
 COMM_SELF = Comm(_engine, SELF_CONTEXT, [_engine.rank], "MPI_COMM_SELF")
-Win._engine = _engine      # a window takes this rank's engine (COMM_SELF's too) from here
+Win.COMM_SELF = COMM_SELF   # Win.Create's and Allocate's default communicator
 del errors

@@ -105,17 +105,14 @@ class Win(unimplemented.Missing):
 
     _unimplemented = unimplemented.WIN
 
-    _engine = None      # this process's engine, set by MPI.py (COMM_SELF's windows need it)
+    COMM_SELF = None    # mpi4py's default communicator, set by MPI.py (it cannot be imported)
 
     def __init__(self, memory, lmr, disp_unit, comm):
-        engine = self._engine
+        engine = self._engine = comm._engine
         self._memory, self._lmr, self._comm = memory, lmr, comm
         mine = (engine.next_window, tuple(lmr.rmr_triplet()) if lmr else (0, 0, 0), disp_unit)
-        if comm is None:                    # COMM_SELF: this rank alone
-            self._ranks, self._rank, members = [engine.rank], 0, [mine]
-        else:
-            self._ranks = [comm._ranks[r] for r in range(comm.size)]
-            self._rank, members = comm.rank, comm.allgather(mine)
+        self._ranks = [comm._ranks[r] for r in range(comm.size)]
+        self._rank, members = comm.rank, comm.allgather(mine)
         self._id = max(m[0] for m in members)     # above every id a member has used
         engine.next_window = self._id + 1
         self._targets = [(RmrTriplet(*rmr), unit) for _, rmr, unit in members]
@@ -125,8 +122,7 @@ class Win(unimplemented.Missing):
         self._exclusive, self._shared = False, 0  # the lock on this rank's window
         self._waiting = collections.deque()       # lock requests not yet granted
         engine.windows[self._id] = self
-        if comm is not None:
-            comm.Barrier()      # every member has registered the window before any message
+        comm.Barrier()          # every member has registered the window before any message
 
     @classmethod
     def Create(cls, memory, disp_unit=1, info=INFO_NULL, comm=None):
@@ -135,7 +131,8 @@ class Win(unimplemented.Missing):
         at a target count in its `disp_unit` bytes. MPI.Exception ERR_BUFFER (read-only or
         not contiguous), ERR_DISP (disp_unit below 1)."""
         _check_disp_unit(disp_unit)
-        engine = cls._engine
+        comm = cls.COMM_SELF if comm is None else comm
+        engine = comm._engine
         data = message([memory, BYTE], True)[0]
         lmr = engine.ia.lmr_create(engine.pz, np.frombuffer(data, np.uint8),
                                    WINDOW_PRIVILEGES) if len(data) else None
@@ -149,7 +146,8 @@ class Win(unimplemented.Missing):
         if not isinstance(size, int) or size < 0:
             _fail(errors.ERR_SIZE, f"size must be an int >= 0, not {size!r}")
         _check_disp_unit(disp_unit)
-        engine = cls._engine
+        comm = cls.COMM_SELF if comm is None else comm
+        engine = comm._engine
         lmr = engine.ia.lmr_create(engine.pz, size, WINDOW_PRIVILEGES) if size else None
         return cls(memoryview(lmr.buffer) if lmr else memoryview(bytearray()), lmr, disp_unit,
                    comm)

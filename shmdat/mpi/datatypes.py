@@ -76,13 +76,20 @@ IN_PLACE = InPlace()
 
 def _datatype_of(view):
     """The datatype mpi4py infers from a buffer's format (numpy's 'd', '<d', 'Zd', ...)."""
-    fmt = view.format.lstrip("@=<>!")
-    if fmt.startswith("Z"):        # a complex in the buffer protocol's format
-        fmt = fmt[1:].upper()
-    datatype = _BY_FORMAT.get(fmt)
+    datatype = _SEEN_FORMATS.get(view.format)
     if datatype is None:
-        raise MPIException(errors.ERR_TYPE, f"no MPI datatype for buffer format {view.format!r}")
+        fmt = view.format.lstrip("@=<>!")
+        if fmt.startswith("Z"):        # a complex in the buffer protocol's format
+            fmt = fmt[1:].upper()
+        datatype = _BY_FORMAT.get(fmt)
+        if datatype is None:
+            raise MPIException(errors.ERR_TYPE,
+                               f"no MPI datatype for buffer format {view.format!r}")
+        _SEEN_FORMATS[view.format] = datatype
     return datatype
+
+
+_SEEN_FORMATS = {}      # a buffer's format as given -> its datatype (a send's per-call parse)
 
 
 def named(datatype):

@@ -347,7 +347,8 @@ class Engine:
         has gone (or on itself), which would otherwise block for ever."""
         for op in ops:
             if not op.done:
-                self._wait_until(lambda: all(op.done for op in ops), ops)
+                self._wait_until((lambda: op.done) if len(ops) == 1
+                                 else (lambda: all(op.done for op in ops)), ops)
                 return
 
     def _wait_until(self, ready, ops, any_of=False):

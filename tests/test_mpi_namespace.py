@@ -1,6 +1,6 @@
 """mpi4py's names that shmdat.mpi lacks: NotImplementedCall naming the call (also an
 AttributeError, so hasattr() is False), never a wrong answer; and the small calls of the
-namespace (VERSION, Intracomm, Is_thread_main, Pcontrol, error strings)."""
+namespace (VERSION, Intracomm, Is_thread_main, Pcontrol, error strings, Get_attr)."""
 
 import pytest
 
@@ -50,6 +50,20 @@ thread.start()
 thread.join(10)
 assert other == [False], other
 assert MPI.Pcontrol(1) is None
+# Predefined attributes: keys, not values, as in mpi4py (a tag above TAG_UB's value is refused).
+assert comm.Get_attr(MPI.TAG_UB) == 2**31 - 1 and MPI.TAG_UB != 2**31 - 1
+comm.send("top", dest=0, tag=comm.Get_attr(MPI.TAG_UB))
+assert comm.recv(source=0, tag=2**31 - 1) == "top"
+assert comm.Get_attr(MPI.UNIVERSE_SIZE) == comm.size
+assert (comm.Get_attr(MPI.APPNUM), comm.Get_attr(MPI.WTIME_IS_GLOBAL)) == (0, 0)
+assert comm.Get_attr(MPI.IO) == MPI.ANY_SOURCE
+for call, args in ((comm.Get_attr, (12345,)), (comm.send, (0, 0, 2**31))):
+    try:
+        call(*args)
+    except MPI.Exception as e:
+        assert e.Get_error_class() == (MPI.ERR_KEYVAL if call == comm.Get_attr else MPI.ERR_TAG)
+    else:
+        raise AssertionError(call)
 assert MPI.Get_error_class(MPI.ERR_RANK) == MPI.ERR_RANK
 assert MPI.Get_error_string(MPI.ERR_RANK) == "Invalid rank"
 sys.stdout.write("ok\\n")

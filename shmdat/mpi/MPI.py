@@ -10,13 +10,14 @@ import time
 import shmdat
 
 from . import datatypes, errors, unimplemented, wireup
-from .comm import (COMM_NULL, CONGRUENT, IDENT, REQUEST_NULL, SELF_CONTEXT,  # noqa: F401
-                   SIMILAR, TAG_UB, UNDEFINED, UNEQUAL, WORLD_CONTEXT, Comm, Prequest,
+from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, REQUEST_NULL,  # noqa: F401
+                   SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL, UNIVERSE_SIZE,
+                   WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest,
                    Request, Status)
 from .datatypes import IN_PLACE, Datatype  # noqa: F401
 from .engine import Engine
 from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_DISP,  # noqa: F401
-                     ERR_GROUP, ERR_INTERN, ERR_OP, ERR_OTHER, ERR_RANK, ERR_REQUEST,
+                     ERR_GROUP, ERR_INTERN, ERR_KEYVAL, ERR_OP, ERR_OTHER, ERR_RANK, ERR_REQUEST,
                      ERR_RMA_RANGE, ERR_RMA_SYNC, ERR_ROOT, ERR_SIZE, ERR_TAG, ERR_TRUNCATE,
                      ERR_TYPE, ERR_WIN, SUCCESS, Exception)
 from .group import Group  # noqa: F401

@@ -15,7 +15,10 @@ from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .ops import MAX, SUM
 
-TAG_UB = 2**31 - 1
+# The predefined attribute keys of Get_attr (MPICH's numbers, as mpi4py over MPICH has them).
+TAG_UB, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, APPNUM = (0x64400001, 0x64400005, 0x64400007,
+                                                      0x64400009, 0x6440000d)
+_TAG_MAX = 2**31 - 1    # Get_attr(TAG_UB): the largest tag
 WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to point, c + 1
 #                                        for its collectives
 _next_context = 4    # this process's lowest context id none of its communicators uses: ids
@@ -283,6 +286,21 @@ class Comm(unimplemented.Missing):
 
     # Communicators.
 
+    def Get_attr(self, keyval):
+        """MPI_Comm_get_attr of a predefined key: TAG_UB (the largest tag), UNIVERSE_SIZE
+        (the job's ranks), APPNUM (0: one program), WTIME_IS_GLOBAL (0: each rank's clock),
+        IO (ANY_SOURCE: every rank can do I/O). MPI.Exception ERR_KEYVAL for any other
+        (user keyvals, Create_keyval, are not implemented)."""
+        if keyval == TAG_UB:
+            return _TAG_MAX
+        if keyval == UNIVERSE_SIZE:
+            return self._engine.size
+        if keyval == APPNUM or keyval == WTIME_IS_GLOBAL:
+            return 0
+        if keyval == IO:
+            return ANY_SOURCE
+        raise MPIException(errors.ERR_KEYVAL, f"keyval {keyval!r}")
+
     def Get_name(self):
         """MPI_Comm_get_name: MPI_COMM_WORLD, MPI_COMM_SELF, else what Set_name gave ('')."""
         return self._name
@@ -388,7 +406,7 @@ class Comm(unimplemented.Missing):
         raise MPIException(errors.ERR_RANK, f"{what} {rank!r} (size {self._size})")
 
     def _check_tag(self, tag, wildcard=False):
-        if not isinstance(tag, int) or not (0 <= tag <= TAG_UB or wildcard and tag == ANY_TAG):
+        if not isinstance(tag, int) or not (0 <= tag <= _TAG_MAX or wildcard and tag == ANY_TAG):
             raise MPIException(errors.ERR_TAG, f"tag {tag!r}")
 
     def _isend(self, view, dest, tag, context, sync=False):

@@ -15,6 +15,7 @@ ERR_TRUNCATE = 14
 ERR_OTHER = 15
 ERR_INTERN = 16
 ERR_REQUEST = 19
+ERR_KEYVAL = 48
 
 _STRINGS = {
     SUCCESS: "No MPI error", ERR_BUFFER: "Invalid buffer pointer", ERR_COUNT: "Invalid count",
@@ -22,7 +23,7 @@ _STRINGS = {
     ERR_RANK: "Invalid rank", ERR_ROOT: "Invalid root", ERR_OP: "Invalid MPI_Op",
     ERR_ARG: "Invalid argument", ERR_TRUNCATE: "Message truncated",
     ERR_OTHER: "Other MPI error", ERR_INTERN: "Internal MPI error",
-    ERR_GROUP: "Invalid group", ERR_REQUEST: "Invalid MPI_Request",
+    ERR_GROUP: "Invalid group", ERR_REQUEST: "Invalid MPI_Request", ERR_KEYVAL: "Invalid keyval",
 }
 
 # One-sided communication's classes (shmdat/mpi/win.py).

@@ -37,7 +37,7 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    AINT APPNUM Add_error_class Add_error_code Add_error_string Aint_add Aint_diff Alloc_mem
+    AINT Add_error_class Add_error_code Add_error_string Aint_add Aint_diff Alloc_mem
     Attach_buffer BFLOAT16_T BOOL BOTTOM BSEND_OVERHEAD BUFFER_AUTOMATIC BottomType
     BufferAutomaticType CART CHARACTER COMBINER_CONTIGUOUS COMBINER_DARRAY COMBINER_DUP
     COMBINER_F90_COMPLEX COMBINER_F90_INTEGER COMBINER_F90_REAL COMBINER_HINDEXED
@@ -51,7 +51,7 @@ MODULE = frozenset("""
     Detach_buffer Distgraphcomm ERRHANDLER_NULL ERRORS_ABORT ERRORS_ARE_FATAL ERRORS_RETURN
     ERR_ABI ERR_ACCESS ERR_AMODE ERR_ASSERT ERR_BAD_FILE ERR_BASE ERR_CONVERSION ERR_DIMS
     ERR_DUP_DATAREP ERR_ERRHANDLER ERR_FILE ERR_FILE_EXISTS ERR_FILE_IN_USE ERR_INFO
-    ERR_INFO_KEY ERR_INFO_NOKEY ERR_INFO_VALUE ERR_IN_STATUS ERR_IO ERR_KEYVAL ERR_LASTCODE
+    ERR_INFO_KEY ERR_INFO_NOKEY ERR_INFO_VALUE ERR_IN_STATUS ERR_IO ERR_LASTCODE
     ERR_LOCKTYPE ERR_NAME ERR_NOT_SAME ERR_NO_MEM ERR_NO_SPACE ERR_NO_SUCH_FILE ERR_PENDING
     ERR_PORT ERR_PROC_ABORTED ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_QUOTA
     ERR_READ_ONLY ERR_REVOKED ERR_RMA_ATTACH ERR_RMA_CONFLICT ERR_RMA_FLAVOR ERR_RMA_SHARED
@@ -61,7 +61,7 @@ MODULE = frozenset("""
     F_INT F_SOURCE F_STATUS_SIZE F_TAG File Flush_buffer Free_mem GRAPH GROUP_EMPTY
     GROUP_NULL Get_abi_fortran_info Get_abi_info Get_abi_version Get_address
     Get_hw_resource_info Graphcomm Grequest INFO_ENV INTEGER INTEGER1 INTEGER16 INTEGER2
-    INTEGER4 INTEGER8 INT_INT IO Iflush_buffer InPlaceType Intercomm KEYVAL_INVALID
+    INTEGER4 INTEGER8 INT_INT Iflush_buffer InPlaceType Intercomm KEYVAL_INVALID
     LASTUSEDCODE LOGICAL LOGICAL1 LOGICAL16 LOGICAL2 LOGICAL4 LOGICAL8 Lookup_name
     MAX_DATAREP_STRING MAX_ERROR_STRING MAX_INFO_KEY MAX_INFO_VAL MAX_LIBRARY_VERSION_STRING
     MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
@@ -72,10 +72,10 @@ MODULE = frozenset("""
     Remove_error_string SEEK_CUR SEEK_END SEEK_SET SESSION_NULL SIGNED_INT SIGNED_LONG
     SIGNED_LONG_LONG SIGNED_SHORT SINT16_T SINT32_T SINT64_T SINT8_T Session
     TYPECLASS_COMPLEX TYPECLASS_INTEGER TYPECLASS_LOGICAL TYPECLASS_REAL Topocomm
-    UNIVERSE_SIZE UNSIGNED_INT UNWEIGHTED Unpublish_name WEIGHTS_EMPTY WIN_BASE
+    UNSIGNED_INT UNWEIGHTED Unpublish_name WEIGHTS_EMPTY WIN_BASE
     WIN_CREATE_FLAVOR WIN_DISP_UNIT WIN_FLAVOR WIN_FLAVOR_ALLOCATE WIN_FLAVOR_CREATE
     WIN_FLAVOR_DYNAMIC WIN_FLAVOR_SHARED WIN_MODEL WIN_NULL WIN_SEPARATE WIN_SIZE
-    WIN_UNIFIED WTIME_IS_GLOBAL buffer memory pickle
+    WIN_UNIFIED buffer memory pickle
 """.split())
 
 COMM = frozenset("""
@@ -84,7 +84,7 @@ COMM = frozenset("""
     Bsend_init Call_errhandler Cart_map Connect Create_cart Create_dist_graph
     Create_dist_graph_adjacent Create_errhandler Create_from_group Create_graph Create_group
     Create_intercomm Create_keyval Delete_attr Detach_buffer Disconnect Dup_with_info
-    Exscan_init Flush_buffer Free_keyval Gather_init Gatherv_init Get_attr Get_errhandler
+    Exscan_init Flush_buffer Free_keyval Gather_init Gatherv_init Get_errhandler
     Get_failed Get_info Get_parent Get_topology Graph_map Iagree Iallgather Iallgatherv
     Iallreduce Ialltoall Ialltoallv Ialltoallw Ibarrier Ibcast Ibsend Idup Idup_with_info
     Iexscan Iflush_buffer Igather Igatherv Improbe Ireduce Ireduce_scatter

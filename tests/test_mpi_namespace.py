@@ -50,6 +50,17 @@ thread.start()
 thread.join(10)
 assert other == [False], other
 assert MPI.Pcontrol(1) is None
+# mpi4py's Comm(comm): another handle to the same communicator, also from a subclass.
+
+
+class Mine(MPI.Intracomm):
+    def __new__(cls, comm=None):
+        return super().__new__(cls, comm)
+
+
+for alias in (MPI.Intracomm(comm), Mine(comm)):
+    assert (alias.rank, alias.size) == (comm.rank, comm.size)
+    assert alias.allreduce(2) == 2 * comm.size
 # Predefined attributes: keys, not values, as in mpi4py (a tag above TAG_UB's value is refused).
 assert comm.Get_attr(MPI.TAG_UB) == 2**31 - 1 and MPI.TAG_UB != 2**31 - 1
 comm.send("top", dest=0, tag=comm.Get_attr(MPI.TAG_UB))

@@ -262,7 +262,13 @@ class Comm(unimplemented.Missing):
 
     _unimplemented = unimplemented.COMM
 
-    def __init__(self, engine, context, ranks, name=""):
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls)     # (mpi4py's subclasses call super().__new__(cls, comm))
+
+    def __init__(self, engine, context=None, ranks=None, name=""):
+        if isinstance(engine, Comm):    # mpi4py's Comm(comm): another handle to the same one
+            self.__dict__.update(engine.__dict__)
+            return
         self._engine, self._context, self._name = engine, context, name
         self._ranks = ranks            # this communicator's rank -> the engine's (world) rank
         self._rank, self._size = ranks.index(engine.rank), len(ranks)

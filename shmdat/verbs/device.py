@@ -467,6 +467,9 @@ class Context(PyverbsCM):
         (EAGAIN: nothing queued and async_fd is non-blocking; EBADF: closed)."""
         with self._progress.lock:
             self._check_open("Failed to get async event")
+            if self._closing:               # (closed by another thread: _closed comes after)
+                raise PyverbsRDMAError("Failed to get async event: the Context is closed",
+                                       errno.EBADF)
             if not self._async_events and not os.get_blocking(self._async_r):
                 self._poll()
                 if not self._async_events:

@@ -13,6 +13,24 @@ PIDS = "import os; os.write(1, f'pid {os.getpid()}\\n'.encode())\n"   # a progra
 #                                                              the test looks for leftovers
 
 
+# A test program's check that a call raises, put in front of the programs that check errors:
+# MPI.Exception with the error class `error`, or `error` itself where it is a Python exception
+# class (ValueError, TypeError: what mpi4py raises before calling MPI). Returns 1, for the
+# programs that count their checks.
+FAILS = """
+def fails(error, call, *args, **kw):
+    try:
+        call(*args, **kw)
+    except MPI.Exception as e:
+        assert e.Get_error_class() == error, (call, e, error)
+    except (ValueError, TypeError) as e:
+        assert isinstance(error, type) and isinstance(e, error), (call, e, error)
+    else:
+        raise AssertionError(f"{call}{args} did not fail with {error}")
+    return 1
+"""
+
+
 def write(tmp_path, body, name="prog.py"):
     path = tmp_path / name
     path.write_text(textwrap.dedent(body))
@@ -40,3 +58,13 @@ def leftovers(pids):
     """Names in /dev/shm that belong to one of `pids`."""
     marks = [f".{pid}." for pid in pids]
     return [name for name in os.listdir("/dev/shm") if any(m in name for m in marks)]
+
+
+def check_every_rank_agrees(r, n):
+    """A launch of a program whose ranks each print one line `rank R: C checks`: it passed
+    on all n ranks, silently, and every rank made the same checks."""
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    lines = sorted(r.stdout.splitlines())
+    assert [line.split(":")[0] for line in lines] == [f"rank {i}" for i in range(n)]
+    assert len({line.split(":")[1] for line in lines}) == 1     # the same checks everywhere

@@ -13,9 +13,9 @@ import sys
 import pytest
 
 from tests import mpi_launch
-from tests.mpi_launch import launch
+from tests.mpi_launch import FAILS, launch
 
-PROGRAM = """
+PROGRAM = FAILS + """
 import sys
 import numpy as np
 from shmdat.mpi import MPI
@@ -24,15 +24,6 @@ world = MPI.COMM_WORLD
 rank, size = world.rank, world.size
 wright, wleft = (rank + 1) % size, (rank - 1) % size
 LARGE = 5000        # float64 elements: 40000 bytes, above the eager limit (rendezvous)
-
-
-def raises(error_class, call, *args):
-    try:
-        call(*args)
-    except MPI.Exception as e:
-        assert e.Get_error_class() == error_class, (call, e.Get_error_class(), e)
-        return
-    raise AssertionError(f"{call} did not raise")
 
 
 def members_of(color_of, key_of, parent):
@@ -192,14 +183,14 @@ for i in range(4):
     assert statuses[0].Get_source() == left and statuses[0].Get_count(MPI.DOUBLE) == LARGE
     assert recv != MPI.REQUEST_NULL and recv.Wait(st) and st.Get_source() == MPI.ANY_SOURCE
 recv.Start()
-raises(MPI.ERR_REQUEST, recv.Start)              # active already
+fails(MPI.ERR_REQUEST, recv.Start)              # active already
 send.Start()
 assert MPI.Request.Waitany([recv, send]) in (0, 1)
 MPI.Request.Waitall([recv, send])
 for r in (send, recv, ssend, srecv):
     r.Free()
     assert r == MPI.REQUEST_NULL and not r
-raises(MPI.ERR_REQUEST, send.Start)              # freed
+fails(MPI.ERR_REQUEST, send.Start)              # freed
 null = world.Send_init(out, dest=MPI.PROC_NULL)
 null.Start()
 null.Wait()
@@ -211,16 +202,16 @@ dup.send(("last on dup", rank), dest=wright, tag=1)
 dup.Free()
 assert dup == MPI.COMM_NULL and not dup and dup.Get_name() == "MPI_COMM_NULL"
 assert pending.wait() == ("last on dup", wleft)
-raises(MPI.ERR_COMM, dup.Get_rank)
-raises(MPI.ERR_COMM, dup.send, 1, 0)
-raises(MPI.ERR_COMM, dup.Free)
-raises(MPI.ERR_COMM, dup.Barrier)
-raises(MPI.ERR_COMM, MPI.COMM_NULL.Get_size)
-raises(MPI.ERR_COMM, world.Free)
-raises(MPI.ERR_COMM, MPI.COMM_SELF.Free)
-raises(MPI.ERR_COMM, world.Compare, MPI.COMM_NULL)
-raises(MPI.ERR_RANK, parity.send, 1, parity.size)      # the communicator's size counts
-raises(MPI.ERR_RANK, parity.Recv_init, small_in, parity.size)
+fails(MPI.ERR_COMM, dup.Get_rank)
+fails(MPI.ERR_COMM, dup.send, 1, 0)
+fails(MPI.ERR_COMM, dup.Free)
+fails(MPI.ERR_COMM, dup.Barrier)
+fails(MPI.ERR_COMM, MPI.COMM_NULL.Get_size)
+fails(MPI.ERR_COMM, world.Free)
+fails(MPI.ERR_COMM, MPI.COMM_SELF.Free)
+fails(MPI.ERR_COMM, world.Compare, MPI.COMM_NULL)
+fails(MPI.ERR_RANK, parity.send, 1, parity.size)      # the communicator's size counts
+fails(MPI.ERR_RANK, parity.Recv_init, small_in, parity.size)
 try:
     world.Set_name(5)
 except TypeError:
@@ -241,7 +232,7 @@ sys.stdout.write(f"ok {rank}\\n")
 """
 
 
-SHMDAT_ONLY = """
+SHMDAT_ONLY = FAILS + """
 import sys, threading
 import shmdat
 from shmdat.mpi import MPI
@@ -249,15 +240,6 @@ from shmdat.mpi import MPI
 world = MPI.COMM_WORLD
 rank, size = world.rank, world.size
 wright, wleft = (rank + 1) % size, (rank - 1) % size
-
-
-def raises(error_class, call, *args):
-    try:
-        call(*args)
-    except MPI.Exception as e:
-        assert e.Get_error_class() == error_class, (call, e.Get_error_class(), e)
-        return
-    raise AssertionError(f"{call} did not raise")
 
 
 assert MPI.Get_version() == (3, 1)
@@ -272,7 +254,7 @@ assert MPI.Init() is None and MPI.Is_initialized() and not MPI.Is_finalized()
 
 # Split's arguments are checked once every rank has given its own: all raise alike (MPICH
 # takes a negative color; MPI says it is erroneous).
-raises(MPI.ERR_ARG, world.Split, -5 if rank == 0 else 0)
+fails(MPI.ERR_ARG, world.Split, -5 if rank == 0 else 0)
 try:
     world.Split(0, "first" if rank == size - 1 else 0)
 except TypeError as e:
@@ -282,9 +264,9 @@ else:
 assert world.Split(0, 0).allreduce(1) == size
 
 group = world.group
-raises(MPI.ERR_RANK, group.Incl, [0, 0])
-raises(MPI.ERR_RANK, group.Excl, [size])
-raises(MPI.ERR_GROUP, world.Split(rank % 2, 0).Create, group)   # not all in the split
+fails(MPI.ERR_RANK, group.Incl, [0, 0])
+fails(MPI.ERR_RANK, group.Excl, [size])
+fails(MPI.ERR_GROUP, world.Split(rank % 2, 0).Create, group)   # not all in the split
 try:
     group.Translate_ranks([0])
 except NotImplementedError as e:
@@ -315,9 +297,9 @@ new.Barrier()
 
 MPI.Finalize()
 assert MPI.Is_finalized()
-raises(MPI.ERR_OTHER, MPI.Finalize)
-raises(MPI.ERR_OTHER, MPI.Init)
-raises(MPI.ERR_OTHER, MPI.Init_thread)
+fails(MPI.ERR_OTHER, MPI.Finalize)
+fails(MPI.ERR_OTHER, MPI.Init)
+fails(MPI.ERR_OTHER, MPI.Init_thread)
 sys.stdout.write(f"ok {rank}\\n")
 """
 

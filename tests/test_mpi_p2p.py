@@ -3,9 +3,9 @@ statuses, ordering across eager and rendezvous sizes, large messages, requests, 
 
 import pytest
 
-from tests.mpi_launch import launch
+from tests.mpi_launch import FAILS, launch
 
-HEAD = """
+HEAD = FAILS + """
 import sys
 import numpy as np
 from shmdat.mpi import MPI
@@ -204,14 +204,7 @@ def test_barrier_holds_every_rank_until_all_arrive(tmp_path):
 
 def test_errors_are_mpi_exceptions_with_their_class(tmp_path):
     run_ok(tmp_path, 2, """
-        def fails(error_class, call, *args, **kw):
-            try:
-                call(*args, **kw)
-            except MPI.Exception as e:
-                assert e.Get_error_class() == error_class, (e, error_class)
-                assert isinstance(e, RuntimeError)
-            else:
-                raise AssertionError(f"{call.__name__}{args} did not fail")
+        assert issubclass(MPI.Exception, RuntimeError)
         fails(MPI.ERR_RANK, comm.send, 1, dest=size)
         fails(MPI.ERR_RANK, comm.Send, np.zeros(1), -5)
         fails(MPI.ERR_TAG, comm.send, 1, dest=0, tag=-3)

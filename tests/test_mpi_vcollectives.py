@@ -8,9 +8,9 @@ program, its import changed, runs under mpi4py + MPICH."""
 
 import pytest
 
-from tests.mpi_launch import launch
+from tests.mpi_launch import FAILS, check_every_rank_agrees, launch
 
-PROGRAM = """
+PROGRAM = FAILS + """
 import functools, os
 import numpy as np
 from shmdat.mpi import MPI
@@ -283,16 +283,6 @@ temp.Free()
 assert not temp
 
 # Errors, raised on every rank.
-def fails(error, call, *args, **kw):
-    try:
-        call(*args, **kw)
-    except MPI.Exception as e:
-        assert e.Get_error_class() == error, (call.__name__, e, error)
-    except (ValueError, TypeError) as e:
-        assert isinstance(e, error) and not isinstance(e, MPI.Exception), (call.__name__, e)
-    else:
-        raise AssertionError(f"{call.__name__}{args} did not fail")
-    return 1
 x = np.zeros(4 * size, np.int64)
 checks += fails(MPI.ERR_OP, temp.Is_commutative)
 checks += fails(MPI.ERR_OP, comm.Allreduce, np.ones(4), np.zeros(4), op=temp)
@@ -336,8 +326,4 @@ os.write(1, f"rank {rank}: {checks} checks\\n".encode())    # one write: the ran
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8])
 def test_v_collectives_scan_and_user_ops_against_numpy(tmp_path, n):
     r = launch(tmp_path, n, PROGRAM, timeout=110)
-    assert r.returncode == 0, r.stderr
-    assert r.stderr == ""
-    lines = sorted(r.stdout.splitlines())
-    assert [line.split(":")[0] for line in lines] == [f"rank {i}" for i in range(n)]
-    assert len({line.split(":")[1] for line in lines}) == 1     # the same checks everywhere
+    check_every_rank_agrees(r, n)

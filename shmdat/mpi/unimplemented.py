@@ -15,7 +15,7 @@ class _Lookup(type):
     methods, `MPI.Datatype.Create_struct`)."""
 
     def __getattr__(cls, name):
-        missing(cls.__name__, cls._unimplemented, name)
+        missing(_owner(cls), cls._unimplemented, name)
 
 
 class Missing(metaclass=_Lookup):
@@ -25,7 +25,13 @@ class Missing(metaclass=_Lookup):
     _unimplemented = frozenset()
 
     def __getattr__(self, name):
-        missing(type(self).__name__, self._unimplemented, name)
+        missing(_owner(type(self)), self._unimplemented, name)
+
+
+def _owner(cls):
+    """The mpi4py class whose names `cls` answers for: the one that set its table (Comm for
+    COMM_NULL's class, Request for Prequest)."""
+    return next(c.__name__ for c in cls.__mro__ if "_unimplemented" in vars(c))
 
 
 def missing(owner, table, name):

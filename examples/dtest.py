@@ -47,10 +47,17 @@ class Endpoint:
         return event.data
 
     def completion(self, op):
-        d = self.expect(self.dto_evd, EventNumber.DTO_COMPLETION_EVENT)
-        if d.status != shmdat.DtoStatus.SUCCESS or d.operation != op:
-            raise SystemExit(f"dtest: {d.operation.name} completed with {d.status.name}")
-        return d
+        self.completions(op)
+
+    def completions(self, *ops):
+        """Reap one completion of each of `ops`, in whatever order they come: a send's
+        completion and the receive of the peer's answer are not ordered with each other."""
+        expected = list(ops)
+        while expected:
+            d = self.expect(self.dto_evd, EventNumber.DTO_COMPLETION_EVENT)
+            if d.status != shmdat.DtoStatus.SUCCESS or d.operation not in expected:
+                raise SystemExit(f"dtest: {d.operation.name} completed with {d.status.name}")
+            expected.remove(d.operation)
 
     def burst(self, post, count, op):
         """Post `count` DTOs with post(), reaping completions so that at most WINDOW are in flight."""
@@ -161,8 +168,7 @@ def client(args):
         start = time.perf_counter()
         for _ in range(args.iterations):
             node.send(message)
-            node.completion(shmdat.DtoOp.SEND)
-            node.completion(shmdat.DtoOp.RECEIVE)
+            node.completions(shmdat.DtoOp.SEND, shmdat.DtoOp.RECEIVE)
             node.post_recv()
         elapsed = time.perf_counter() - start
         if node.received(args.size) != message:

@@ -71,6 +71,16 @@ def test_events_pending_moves_with_async_and_cm_events_only(verbs_pair):
     assert shm0dv.events_pending(a.ctx) == queued + 1
 
 
+def test_progress_and_watch_answer_events_pending(verbs_pair):
+    a, b = verbs_pair
+    assert shm0dv.progress(a.ctx) == shm0dv.events_pending(a.ctx)
+    assert shm0dv.watch(a.ctx) == shm0dv.events_pending(a.ctx)
+    before = shm0dv.events_pending(b.ctx)
+    a.qp.modify(QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)     # b's peer leaves
+    _until(lambda: shm0dv.progress(b.ctx) != before, lambda: None)   # progress alone notices
+    assert shm0dv.watch(b.ctx) == shm0dv.events_pending(b.ctx) != before
+
+
 # completions_made
 
 def test_completions_made_moves_with_each_completion_only(verbs_pair):

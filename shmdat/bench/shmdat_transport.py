@@ -22,6 +22,7 @@ class ShmdatEndpoint:
             self.ia.close()     # at once: its LMRs may be large
             raise
         self.outstanding = 0
+        self.iovs = {}          # (op, size) -> its local_iov, built once as the verbs side's WRs are
 
     def _connect(self, role, ctrl, max_size):
         ia = self.ia
@@ -67,10 +68,16 @@ class ShmdatEndpoint:
                 raise RuntimeError(f"request completed with {event.data.status.name}")
             self.outstanding -= 1
 
+    def _iov(self, op, size):
+        iov = self.iovs.get((op, size))
+        if iov is None:
+            iov = self.iovs[(op, size)] = [(self.dst if op == "rdma_read" else self.src).triplet(0, size)]
+        return iov
+
     def send(self, size):
         if self.outstanding >= WINDOW:
             self._reap(False, WINDOW - 1)
-        self.ep.post_send([self.src.triplet(0, size)], None)
+        self.ep.post_send(self._iov("send", size), None)
         self.outstanding += 1
 
     def recv(self, poll):
@@ -83,9 +90,9 @@ class ShmdatEndpoint:
             self._reap(False, WINDOW - 1)
         remote = self.remote._replace(segment_length=size)
         if op == "rdma_write":
-            self.ep.post_rdma_write([self.src.triplet(0, size)], None, remote)
+            self.ep.post_rdma_write(self._iov(op, size), None, remote)
         else:
-            self.ep.post_rdma_read([self.dst.triplet(0, size)], None, remote)
+            self.ep.post_rdma_read(self._iov(op, size), None, remote)
         self.outstanding += 1
 
     def finish(self, poll):

@@ -136,8 +136,9 @@ class Engine(EngineBase):
         if self.ia._freed:
             return                      # closed: waiters are leaving
         dv, ctx = self.dv, self.ctx
-        dv.progress(ctx)                # once: then each CQ's completions, the device not run again
-        if dv.events_pending(ctx) != self.events_seen:     # a quiet round: this comparison only
+        # Once: then each CQ's completions, the device not run again. It answers
+        # events_pending: a quiet round is this comparison only.
+        if dv.progress(ctx) != self.events_seen:
             self._drain_events()
         made = dv.completions_made(ctx)
         if made != self.completions_seen:           # else no CQ holds a completion not yet drained
@@ -161,9 +162,7 @@ class Engine(EngineBase):
         """Notice dead peers on paths that run no progress (a post, a query, a wait that
         finds events queued): the device's look at its peers, due once a LIVENESS_SLICE
         (one clock read otherwise), and what it found (a dead peer's QP_FATAL)."""
-        dv, ctx = self.dv, self.ctx
-        dv.watch(ctx)
-        if dv.events_pending(ctx) != self.events_seen:
+        if self.dv.watch(self.ctx) != self.events_seen:     # (it answers events_pending)
             self._drain_events()
 
     def _drain_async(self):

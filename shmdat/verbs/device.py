@@ -21,6 +21,7 @@ import weakref
 from ..hw import cm_ports, shm
 from ..hw.errors import NoRoom
 from ..hw.hca import Hca
+from ..hw.layout import HCA_W_CM_PENDING, PORT_W_GENERATION
 from ..hw.port import Port
 from ..hw.progress import LIVENESS_SLICE, SPIN_SECONDS, Progress, SignalError
 from ..hw.qpn import QpnTable
@@ -68,9 +69,24 @@ class _EventCount:
 events_queued = _EventCount()
 _now = time.monotonic
 
-# This process's open Contexts (one device moves them all): id -> weak reference, a plain
-# dict so that the progress round's len() and look at the others cost no Python call.
+# This process's open Contexts (one device moves them all): id -> weak reference, and
+# its references as a tuple, rebuilt at each change, that the progress round reads as is.
 _contexts = {}
+_context_refs = ()
+
+
+def _add_context(ctx):
+    global _context_refs
+    key = id(ctx)
+    _contexts[key] = weakref.ref(ctx, lambda _, key=key: _drop_context(key))
+    _context_refs = tuple(_contexts.values())
+
+
+def _drop_context(key):
+    global _context_refs
+    _contexts.pop(key, None)
+    _context_refs = tuple(_contexts.values())
+
 
 
 def _open_contexts():
@@ -237,6 +253,8 @@ class Context(PyverbsCM):
                                    f"{self._port.path} is not shm0's (`shmdat gc` removes it)",
                                    errno.EIO)
         self._port_generation, self.port_down = self._port.generation, self._port.down
+        # The two words every progress round reads, read as the device's registers are.
+        self._hca_words, self._port_words = self.hca.words, self._port.words
         self._fatal = False             # IBV_EVENT_DEVICE_FATAL was raised: calls fail with EIO
         self.pds, self.cqs, self.ccs, self.qps = (set(), set(), set(), set())
         self.mrs_by_lkey = {}           # lkey -> MR: what a local SGE names
@@ -254,8 +272,7 @@ class Context(PyverbsCM):
         self.lock = self._progress.lock     # the context's lock: every call that moves the device holds it
         self.completions_made = 0           # WCs put in this Context's CQs so far (shm0dv.completions_made)
         self._ours = True               # False in a forked child: the parent's to close
-        key = id(self)                  # last: another thread's poll may move it from now on
-        _contexts[key] = weakref.ref(self, lambda _, key=key: _contexts.pop(key, None))
+        _add_context(self)              # last: another thread's poll may move it from now on
 
     def __del__(self):
         # pyverbs frees a Context nobody holds (rdma-core's tests drop many unclosed).
@@ -268,7 +285,7 @@ class Context(PyverbsCM):
         Destroying them waits for no async event's ack: the whole device goes."""
         with self._progress.lock:
             self._closing = True
-            _contexts.pop(id(self), None)
+            _drop_context(id(self))
             if self.cm is not None:
                 self.cm.close_all()     # its CMIDs: connections end, ports are freed
             close_children([self.qps, self.ccs, self.cqs, self.pds])
@@ -295,12 +312,23 @@ class Context(PyverbsCM):
         one side's poll must move the other). Another context whose lock is busy is
         being moved by its holder: it is skipped, so no two locks are ever waited on."""
         self._poll_own()
-        if len(_contexts) > 1:
-            for ref in tuple(_contexts.values()):
+        refs = _context_refs
+        if len(refs) > 1:
+            now = _now()
+            for ref in refs:
                 other = ref()
-                if other is not None and other is not self and other.lock.acquire(False):   # (only tried)
+                if other is None or other is self or other._closing:
+                    continue
+                # A quiet Context (rdma_cm's agent, with no QPs, most of the time) is looked
+                # at without its lock; one with work is moved if its lock is free.
+                try:
+                    busy = (other.active_qps or other._hca_words[HCA_W_CM_PENDING]
+                            or now >= other._next_liveness)
+                except ValueError:      # its HCA was closed meanwhile by another thread
+                    continue
+                if busy and other.lock.acquire(False):     # (only tried)
                     try:
-                        if not other._closing and not other._quiet():   # (under its lock: not closed meanwhile)
+                        if not other._closing:  # (under its lock: not closed meanwhile)
                             other._poll_own()
                     finally:
                         other.lock.release()
@@ -309,18 +337,12 @@ class Context(PyverbsCM):
         """The engines of this process's other Contexts: a waiter here sleeps for them too."""
         return [other._progress for other in _open_contexts() if other is not self]
 
-    def _quiet(self):
-        """Whether another Context's round would move nothing: no QP to move, no CM
-        message waiting, no look at the peers due (rdma_cm's agent, with no QPs, is
-        such a Context most of the time). Its port changes reach it in its own calls."""
-        return not self.active_qps and not self.hca.cm_pending() and _now() < self._next_liveness
-
     def _poll_own(self):
         if self._closed:
             return
-        if self._port.generation != self._port_generation:
+        if self._port_words[PORT_W_GENERATION] != self._port_generation:
             self._port_changed()
-        if self.hca.cm_pending():
+        if self._hca_words[HCA_W_CM_PENDING]:
             self._inbox()
         active = self.active_qps
         if active:
@@ -656,7 +678,8 @@ def _forget_parent_contexts():
     for ctx in _open_contexts() + _dropped:
         ctx._ours = False
         ctx.hca.forget_inherited()
-    _contexts.clear()
+    for key in list(_contexts):
+        _drop_context(key)
     _dropped.clear()
 
 

@@ -8,6 +8,7 @@ pyverbs on a NIC), as mlx5dv's calls fail on a device that is not mlx5.
 """
 
 import errno
+import time
 from typing import NamedTuple
 
 from ....hw import cma
@@ -60,14 +61,17 @@ def context_lock(ctx):
 
 
 def progress(ctx):
-    """Run the device once, as every poll, post and wait on the Context does. A caller
-    that takes the completions of several CQs runs it once, then poll_cq each. Raises
-    PyverbsUserError, PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
+    """Run the device once, as every poll, post and wait on the Context does, and return
+    events_pending(ctx) after it (a caller's quiet round then makes no second call). A
+    caller that takes the completions of several CQs runs it once, then poll_cq each.
+    Raises PyverbsUserError, PyverbsRDMAError (EBADF: closed; EIO: the device had a
+    fatal error; EOPNOTSUPP)."""
     if ctx.__class__ is not Context:
         ctx = _shm0(ctx, Context, "ctx", "progress")
     if ctx._closed or ctx._fatal:
         ctx.check_usable("Failed to run the device")
     ctx.progress()
+    return events_queued.value
 
 
 def poll_cq(cq, num_entries):
@@ -114,10 +118,13 @@ def watch(ctx):
     """The device's look at its peers, if LIVENESS_SLICE has passed since the last (one
     clock read otherwise): the QPs of a peer process that died go to ERR with
     IBV_EVENT_QP_FATAL, also on paths that run no progress (a wait that finds events
-    queued, a query, a post). Raises PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
+    queued, a query, a post). Returns events_pending(ctx) after it. Raises
+    PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
     if ctx.__class__ is not Context:
         _shm0(ctx, Context, "ctx", "watch")
-    ctx.watch()
+    if time.monotonic() >= ctx._next_liveness:     # (the device's own test, without its call)
+        ctx.watch()
+    return events_queued.value
 
 
 def cm_channel_fd(channel):

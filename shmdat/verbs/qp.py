@@ -534,8 +534,14 @@ class QP(PyverbsCM):
             self._fatal()
             return
         try:
-            qp.poll_send()          # acks first: as on a wire, a send's ack comes before the reply
-            qp.poll_recv()
+            # Acks first, as on a wire, where a send's ack comes before the reply to it: the
+            # ring's head is read before the acks, so the acks the peer gave before it put
+            # a message there are seen, and the send completes before that message's receive.
+            if qp.message_waits():
+                qp.poll_send()
+                qp.poll_recv()
+            else:
+                qp.poll_send()
         except RingCorrupt:
             self._fatal()
             return

@@ -32,6 +32,7 @@ from .values import AsyncError
 
 _SPIN = float(os.environ.get("SHMDAT_SPIN_US", "100")) / 1e6
 _DRAIN = 1 << 16                # completions taken from a shm0 CQ at once: all of them
+_WATCH_SLICE = 0.005            # seconds: the hot paths' watch() is due at most this often
 
 
 class EngineBase:
@@ -60,6 +61,9 @@ class EngineBase:
         self.next_timer = None          # monotonic deadline of the earliest connect timer
         self.cm = None                  # cm.ConnectionManager: set by the IA
         self.blocked = 0                # threads inside block()
+        # The hot paths (a post, a wait that finds events queued) call watch() once this
+        # monotonic time has passed: `if monotonic() >= engine.watch_at: engine.watch()`.
+        self.watch_at = 0.0
 
     def _check_timers(self):
         if self.next_timer is not None:
@@ -161,7 +165,10 @@ class Engine(EngineBase):
     def watch(self):
         """Notice dead peers on paths that run no progress (a post, a query, a wait that
         finds events queued): the device's look at its peers, due once a LIVENESS_SLICE
-        (one clock read otherwise), and what it found (a dead peer's QP_FATAL)."""
+        (one clock read otherwise), and what it found (a dead peer's QP_FATAL). The hot
+        paths call it once a _WATCH_SLICE (watch_at): a dead peer is still seen within
+        the device's slice and this one."""
+        self.watch_at = time.monotonic() + _WATCH_SLICE
         if self.dv.watch(self.ctx) != self.events_seen:     # (it answers events_pending)
             self._drain_events()
 

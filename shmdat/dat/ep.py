@@ -13,6 +13,7 @@ actions (EP._cm_actions) fire the EP's events.
 
 import dataclasses
 import ipaddress
+import time
 
 from . import cm_state, ep_state, limits, seam
 from .args import (check_choice, check_conn_qual, check_flags, check_int, check_private_data,
@@ -27,6 +28,8 @@ from .handle import Handle, check_handle
 from .lmr import ResolvedIov, resolve_iov
 from .private_data import split_header, with_header
 from .values import AsyncError, ConnectionEvent, DtoCompletion, EpAttr, EpParam
+
+_now = time.monotonic
 
 S = EpState
 
@@ -591,7 +594,8 @@ class EP(Handle):
     def _post_request(self, opcode, iov, flags, cookie, op, remote=None):
         """Hand a request to the QP (on a DISCONNECTED EP the QP is in ERR: it flushes)."""
         engine = self._engine
-        engine.watch()                  # may break the connection: the request then flushes
+        if _now() >= engine.watch_at:
+            engine.watch()              # may break the connection: the request then flushes
         dev = self._ia._dev
         wr_id = next(engine.wr_ids)
         engine.slots[wr_id] = (self, cookie, flags, op, iov.total)

@@ -18,6 +18,8 @@ from .errors import (Abort, InterruptedCall, InvalidState, QueueEmpty,
 from .handle import Handle, check_handle
 from .values import AsyncError, DtoCompletion, Event, EvdParam, SoftwareEvent
 
+_now = time.monotonic
+
 _NOTIFY_CONTROL = CompletionFlags.UNSIGNALLED | CompletionFlags.SOLICITED_WAIT
 _RECEIVE = DtoOp.RECEIVE
 _DTO_EVENT = EventNumber.DTO_COMPLETION_EVENT
@@ -170,7 +172,8 @@ class EVD(Handle):
                 evd_state.check_call(self, "wait")
             self._drain()
             if len(self._q) >= threshold:       # already queued: returned whatever their notification
-                prog.watch()                    # no progress round on this path
+                if _now() >= prog.watch_at:
+                    prog.watch()                # no progress round on this path
                 event = self._take()
                 return event, len(self._q)
             seconds = check_timeout(timeout, 2)
@@ -266,7 +269,8 @@ class EVD(Handle):
                 evd_state.check_call(self, "dequeue")
             self._drain()
             if self._q:
-                engine.watch()              # no progress round: what is queued is the answer
+                if _now() >= engine.watch_at:
+                    engine.watch()          # no progress round: what is queued is the answer
             else:
                 engine.poll()
                 if not self._q:

@@ -267,12 +267,11 @@ class EVD(Handle):
                 self._check()
             if self._bands & _DEQUEUE_REFUSED:
                 evd_state.check_call(self, "dequeue")
-            self._drain()
             if self._q:
                 if _now() >= engine.watch_at:
                     engine.watch()          # no progress round: what is queued is the answer
             else:
-                engine.poll()
+                engine.poll()               # (it drains every CQ that moved, this one too)
                 if not self._q:
                     raise QueueEmpty("the EVD holds no event")
             return self._take()

@@ -537,11 +537,11 @@ class QP(PyverbsCM):
             # Acks first, as on a wire, where a send's ack comes before the reply to it: the
             # ring's head is read before the acks, so the acks the peer gave before it put
             # a message there are seen, and the send completes before that message's receive.
-            if qp.message_waits():
+            waits = qp.message_waits()
+            if qp.inflight or qp.sq:
                 qp.poll_send()
+            if waits:
                 qp.poll_recv()
-            else:
-                qp.poll_send()
         except RingCorrupt:
             self._fatal()
             return

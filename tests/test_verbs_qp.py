@@ -9,7 +9,8 @@ import signal
 import pytest
 
 from shmdat.verbs import libibverbs_enums as e
-from shmdat.verbs.cq import CQEX, CqInitAttrEx, PollCqAttr
+from shmdat.verbs.device import Context
+from shmdat.verbs.cq import CQEX, CompChannel, CqInitAttrEx, PollCqAttr
 from shmdat.verbs.mr import MR
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError
 from shmdat.verbs.qp import QP, QPAttr, QPInitAttr, QPInitAttrEx
@@ -103,6 +104,37 @@ def test_posting_in_the_wrong_state_is_einval():
         assert err.value.error_code == errno.EINVAL and end.qp.qp_state == e.IBV_QPS_RESET
     finally:
         end.close()
+
+
+def test_a_channel_fd_asked_for_late_polls_readable_for_the_events_already_there():
+    a, b = End(), End(channel=True)
+    try:
+        a.connect(b.qp.qp_num)
+        b.connect(a.qp.qp_num)
+        b.cq.req_notify()
+        b.recv(1)
+        a.send(1, b"one")
+        assert b.completion().wr_id == 1            # the completion raised the event
+        fd = b.channel.fd                           # the fd's pipe is made now
+        assert select.select([fd], [], [], 0)[0] == [fd]
+        bounded(lambda: b.channel.get_cq_event(b.cq))
+        b.cq.ack_events(1)
+        assert select.select([fd], [], [], 0)[0] == []
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_fd_of_a_closed_channel_is_ebadf():
+    ctx = Context(name="shm0")
+    try:
+        channel = CompChannel(ctx)
+        channel.close()
+        with pytest.raises(PyverbsRDMAError) as err:
+            channel.fd
+        assert err.value.error_code == errno.EBADF
+    finally:
+        ctx.close()
 
 
 def test_a_bad_lkey_is_a_local_protection_error(verbs_pair):

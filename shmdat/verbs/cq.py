@@ -67,17 +67,29 @@ class CompChannel(PyverbsCM):
         context.add_ref(self)
         self.cqs = set()
         self._events = collections.deque()          # CQs whose event waits to be got
-        self._r, self._w = os.pipe()
-        os.set_blocking(self._r, False)
-        os.set_blocking(self._w, False)
+        # The pipe behind `fd`, made when a program first asks for it: a program that
+        # only calls get_cq_event pays no write and read per event.
+        self._r = self._w = None
 
     @property
     def fd(self):
-        return self._r
+        """The channel's fd: it polls readable while an event waits (C's
+        ibv_comp_channel.fd). Raises PyverbsRDMAError (EBADF: closed)."""
+        with self.context.lock:
+            if self._r is None:
+                self._check_open("Failed to get the completion channel's fd")
+                r, w = os.pipe()
+                os.set_blocking(r, False)
+                os.set_blocking(w, False)
+                if self._events:
+                    os.write(w, b"\1" * len(self._events))
+                self._r, self._w = r, w
+            return self._r
 
     def _notify(self, cq):
         self._events.append(cq)
-        os.write(self._w, b"\1")
+        if self._w is not None:
+            os.write(self._w, b"\1")
         self.context.wake_waiters()
 
     def get_cq_event(self, expected_cq):
@@ -89,10 +101,15 @@ class CompChannel(PyverbsCM):
         if expected_cq.__class__ is not CQ:
             checks.instance(expected_cq, CQ, "expected_cq")
         self._check_open("Failed to get CQ event")
-        self.context.block(lambda: bool(self._events) or self._closed)
-        self._check_open("Failed to get CQ event")
-        cq = self._events.popleft()
-        os.read(self._r, 1)
+        while True:
+            self.context.block(lambda: bool(self._events) or self._closed)
+            with self.context.lock:     # (the event and its byte on the fd's pipe go together)
+                self._check_open("Failed to get CQ event")
+                if self._events:        # (else another thread waiting here took it)
+                    cq = self._events.popleft()
+                    if self._r is not None:
+                        os.read(self._r, 1)
+                    break
         if cq is not expected_cq:
             raise PyverbsRDMAError("Received event on an unexpected CQ", errno.EINVAL)
         expected_cq.num_events += 1
@@ -101,8 +118,9 @@ class CompChannel(PyverbsCM):
         close_children([self.cqs])
         self.context.ccs.discard(self)
         self._events.clear()
-        os.close(self._r)
-        os.close(self._w)
+        if self._r is not None:
+            os.close(self._r)
+            os.close(self._w)
 
 
 class CQ(PyverbsCM):

@@ -8,10 +8,13 @@ takes its NIC engine (shmdat/dat/nic_engine.py). What differs from shmdat.verbs 
 what real pyverbs lacks:
 
   - no shm0dv;
-  - CMEvent(channel) blocks (no channel fd to make it non-blocking) and has
-    neither `id`, `listen_id` nor `status`;
-  - Context.get_async_event() blocks, there is no async_fd, and an AsyncEvent has
-    no `element`;
+  - CMEvent(channel) blocks unless the channel's fd is non-blocking (then EAGAIN when
+    no event waits), and has neither `id`, `listen_id` nor `status`;
+  - Context.get_async_event() blocks unless the async fd is non-blocking, and an
+    AsyncEvent has no `element`;
+  - neither fd is an attribute: DAT finds rdma-core's in /proc/self/fd by the kernel's
+    names (shmdat/dat/event_fds.py), which shm0's fds do not have, so this stand-in
+    says where they are with `event_fd(obj)`, the hook event_fds.py takes instead;
 
 and the device runs by itself, as a NIC does: each Context has a daemon thread
 asleep on the device's doorbell (shm0dv.block), which runs its progress whenever a
@@ -143,30 +146,32 @@ os.register_at_fork(after_in_child=_cm_agent_keeper.forget)
 
 
 class CMEvent:
-    """pyverbs' CMEvent: blocks for the channel's next event; event_type,
-    private_data, ack_cm_event(); no id, listen_id or status.
+    """pyverbs' CMEvent: the channel's next event, waited for unless the channel's fd is
+    non-blocking (then PyverbsRDMAError EAGAIN if none waits, as rdma_get_cm_event on a
+    non-blocking channel); event_type, private_data, ack_cm_event(); no id, listen_id
+    or status.
 
-    It waits in poll() on the channel's fd and takes the event once one is queued:
-    the CM agent's device is moved by the Contexts' NIC threads (a shm0 round moves
-    the process's other Contexts). The fd is looked up again each _CM_SLICE: that is
-    how a closed channel is noticed (EBADF)."""
+    A blocking one waits in poll() on the channel's fd, then takes the event: the CM
+    agent's device is moved by the Contexts' NIC threads (a shm0 round moves the
+    process's other Contexts). The fd is looked up again each _CM_SLICE: that is how a
+    closed channel is noticed (EBADF)."""
     __slots__ = ("event_type", "private_data", "_event")
 
     def __init__(self, channel):
         while True:
             fd = _shm0dv.cm_channel_fd(channel)        # EBADF once the channel is closed
-            poller = select.poll()          # (not select(): fds past 1024 with many CMIDs)
-            poller.register(fd, select.POLLIN)
-            if poller.poll(_CM_SLICE * 1000):    # readable, or closed (POLLNVAL): try it
-                with channel.taking:        # (shm0 reads a channel closed meanwhile badly)
-                    fd = _shm0dv.cm_channel_fd(channel)
-                    os.set_blocking(fd, False)
-                    try:
-                        self._event = _cmid.CMEvent(channel)
-                        break
-                    except pyverbs_error.PyverbsRDMAError as err:
-                        if err.error_code != errno.EAGAIN:
-                            raise
+            if os.get_blocking(fd):
+                poller = select.poll()      # (not select(): fds past 1024 with many CMIDs)
+                poller.register(fd, select.POLLIN)
+                if not poller.poll(_CM_SLICE * 1000):
+                    continue
+            with channel.taking:            # (shm0 reads a channel closed meanwhile badly)
+                try:
+                    self._event = _take_event(channel)
+                    break
+                except pyverbs_error.PyverbsRDMAError as err:
+                    if err.error_code != errno.EAGAIN or not os.get_blocking(fd):
+                        raise
         self.event_type, self.private_data = self._event.event_type, self._event.private_data
 
     def ack_cm_event(self):
@@ -174,6 +179,17 @@ class CMEvent:
 
     def event_str(self):
         return self._event.event_str()
+
+
+def _take_event(channel):
+    """shm0's CMEvent, taken without waiting (EAGAIN if none), the fd's mode kept."""
+    fd = _shm0dv.cm_channel_fd(channel)
+    blocking = os.get_blocking(fd)
+    os.set_blocking(fd, False)
+    try:
+        return _cmid.CMEvent(channel)
+    finally:
+        os.set_blocking(fd, blocking)
 
 
 class CMEventChannel(_cmid.CMEventChannel):
@@ -217,9 +233,17 @@ def _module(base, **replaced):
     return module
 
 
-# The attributes the seam reads from a stand-in (seam.MODULES and shm0dv).
+def event_fd(obj):
+    """Where the fds rdma-core's pyverbs keeps to itself are (DAT finds those in
+    /proc/self/fd): a CMEventChannel's, a Context's async events'."""
+    if isinstance(obj, _device.Context):
+        return _device.Context.async_fd.fget(obj)
+    return _shm0dv.cm_channel_fd(obj)
+
+
+# The attributes the seam reads from a stand-in (seam.MODULES, shm0dv and event_fd).
 device = _module(_device, Context=Context, AsyncEvent=AsyncEvent)
 cmid = _module(_cmid, CMEventChannel=CMEventChannel, CMEvent=CMEvent, CMID=CMID)
 shm0dv = None
 __all__ = ["device", "pd", "mr", "cq", "qp", "srq", "wr", "cmid", "libibverbs_enums",
-           "librdmacm_enums", "pyverbs_error", "shm0dv"]
+           "librdmacm_enums", "pyverbs_error", "shm0dv", "event_fd"]

@@ -4,6 +4,9 @@ by itself. The stand-in is chosen by SHMDAT_DAT_VERBS (or, shaped as rdma-core's
 package, by SHMDAT_PYVERBS), which spawned peers inherit. .ci/run runs most of the DAT
 suite this way too; these are the checks of what differs on a NIC."""
 
+import os
+import threading
+
 import pytest
 
 import shmdat
@@ -72,6 +75,27 @@ def test_send_recv_and_rdma_with_the_device_running_by_itself(spawn, node, conn_
     node.expect(node.conn_evd, E.CONNECTION_EVENT_DISCONNECTED)
     assert r.wait_conn()[0] == "CONNECTION_EVENT_DISCONNECTED"
     r.finish()
+
+
+def test_events_are_waited_for_in_poll_on_non_blocking_fds_by_one_thread(spawn, nic, conn_qual):
+    # pyverbs' CMEvent and get_async_event hold the GIL: DAT never blocks in them.
+    before = {t for t in threading.enumerate() if t.name == "shmdat-nic-events"}
+    node = Node()
+    engine = node.ia._engine
+    try:
+        r = connect_to_remote(spawn, node, conn_qual)
+        assert os.get_blocking(engine.async_fd) is False
+        channels = set(engine.channels.values())
+        assert channels and all(os.get_blocking(ch.fd) is False for ch in channels)
+        assert {t for t in threading.enumerate() if t.name == "shmdat-nic-events"} \
+            == before | {engine.events_thread}
+        node.ep.disconnect()
+        node.expect(node.conn_evd, E.CONNECTION_EVENT_DISCONNECTED)
+        r.finish()
+    finally:
+        node.close()
+    engine.events_thread.join(WAIT / 1e6)
+    assert not engine.events_thread.is_alive()
 
 
 def test_a_killed_peer_is_disconnected_as_its_kernel_would_say(spawn, node, conn_qual):

@@ -50,7 +50,7 @@ class EngineBase:
     def __init__(self, ia, dev):
         self.ia = ia
         self.dev = dev
-        self.ctx = dev.device.Context(name=dev.name)
+        self.ctx = self._open_context()
         self.spin_seconds = _SPIN
         self.dto_evds = []              # EVDs with a CQ: drained every round
         self.eps_by_qp_num = {}         # qp_num -> EP: an async event's element
@@ -64,6 +64,9 @@ class EngineBase:
         # The hot paths (a post, a wait that finds events queued) call watch() once this
         # monotonic time has passed: `if monotonic() >= engine.watch_at: engine.watch()`.
         self.watch_at = 0.0
+
+    def _open_context(self):
+        return self.dev.device.Context(name=self.dev.name)
 
     def _check_timers(self):
         if self.next_timer is not None:

@@ -4,28 +4,30 @@ the calls DAT's objects make.
 
 The device runs by itself, so DAT's lock is its own (an RLock) and nothing here
 runs the device. A round of progress (poll) hands on the CM and async events the
-helper threads queued and not yet handed on, then drains every DTO EVD's CQ (every round: no shm0dv
+event thread queued and not yet handed on, then drains every DTO EVD's CQ (every round: no shm0dv
 completions_made says which moved). A waiter spins (evd.py), then block() arms
 every DTO EVD's CQ, polls once more (a completion that came before the arm raises
 no event), and sleeps in select() on the CQs' completion channels and its own wake
 pipe, in slices of _SLICE; a channel that fired has its event taken (get_cq_event)
 and acked at once. wake() writes a byte on the pipe of each blocked thread (one
 pipe each: a shared one lets a thread take the byte meant for another that has
-not reached select() yet). The helper threads hand their
-events on themselves, under the lock (queue()), so the handshake goes on while the
-consumer waits elsewhere, as with dapl's CM thread.
+not reached select() yet). The IA's event thread, as dapl's CM thread, sleeps in
+poll() on the Context's async event fd, every CM channel's fd and a wake pipe, takes
+what is readable without blocking (the fds are non-blocking) and hands it on itself,
+under the lock (queue()), so the handshake goes on while the consumer waits elsewhere.
 
 pyverbs' gaps, filled here and in cm.py's _request_owner:
 
-  - CMEvent(channel) blocks and a CMEventChannel has no fd: each CMID has its own
-    channel and a daemon thread blocked in CMEvent on it, which copies the event,
-    makes a CONNECT_REQUEST's CMID while the event is held, acks it and queues it;
-  - CMEvent has no `id`: the channel names its CMID. A request's CMID reports on
+  - CMEvent(channel) and get_async_event() block, holding the GIL, and neither the
+    CMEventChannel's fd nor the Context's async_fd is exposed: event_fds.py finds them
+    in /proc/self/fd and makes them non-blocking; the event thread takes a channel's
+    events when its fd is readable, copies each, makes a CONNECT_REQUEST's CMID while
+    the event is held, acks it and queues it;
+  - CMEvent has no `id`: each CMID has its own channel, which names it. A request's CMID reports on
     its listener's channel (rdma_cm), so such events name none: cm.py gives them to
     the oldest of the listener's requests in a state that takes them;
   - CMEvent has no `status`: 0. PEER vs NON_PEER rejects are told by DAT's header;
     a dead peer's kernel sends its DREQ, so the survivor sees DISCONNECTED;
-  - get_async_event() blocks, there is no async_fd: one daemon thread per IA;
   - AsyncEvent has no element: a QP event goes to the EPs whose QP is in ERR while
     their connection is up; CQ_ERR to the EVDs whose CQ fails to poll; SRQ_LIMIT
     to the SRQs armed whose limit fell to 0 (it is one-shot); SRQ_ERR to all SRQs;
@@ -39,27 +41,26 @@ pyverbs' gaps, filled here and in cm.py's _request_owner:
     DAT's 6-byte header leaves 50 for the consumer, the max_private_data_size.
 
 Real pyverbs' CMEvent, get_async_event and get_cq_event call C without releasing the
-GIL (rdma-core's pyx, checked): a helper thread blocked there would stop every thread
-of the process. block() only calls get_cq_event for a channel select() found
-readable, but the CM and async threads do block there: untested on a NIC, see
-README "DAT on a real NIC".
+GIL (rdma-core's pyx, checked): nothing here calls them unless poll() found their fd
+readable, and then they do not block. Untested on a NIC: README "DAT on a real NIC".
 """
 
 import collections
+import errno
 import os
 import select
 import threading
 import time
 from typing import Any, NamedTuple
 
-from . import seam
+from . import event_fds, seam
 from .constants import EventNumber
 from .engine import EngineBase
 
 _BATCH = 64                     # WCs taken by one cq.poll (pyverbs allocates that many)
 _SLICE = 0.05                   # a sleeper looks again at least this often (seconds)
 _MAX_PRIVATE_DATA = 56 - 6      # rdma_cm's REQ private data on IB/RoCE, less DAT's header
-_JOIN_BOUND = 1.0               # seconds an IA's close waits for its CM threads to leave
+_JOIN_BOUND = 1.0               # seconds an IA's close waits for its event thread to leave
 
 
 class CmEventCopy(NamedTuple):
@@ -76,13 +77,14 @@ class CmEventCopy(NamedTuple):
 
 
 class _Channel:
-    """One CMID's event channel, the CMIDs reporting there (the CMID, and a listener's
-    requests) and the daemon thread that waits on it."""
+    """One CMID's event channel (its fd non-blocking) and the CMIDs reporting there (the
+    CMID, and a listener's requests)."""
 
     def __init__(self, engine, listening):
         dev = engine.dev
         self.engine = engine
-        self.channel = dev.cmid.CMEventChannel()
+        self.channel, self.fd = event_fds.made_with_fd(dev.cmid.CMEventChannel, dev.event_fd,
+                                                       event_fds.CM_CHANNEL_LINK)
         try:
             self.cmid = dev.cmid.CMID(self.channel)
         except dev.pyverbs_error.PyverbsError:
@@ -91,22 +93,27 @@ class _Channel:
         self.listening = listening
         self.requests = []          # CMIDs of the listener's CONNECT_REQUESTs, oldest first
         self.open_ids = 1           # CMIDs on the channel not yet closed: it closes after them
-        self.thread = threading.Thread(target=self._run, daemon=True, name="shmdat-cm-events")
-        self.thread.start()
+        self.taking = threading.Lock()      # taking events and closing the channel exclude each other
+        self.closed = False
 
-    def _run(self):
+    def take_events(self):
+        """Hand on the events queued on the channel (its fd polled readable). False when
+        the channel failed or closed: it is watched no more."""
         engine, dev = self.engine, self.engine.dev
         while True:
-            try:
-                event = dev.cmid.CMEvent(self.channel)
-            except dev.pyverbs_error.PyverbsError:
-                return              # the channel closed (EBADF): its CMIDs are gone
-            event_type = event.event_type
-            cmid, listen_id = (None if self.listening else self.cmid), None
-            if seam.CM_EVENT.get(event_type) is seam.CmEvent.REQUEST:
-                cmid, listen_id = self._request(event), self.cmid
-            copy = CmEventCopy(event_type, event.private_data, cmid, listen_id, self.requests)
-            event.ack_cm_event()
+            with self.taking:
+                if self.closed:
+                    return False
+                try:
+                    event = dev.cmid.CMEvent(self.channel)
+                except dev.pyverbs_error.PyverbsError as err:
+                    return getattr(err, "error_code", None) == errno.EAGAIN     # none left
+                event_type = event.event_type
+                cmid, listen_id = (None if self.listening else self.cmid), None
+                if seam.CM_EVENT.get(event_type) is seam.CmEvent.REQUEST:
+                    cmid, listen_id = self._request(event), self.cmid
+                copy = CmEventCopy(event_type, event.private_data, cmid, listen_id, self.requests)
+                event.ack_cm_event()
             engine.queue(engine.cm_events, copy)
 
     def _request(self, event):
@@ -123,6 +130,12 @@ class _Channel:
             engine.channels[cmid] = self
         return cmid
 
+    def close(self):
+        with self.taking:
+            if not self.closed:
+                self.closed = True
+                self.channel.close()
+
 
 class NicEngine(EngineBase):
     """The engine of a device that runs by itself and has no shm0dv (module docstring)."""
@@ -132,38 +145,83 @@ class NicEngine(EngineBase):
     max_private_data_size = _MAX_PRIVATE_DATA
 
     def __init__(self, ia, dev):
+        self.async_fd = None        # the Context's async event fd (_open_context finds it)
         super().__init__(ia, dev)
         self.lock = threading.RLock()
-        self.cm_events = collections.deque()        # CmEventCopy, queued by the channels' threads
-        self.async_events = collections.deque()     # event types, queued by the async thread
+        self.cm_events = collections.deque()        # CmEventCopy, queued by the event thread
+        self.async_events = collections.deque()     # event types, queued by the event thread
         self.channels = {}          # CMID -> the _Channel it reports on
-        self.channels_lock = threading.Lock()       # channels, counts: the threads add requests
+        self.channels_lock = threading.Lock()       # channels, counts: the event thread adds requests
         self.waiting = []           # the wake pipes of the threads in block(): wake() writes each
         self.free_pipes = []        # wake pipes of threads that left block(), for the next
-        threading.Thread(target=self._run_async, daemon=True, name="shmdat-async-events").start()
+        self.closing = False
+        self.events_wake = _pipe()  # written when the event thread must look again (channels, close)
+        self.events_thread = threading.Thread(target=self._run_events, daemon=True,
+                                              name="shmdat-nic-events")
+        self.events_thread.start()
+
+    def _open_context(self):
+        ctx, self.async_fd = event_fds.made_with_fd(
+            lambda: self.dev.device.Context(name=self.dev.name), self.dev.event_fd,
+            event_fds.ASYNC_EVENT_LINK)
+        return ctx
 
     def queue(self, events, event):
-        """A helper thread's event, handed on at once under the lock, as dapl's CM and
+        """The event thread's event, handed on at once under the lock, as dapl's CM and
         async threads do: a connection's handshake goes on while the consumer is in
         no call of this IA (on shm0 the device waits for the next call). What the
-        event posts wakes a waiter (EVD._post)."""
+        event posts wakes a waiter (EVD._post). An IA closing holds the lock: the event
+        goes with it."""
         events.append(event)        # (deque.append is atomic: a DAT call may drain it first)
-        with self.lock:
+        lock = self.lock
+        while not lock.acquire(timeout=_SLICE):
+            if self.closing:
+                return
+        try:
             if not self.ia._freed:
                 try:
                     self._drain_events()
                 except Exception:   # (a DAT bug: the consumer's next call meets the rest)
                     pass
+        finally:
+            lock.release()
 
-    def _run_async(self):
+    def _run_events(self):
+        """The IA's event thread: asleep in poll() (the GIL released) on the async event
+        fd, every CM channel's fd and its wake pipe; what is readable is taken without
+        blocking and handed on. A channel that fails or an async fd that polls readable
+        with no event is watched no more (rather than polled in a loop)."""
+        wake = self.events_wake[0]
+        while not self.closing:
+            with self.channels_lock:
+                channels = {ch.fd: ch for ch in self.channels.values() if not ch.closed}
+            poller = select.poll()
+            for fd in (wake, self.async_fd, *channels):
+                if fd is not None:
+                    poller.register(fd, select.POLLIN)
+            for fd, _ in poller.poll():
+                if self.closing:
+                    return
+                if fd == wake:
+                    _empty(wake)
+                elif fd == self.async_fd:
+                    if not self._take_async_events():
+                        self.async_fd = None
+                elif not channels[fd].take_events():
+                    channels[fd].close()
+
+    def _take_async_events(self):
+        """Hand on the async events queued (the fd polled readable); False if none was."""
         ctx, error = self.ctx, self.dev.pyverbs_error.PyverbsError
+        taken = False
         while True:
             try:
                 event = ctx.get_async_event()
             except error:
-                return              # the Context closed (EBADF)
+                return taken        # EAGAIN (pyverbs says -1): none left
             event_type = event.event_type
             event.ack()
+            taken = True
             self.queue(self.async_events, event_type)
 
     # A round of progress (under the lock).
@@ -182,7 +240,7 @@ class NicEngine(EngineBase):
         """Nothing: the device runs by itself."""
 
     def watch(self):
-        """What the helper threads have queued (a NIC notices dead peers on the wire)."""
+        """What the event thread has queued (a NIC notices dead peers on the wire)."""
         if self.async_events or self.cm_events:
             self._drain_events()
 
@@ -218,10 +276,12 @@ class NicEngine(EngineBase):
     # The rdma_cm events (cm.py's ConnectionManager asks).
 
     def new_cmid(self, listening):
-        """A CMID on a channel of its own (its events then name it)."""
+        """A CMID on a channel of its own (its events then name it), watched by the event
+        thread from now on."""
         channel = _Channel(self, listening)
         with self.channels_lock:
             self.channels[channel.cmid] = channel
+        _poke(self.events_wake[1])
         return channel.cmid
 
     def next_cm_event(self):
@@ -242,7 +302,8 @@ class NicEngine(EngineBase):
             channel.open_ids -= 1
             last = channel.open_ids == 0
         if last:
-            channel.channel.close()     # its thread leaves CMEvent with EBADF
+            channel.close()
+            _poke(self.events_wake[1])  # the event thread forgets its fd
 
     # Completions.
 
@@ -341,22 +402,21 @@ class NicEngine(EngineBase):
     _wake_all = wake
 
     def close(self):
-        """The CMIDs nobody took (requests queued unread) and every channel, then the
-        Context (the async thread leaves get_async_event with EBADF) and the pipes."""
+        """The event thread (it leaves at once, or within _SLICE if it waits for the lock
+        this close holds), then the CMIDs nobody took (requests queued unread), every
+        channel, the Context and the pipes."""
+        self.closing = True
+        _poke(self.events_wake[1])
+        self.events_thread.join(_JOIN_BOUND)
         with self.channels_lock:
             channels = dict(self.channels)
             self.channels.clear()
         for cmid in channels:
             cmid.close()
         for channel in set(channels.values()):
-            channel.channel.close()
-        # Their threads leave CMEvent with EBADF before the device goes (bounded: a
-        # thread blocked in C on a NIC may not wake, open question 5 of the design).
-        end = time.monotonic() + _JOIN_BOUND
-        for channel in set(channels.values()):
-            channel.thread.join(max(end - time.monotonic(), 0))
+            channel.close()
         self.ctx.close()
-        for r, w in self.free_pipes + self.waiting:
+        for r, w in self.free_pipes + self.waiting + [self.events_wake]:
             os.close(r)
             os.close(w)
 

@@ -59,6 +59,7 @@ class Device(NamedTuple):
     cm_enums: Any           # librdmacm_enums
     pyverbs_error: Any
     dv: Any                 # shm0dv, or None (real pyverbs)
+    event_fd: Any           # the module's event_fd(obj), or None: event_fds.py finds the fds
     provider: str           # the DAT provider name: shm0, ofa-v2-rxe0-1
     name: str               # the verbs device name: shm0, rxe0
     port: int
@@ -136,7 +137,7 @@ def _parse_nic_name(provider_name):
 
 def _device(modules, provider, name, port, address):
     return Device(*(getattr(modules, m) for m in MODULES), modules.shm0dv,
-                  provider, name, port, address)
+                  getattr(modules, "event_fd", None), provider, name, port, address)
 
 
 def _shm0_modules():
@@ -184,7 +185,8 @@ def _real_pyverbs():
                                     or importlib.import_module(f"{package}.cm_enums"))
     except ImportError as exc:
         return None, f"{package} is incomplete ({exc})"
-    return types.SimpleNamespace(shm0dv=None, **found), None
+    # (rdma-core's has no event_fd; a stand-in shaped as its package may say where its fds are)
+    return types.SimpleNamespace(shm0dv=None, event_fd=getattr(root, "event_fd", None), **found), None
 
 
 def _device_ports(modules, dev_name):

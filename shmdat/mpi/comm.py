@@ -449,7 +449,9 @@ class Comm(unimplemented.Missing):
 
     def Send(self, buf, dest, tag=0):
         """MPI_Send (standard mode: returns once the buffer may be reused)."""
-        self.Isend(buf, dest, tag).Wait()
+        op = self._isend(message(buf, False)[0], dest, tag, self._context)
+        if not op.done or op.error:         # (an eager send is done at once: nothing to wait for)
+            Request(self._engine, self._rank_of, op).Wait()
 
     # Ready mode: a correct program's ready sends may be standard ones (MPI 3.1, 3.4).
     Rsend, Irsend = Send, Isend

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 import shmdat
-from shmdat import DtoOp, DtoStatus, EpAttr, EventNumber, EvdFlags, MemPriv, RmrTriplet
+from shmdat import DtoOp, DtoStatus, EpAttr, EventNumber, EvdFlags, LmrTriplet, MemPriv, RmrTriplet
 
 from . import errors
 from .errors import Exception as MPIException
@@ -31,6 +31,7 @@ HEADER = struct.Struct("<BxxxiiIq")  # kind, comm, tag, seq, length
 EAGER_LIMIT = SLOT - HEADER.size     # larger messages go by rendezvous
 RTS_BODY = struct.Struct(f"<{RmrTriplet.SIZE}sq")  # the sender's buffer, its request id
 FIN_BODY = struct.Struct("<q")       # the sender's request id (also a SYNC's prefix)
+_tuple_new = tuple.__new__          # LmrTriplet(...) without namedtuple's Python-level __new__
 EAGER, RTS, FIN, SYNC = 0, 1, 2, 3
 WIN_ACC, WIN_LOCK, WIN_UNLOCK = 4, 5, 6  # a window's messages, handled by the window
 WIN_BODY_LIMIT = EAGER_LIMIT - FIN_BODY.size  # a window message's body (after its request id)
@@ -88,6 +89,10 @@ class Peer:
         self.send_mv = memoryview(send_lmr.buffer)
         self.recv_cookies = [(self, slot) for slot in range(RECV_SLOTS)]
         self.send_cookies = [(self, slot) for slot in range(SEND_SLOTS)]
+        # Each slot's receive iov, made once; a send's triplet is made from the LMR's
+        # start at each post (its length varies), without triplet()'s checks: it lies in the LMR.
+        self.recv_iovs = [[recv_lmr.triplet(slot * SLOT, SLOT)] for slot in range(RECV_SLOTS)]
+        self.send_context, self.send_address = send_lmr.triplet(0, 0)[:2]
         self.free_slots = list(range(SEND_SLOTS))
         self.backlog = collections.deque()   # control messages (bytes) waiting for a slot
         self.reads = collections.deque()     # (Message, RecvOp) waiting for a read's room
@@ -599,8 +604,9 @@ class Engine:
         peer.seq_out += 1
         end = base + HEADER.size + len(body)
         peer.send_mv[base + HEADER.size:end] = body
-        peer.ep.post_send([peer.send_lmr.triplet(base, end - base)], peer.send_cookies[slot])
+        peer.ep.post_send([_tuple_new(LmrTriplet, (peer.send_context, peer.send_address + base, end - base))],
+                          peer.send_cookies[slot])
 
     def _repost(self, peer, slot):
         if peer.gone is None:
-            peer.ep.post_recv([peer.recv_lmr.triplet(slot * SLOT, SLOT)], peer.recv_cookies[slot])
+            peer.ep.post_recv(peer.recv_iovs[slot], peer.recv_cookies[slot])

@@ -408,13 +408,15 @@ class Engine:
             return True
         end = time.monotonic() + POLL_SECONDS
         evd, yield_when_idle = self.evd, self.yield_when_idle
+        # Looked at once: a thread started meanwhile gets the lock within POLL_SECONDS.
+        let_go = yield_when_idle or _threads()
         while not self.waiting:         # (another thread is the EVD's waiter: wait for it)
             try:
                 event = evd.dequeue()
             except shmdat.QueueEmpty:
                 if time.monotonic() >= end:
                     return False
-                if yield_when_idle or _threads():
+                if let_go:
                     saved = self.lock._release_save()   # other threads' calls come in here
                     try:
                         if yield_when_idle:

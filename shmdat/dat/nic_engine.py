@@ -95,6 +95,7 @@ class _Channel:
         self.open_ids = 1           # CMIDs on the channel not yet closed: it closes after them
         self.taking = threading.Lock()      # taking events and closing the channel exclude each other
         self.closed = False
+        self.watched = True         # by the event thread: until the channel fails or closes
 
     def take_events(self):
         """Hand on the events queued on the channel (its fd polled readable). False when
@@ -194,7 +195,7 @@ class NicEngine(EngineBase):
         wake = self.events_wake[0]
         while not self.closing:
             with self.channels_lock:
-                channels = {ch.fd: ch for ch in self.channels.values() if not ch.closed}
+                channels = {ch.fd: ch for ch in self.channels.values() if ch.watched and not ch.closed}
             poller = select.poll()
             for fd in (wake, self.async_fd, *channels):
                 if fd is not None:
@@ -208,7 +209,7 @@ class NicEngine(EngineBase):
                     if not self._take_async_events():
                         self.async_fd = None
                 elif not channels[fd].take_events():
-                    channels[fd].close()
+                    channels[fd].watched = False    # (its CMIDs still hold it: close_cmid closes it)
 
     def _take_async_events(self):
         """Hand on the async events queued (the fd polled readable); False if none was."""

@@ -88,7 +88,6 @@ def _drop_context(key):
     _context_refs = tuple(_contexts.values())
 
 
-
 def _open_contexts():
     return [ctx for ctx in (ref() for ref in list(_contexts.values())) if ctx is not None]
 _dropped = []                   # Contexts that became garbage unclosed, to close at the next Context()

@@ -106,23 +106,30 @@ def test_posting_in_the_wrong_state_is_einval():
         end.close()
 
 
-def test_a_channel_fd_asked_for_late_polls_readable_for_the_events_already_there():
+@pytest.fixture
+def armed_pair():
+    """Two connected Ends, b's CQ with a completion channel, armed."""
     a, b = End(), End(channel=True)
     try:
         a.connect(b.qp.qp_num)
         b.connect(a.qp.qp_num)
         b.cq.req_notify()
-        b.recv(1)
-        a.send(1, b"one")
-        assert b.completion().wr_id == 1            # the completion raised the event
-        fd = b.channel.fd                           # the fd's pipe is made now
-        assert select.select([fd], [], [], 0)[0] == [fd]
-        bounded(lambda: b.channel.get_cq_event(b.cq))
-        b.cq.ack_events(1)
-        assert select.select([fd], [], [], 0)[0] == []
+        yield a, b
     finally:
         a.close()
         b.close()
+
+
+def test_a_channel_fd_asked_for_late_polls_readable_for_the_events_already_there(armed_pair):
+    a, b = armed_pair
+    b.recv(1)
+    a.send(1, b"one")
+    assert b.completion().wr_id == 1                # the completion raised the event
+    fd = b.channel.fd                               # the fd's pipe is made now
+    assert select.select([fd], [], [], 0)[0] == [fd]
+    bounded(lambda: b.channel.get_cq_event(b.cq))
+    b.cq.ack_events(1)
+    assert select.select([fd], [], [], 0)[0] == []
 
 
 def test_the_fd_of_a_closed_channel_is_ebadf():
@@ -144,25 +151,18 @@ def test_a_bad_lkey_is_a_local_protection_error(verbs_pair):
     assert (wc.wr_id, wc.status) == (5, e.IBV_WC_LOC_PROT_ERR)
 
 
-def test_a_completion_channel_event_per_arming():
-    a, b = End(), End(channel=True)
-    try:
-        a.connect(b.qp.qp_num)
-        b.connect(a.qp.qp_num)
-        b.cq.req_notify()
-        b.recv(1)
-        b.recv(2)
-        a.send(1, b"one")
-        a.send(2, b"two")
-        bounded(lambda: b.channel.get_cq_event(b.cq))       # progress runs inside it
-        assert select.select([b.channel.fd], [], [], 0)[0] == []            # the event was taken
-        b.cq.ack_events(1)
-        assert b.cq.num_events == 0
-        assert [wc.wr_id for wc in (b.completion(), b.completion())] == [1, 2]
-        assert select.select([b.channel.fd], [], [], 0)[0] == []            # one event per arming
-    finally:
-        a.close()
-        b.close()
+def test_a_completion_channel_event_per_arming(armed_pair):
+    a, b = armed_pair
+    b.recv(1)
+    b.recv(2)
+    a.send(1, b"one")
+    a.send(2, b"two")
+    bounded(lambda: b.channel.get_cq_event(b.cq))           # progress runs inside it
+    assert select.select([b.channel.fd], [], [], 0)[0] == []                # the event was taken
+    b.cq.ack_events(1)
+    assert b.cq.num_events == 0
+    assert [wc.wr_id for wc in (b.completion(), b.completion())] == [1, 2]
+    assert select.select([b.channel.fd], [], [], 0)[0] == []                # one event per arming
 
 
 def _peer(ch):

@@ -1,7 +1,9 @@
 """Run mpi4py's own unit tests (the test/ directory of mpi4py's source distribution) under
 `shmdat run -n N --mpi4py`, one module at a time, each bounded, and print a table per module
-and N: tests run, passed, failed, errors, skipped, and how many errors are NotImplementedCall
-(a call shmdat.mpi lists as missing, also when mpi4py's test turns it into a failure).
+and N: tests run, passed, failed, errors, how many of the failed and errors are
+NotImplementedCall (a call shmdat.mpi lists as missing, also when mpi4py's test turns it into
+a failure), skipped, and whether the run ended well, hung (the test it hung in) or could not
+load the module (the missing name it stopped at).
 
     python tools/mpi4py_suite.py --testdir .../mpi4py-4.1.2/test [-n 1 2 3] [--timeout S]
                                  [--details] [--mpiexec] [test_p2p_obj test_cco_buf ...]
@@ -104,9 +106,21 @@ def _rank_run(testdir, module, out_prefix):
         runner = unittest.TextTestRunner(resultclass=_Recorder, stream=open(os.devnull, "w"))
         try:
             mpi4py_tests.main(module=None, testRunner=runner,
-                             argv=[module, "--no-builddir", module])
+                              argv=[module, "--no-builddir", module])
         except SystemExit:
             pass
+        except Exception:       # the module could not be loaded: one error for all of it
+            _Recorder(None, False, 0)._write(_Module(module), "error", sys.exc_info())
+
+
+class _Module:
+    """A test module that failed to load, as a test for _Recorder's records."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def id(self):
+        return f"{self.name} (import)"
 
 
 def _summary(records):
@@ -174,7 +188,7 @@ def main():
         parser.error("--testdir (or SHMDAT_MPI4PY_TESTS) must name mpi4py's test/ directory")
     modules = args.modules or sorted(
         os.path.basename(p)[:-3] for p in glob.glob(os.path.join(args.testdir, "test_*.py")))
-    print("| module | N | run | passed | failed | errors | of which NotImplementedCall | skipped | status |")
+    print("| module | N | run | passed | failed | errors | NotImplementedCall | skipped | status |")
     print("|---|---|---|---|---|---|---|---|---|")
     details = []
     with tempfile.TemporaryDirectory(prefix="mpi4py_suite.") as tmp:
@@ -183,6 +197,9 @@ def main():
                 status, ranks = _run_module(args, module, n, tmp)
                 counts, done, hung = _summary(ranks[0])
                 note = "ok" if status == 0 else f"exit {status}"
+                loading = done.get(f"{module} (import)")
+                if loading:
+                    note = f"not loaded: {loading['exception']}: {loading['message']}"
                 if hung:
                     note += f", in {hung.rsplit('.', 1)[-1]}"
                 if any(_summary(ranks[r])[0] != counts for r in ranks):

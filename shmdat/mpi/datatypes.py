@@ -33,6 +33,28 @@ class Datatype(unimplemented.Missing):
         return f"<Datatype {self.Get_name()}>"
 
 
+def _null_type(self):
+    raise MPIException(errors.ERR_TYPE, "MPI_DATATYPE_NULL has no size or extent")
+
+
+class NullDatatype(Datatype):
+    """MPI.DATATYPE_NULL: false, named MPI_DATATYPE_NULL; its size and extent (so also a
+    buffer spec naming it) raise MPI.Exception ERR_TYPE, as MPICH's."""
+
+    size = extent = property(_null_type)
+
+    def __init__(self):
+        pass                    # no size, extent or dtype to give
+
+    def __bool__(self):
+        return False
+
+    def Get_name(self):
+        return "MPI_DATATYPE_NULL"
+
+
+DATATYPE_NULL = NullDatatype()
+
 # (name, size, buffer format character of a matching numpy dtype or None[, extent])
 _NAMED = [
     ("BYTE", 1, None), ("CHAR", 1, "c"), ("SIGNED_CHAR", 1, "b"), ("UNSIGNED_CHAR", 1, "B"),

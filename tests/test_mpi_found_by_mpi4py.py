@@ -25,6 +25,14 @@ assert null.Get_name() == "MPI_DATATYPE_NULL"
 checks += fails(MPI.ERR_TYPE, null.Get_size) + fails(MPI.ERR_TYPE, null.Get_extent)
 checks += fails(MPI.ERR_TYPE, lambda: null.size) + fails(MPI.ERR_TYPE, lambda: null.extent)
 
+# mpi4py's other names of the named datatypes, its `name` property, KEYVAL_INVALID.
+assert MPI.UNSIGNED_INT == MPI.UNSIGNED and MPI.SIGNED_INT == MPI.INT
+assert MPI.SINT64_T == MPI.INT64_T and MPI.INT_INT == MPI.TWOINT and MPI.BOOL == MPI.C_BOOL
+assert MPI.INT.name == MPI.INT.Get_name() == "MPI_INT"
+assert MPI.C_LONG_DOUBLE_COMPLEX.Get_size() == 32
+assert MPI.APPNUM != MPI.KEYVAL_INVALID
+checks += fails(MPI.ERR_KEYVAL, comm.Get_attr, MPI.KEYVAL_INVALID)
+
 os.write(1, f"rank {rank}: {checks} checks\\n".encode())    # one write: the ranks share the pipe
 """
 

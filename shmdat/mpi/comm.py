@@ -18,6 +18,7 @@ from .ops import MAX, SUM
 # The predefined attribute keys of Get_attr (MPICH's numbers, as mpi4py over MPICH has them).
 TAG_UB, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, APPNUM = (0x64400001, 0x64400005, 0x64400007,
                                                       0x64400009, 0x6440000d)
+KEYVAL_INVALID = 0x24000000    # no key (MPICH's): Get_attr raises ERR_KEYVAL for it
 _TAG_MAX = 2**31 - 1    # Get_attr(TAG_UB): the largest tag
 WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to point, c + 1
 #                                        for its collectives

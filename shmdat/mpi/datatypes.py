@@ -16,7 +16,7 @@ class Datatype(unimplemented.Missing):
     _unimplemented = unimplemented.DATATYPE
 
     def __init__(self, name, size, typechar, extent=None):
-        self.name, self.size, self.typechar = name, size, typechar
+        self._name, self.size, self.typechar = name, size, typechar
         self.extent = extent or size
         self.dtype = np.dtype(_REDUCE_AS.get(name, typechar))
 
@@ -27,7 +27,9 @@ class Datatype(unimplemented.Missing):
         return 0, self.extent
 
     def Get_name(self):
-        return f"MPI_{_MPI_NAMES.get(self.name, self.name)}"
+        return f"MPI_{_MPI_NAMES.get(self._name, self._name)}"
+
+    name = property(Get_name)
 
     def __repr__(self):
         return f"<Datatype {self.Get_name()}>"
@@ -64,7 +66,7 @@ _NAMED = [
     ("LONG_DOUBLE", 16, "g"), ("C_BOOL", 1, "?"), ("INT8_T", 1, None), ("INT16_T", 2, None),
     ("INT32_T", 4, None), ("INT64_T", 8, None), ("UINT8_T", 1, None), ("UINT16_T", 2, None),
     ("UINT32_T", 4, None), ("UINT64_T", 8, None), ("C_FLOAT_COMPLEX", 8, "F"),
-    ("C_DOUBLE_COMPLEX", 16, "D"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
+    ("C_DOUBLE_COMPLEX", 16, "D"), ("C_LONG_DOUBLE_COMPLEX", 32, "G"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
     ("WCHAR", 4, "w"),
     # MAXLOC/MINLOC's (value, index) pairs, C structs: sizes with the struct's padding.
     ("SHORT_INT", 6, None, 8), ("TWOINT", 8, None), ("FLOAT_INT", 8, None),
@@ -83,6 +85,13 @@ NAMED = {entry[0]: Datatype(*entry) for entry in _NAMED}
 _BY_FORMAT = {d.typechar: d for d in NAMED.values() if d.typechar}
 _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
 BYTE = NAMED["BYTE"]
+# mpi4py's other names of the same datatypes (MPICH's handles are equal).
+ALIASES = {alias: NAMED[name] for alias, name in (
+    ("SIGNED_SHORT", "SHORT"), ("SIGNED_INT", "INT"), ("UNSIGNED_INT", "UNSIGNED"),
+    ("SIGNED_LONG", "LONG"), ("SIGNED_LONG_LONG", "LONG_LONG"), ("SINT8_T", "INT8_T"),
+    ("SINT16_T", "INT16_T"), ("SINT32_T", "INT32_T"), ("SINT64_T", "INT64_T"),
+    ("INT_INT", "TWOINT"), ("BOOL", "C_BOOL"), ("C_COMPLEX", "C_FLOAT_COMPLEX"),
+    ("FLOAT32_T", "FLOAT"), ("FLOAT64_T", "DOUBLE"))}
 
 
 class InPlace:

@@ -13,6 +13,11 @@ from tests import mpi_launch
 
 PROGRAM = mpi_launch.FAILS.replace("def fails", "from mpi4py import MPI\n\n\ndef fails") + """
 import os
+import pickle
+import sys
+import warnings
+
+import mpi4py
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -32,6 +37,83 @@ assert MPI.INT.name == MPI.INT.Get_name() == "MPI_INT"
 assert MPI.C_LONG_DOUBLE_COMPLEX.Get_size() == 32
 assert MPI.APPNUM != MPI.KEYVAL_INVALID
 checks += fails(MPI.ERR_KEYVAL, comm.Get_attr, MPI.KEYVAL_INVALID)
+
+# Object receives: an empty message is None; a given buffer (deprecated in recv: a
+# UserWarning) receives the pickle, and a longer one is ERR_TRUNCATE.
+other = (rank + 1) % size
+comm.Isend([None, 0, "B"], rank)
+assert comm.irecv(None, rank).wait() is None
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    assert comm.recv(bytearray(0), MPI.PROC_NULL) is None
+    comm.send("x" * 300, rank, 1)
+    checks += fails(MPI.ERR_TRUNCATE, comm.recv, bytearray(100), rank, 1)
+    comm.send({"k": 1}, rank, 2)
+    assert comm.recv(128, rank, 2) == {"k": 1}
+    assert comm.sendrecv(5, rank, 3, bytearray(64), rank, 3) == 5
+assert [str(w.message) for w in caught] == ["the 'buf' argument is deprecated"] * 4
+assert all(w.category is UserWarning for w in caught)
+request = comm.irecv(bytearray(1 << 20), other, 4)      # a rendezvous into the buffer
+comm.send(b"y" * 200000, (rank - 1) % size, 4)
+assert request.wait() == b"y" * 200000
+
+# Communicator handles: Comm() is null, Comm(comm) another handle to comm (equal, not the
+# same object); unhashable; only the predefined ones pickle.
+dup = comm.Dup()
+assert MPI.Comm(dup) == dup and not MPI.Comm(dup) != dup and MPI.Comm(dup) is not dup
+assert dup != comm and MPI.Comm() == MPI.COMM_NULL and MPI.Comm() is not MPI.COMM_NULL
+assert not MPI.Comm() and MPI.Intracomm() == MPI.COMM_NULL and MPI.Comm(dup) != MPI.COMM_NULL
+try:
+    hash(comm)
+except TypeError:
+    checks += 1
+assert pickle.loads(pickle.dumps(comm)) is comm
+assert pickle.loads(pickle.dumps(MPI.COMM_NULL)) is MPI.COMM_NULL
+copy = pickle.loads(pickle.dumps(MPI.Comm(MPI.COMM_SELF)))
+assert copy == MPI.COMM_SELF and copy is not MPI.COMM_SELF
+checks += fails(ValueError, pickle.dumps, dup) + fails(TypeError, MPI.Comm, (1, 2, 3))
+dup.Free()
+
+# Status(status) copies; Request() is null.
+status = MPI.Status()
+status.source, status.tag = 1, 2
+assert (MPI.Status(status).source, MPI.Status(status).tag) == (1, 2)
+checks += fails(TypeError, MPI.Status, 123)
+null = MPI.Request()
+assert null == MPI.REQUEST_NULL and null is not MPI.REQUEST_NULL and not null
+assert null.Wait() is True and null.test() == (True, None) and null.Get_status()
+
+# Waitsome, Testsome, testall, Get_status: indices of the done requests, statuses in their
+# order, objects; a short tuple of statuses is filled as far as it goes.
+assert MPI.Request.Waitsome([MPI.Request()]) is None and MPI.Request.testsome([]) == (None, None)
+requests = [comm.irecv(None, other, 11), comm.irecv(None, other, 12),
+            comm.Irecv(bytearray(3), other, 13)]
+assert MPI.Request.Testsome(requests) == [] and MPI.Request.testall(requests) == (False, None)
+assert not requests[0].Get_status()
+comm.Barrier()                  # (every rank has looked before any sends)
+back = (rank - 1) % size
+comm.send("b", back, 12)
+comm.Send(b"xyz", back, 13)
+done = []
+while len(done) < 2:
+    statuses = []
+    indices, objects = MPI.Request.waitsome(requests, statuses)
+    assert len(statuses) == len(indices)
+    done += [(i, obj, s.Get_tag()) for i, obj, s in zip(indices, objects, statuses)]
+assert sorted(done) == [(1, "b", 12), (2, None, 13)], done
+assert not requests[1] and not requests[2] and requests[0]
+comm.send("a", back, 11)
+status = MPI.Status()
+while not requests[0].Get_status(status):
+    pass
+assert status.Get_tag() == 11 and requests[0]    # not finished by Get_status
+assert MPI.Request.testall(requests) == (True, ["a", None, None]) and not requests[0]
+statuses = (MPI.Status(),)
+assert MPI.Request.Waitall([comm.isend(1, back, 14), comm.irecv(None, other, 14)], statuses)
+assert statuses[0].Get_tag() == MPI.ANY_TAG    # (the send's status: no source or tag)
+
+# `import mpi4py.rc` is mpi4py.rc; its class takes the options.
+assert sys.modules["mpi4py.rc"] is mpi4py.rc and type(mpi4py.rc)(threads=False).threads is False
 
 os.write(1, f"rank {rank}: {checks} checks\\n".encode())    # one write: the ranks share the pipe
 """

@@ -3,13 +3,14 @@ signatures and defaults are mpi4py's; what is not here is not implemented yet.""
 
 import functools
 import pickle
+import warnings
 
 import numpy as np
 
 from . import collectives, errors, unimplemented, wireup
 from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
-from .engine import SendOp
+from .engine import Engine, SendOp
 from .errors import Exception as MPIException
 from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
@@ -24,6 +25,7 @@ WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to
 #                                        for its collectives
 _next_context = 4    # this process's lowest context id none of its communicators uses: ids
 #                      are never reused, so a late message on a freed one matches nothing new
+_PREDEFINED = {}     # WORLD_CONTEXT, SELF_CONTEXT -> COMM_WORLD, COMM_SELF: what pickle names
 
 
 class Status(unimplemented.Missing):
@@ -31,8 +33,16 @@ class Status(unimplemented.Missing):
 
     _unimplemented = unimplemented.STATUS
 
-    def __init__(self):
-        self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
+    def __init__(self, status=None):
+        """MPI.Status(): empty (ANY_SOURCE, ANY_TAG, SUCCESS, no bytes); Status(status): a
+        copy of `status`. TypeError if `status` is no Status."""
+        if status is None:
+            self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
+        elif isinstance(status, Status):
+            self.source, self.tag, self.error, self.count = \
+                status.source, status.tag, status.error, status.count
+        else:
+            raise TypeError(f"expected a Status, got {type(status).__name__}")
 
     def Get_source(self):
         return self.source
@@ -57,10 +67,12 @@ class Request(unimplemented.Missing):
 
     _unimplemented = unimplemented.REQUEST
 
-    def __init__(self, engine, rank_of, op, decode=False):
-        self._engine, self._rank_of, self._op, self._decode = engine, rank_of, op, decode
-        self._active = True        # until a completion call has returned it (MPI's
-        #                            REQUEST_NULL after that, for Waitany and Testany)
+    def __init__(self, engine=None, rank_of=None, op=None, decode=False):
+        """mpi4py's Request() (no operation): a null request, equal to REQUEST_NULL."""
+        self._engine, self._rank_of, self._decode = engine, rank_of, decode
+        self._op = _Done() if op is None else op
+        self._active = op is not None  # until a completion call has returned it (MPI's
+        #                                REQUEST_NULL after that, for Waitany and Testany)
 
     def _is_null(self):
         return not self._active
@@ -73,13 +85,18 @@ class Request(unimplemented.Missing):
     def __bool__(self):
         return not self._is_null()
 
-    def _finish(self, status):
-        """Fill `status`; raise MPI.Exception if the operation ended in error."""
-        self._active = False
+    def _fill(self, status):
+        """Fill `status` from the done operation (a receive's source, tag, error, count)."""
         op = self._op
         if status is not None and not isinstance(op, SendOp):
             status.source, status.tag, status.error, status.count = \
                 self._rank_of[op.source], op.tag, op.error, op.nbytes
+
+    def _finish(self, status):
+        """Fill `status`; raise MPI.Exception if the operation ended in error."""
+        self._active = False
+        self._fill(status)
+        op = self._op
         if op.error:
             raise MPIException(op.error, f"{op.nbytes} bytes from rank "
                                f"{self._rank_of[op.source]} into a buffer of {len(op.buf)}")
@@ -97,9 +114,9 @@ class Request(unimplemented.Missing):
 
     def _result(self):
         op = self._op
-        if not self._decode or isinstance(op, SendOp):
-            return None
-        return None if op.source == PROC_NULL else pickle.loads(op.data)
+        if not self._decode or isinstance(op, SendOp) or not op.nbytes:
+            return None     # (an empty message, and PROC_NULL's, is mpi4py's None)
+        return pickle.loads(op.buf[:op.nbytes] if op.data is None else op.data)
 
     def Free(self):
         """MPI_Request_free: the request becomes REQUEST_NULL; an operation under way still
@@ -114,6 +131,20 @@ class Request(unimplemented.Missing):
     def Test(self, status=None):
         """MPI_Test: whether the operation is done (progress runs first)."""
         return self.test(status)[0]
+
+    def Get_status(self, status=None):
+        """MPI_Request_get_status: whether the operation is done (progress runs first),
+        leaving the request as it is; `status` filled if so."""
+        if not self._active:
+            if status is not None:
+                Status.__init__(status)
+            return True
+        self._engine.progress()
+        if self._op.done:
+            self._fill(status)
+        return self._op.done
+
+    get_status = Get_status
 
     def wait(self, status=None):
         """Wait, then the received object (None for a send, or once returned already)."""
@@ -147,14 +178,60 @@ class Request(unimplemented.Missing):
     @classmethod
     def Testall(cls, requests, statuses=None):
         """MPI_Testall: True, with every request finished, if all are done."""
+        return cls.testall(requests, statuses)[0]
+
+    @classmethod
+    def testall(cls, requests, statuses=None):
+        """Testall, then (True, the received objects: None for sends and null requests) or
+        (False, None)."""
         active = [r for r in requests if r._active]
         if active:
             active[0]._engine.progress()
         if not all(r._op.done for r in active):
-            return False
-        for i, r in enumerate(requests):
-            r._complete(_status_at(statuses, i))
-        return True
+            return False, None
+        return True, [r._complete(_status_at(statuses, i)) for i, r in enumerate(requests)]
+
+    @classmethod
+    def Waitsome(cls, requests, statuses=None):
+        """MPI_Waitsome: once one of the active requests is done, the indices of all that are,
+        finished (statuses[k] for the k-th of them); None if none is active. MPI.Exception
+        only if none of them can ever complete."""
+        active = [r for r in requests if r._active]
+        if not active:
+            return None
+        active[0]._engine.wait_any([r._op for r in active])
+        return cls._finish_done(requests, statuses)
+
+    @classmethod
+    def Testsome(cls, requests, statuses=None):
+        """MPI_Testsome: the indices of the requests done now (maybe none), finished; None if
+        none is active."""
+        active = [r for r in requests if r._active]
+        if not active:
+            return None
+        active[0]._engine.progress()
+        return cls._finish_done(requests, statuses)
+
+    @classmethod
+    def waitsome(cls, requests, statuses=None):
+        """Waitsome, then (the indices, the received objects), or (None, None)."""
+        return cls._with_objects(requests, cls.Waitsome(requests, statuses))
+
+    @classmethod
+    def testsome(cls, requests, statuses=None):
+        """Testsome, then (the indices, the received objects), or (None, None)."""
+        return cls._with_objects(requests, cls.Testsome(requests, statuses))
+
+    @staticmethod
+    def _with_objects(requests, indices):
+        return indices, None if indices is None else [requests[i]._result() for i in indices]
+
+    @staticmethod
+    def _finish_done(requests, statuses):
+        indices = [i for i, r in enumerate(requests) if r._active and r._op.done]
+        for k, i in enumerate(indices):
+            requests[i]._finish(_status_at(statuses, k))
+        return indices
 
 
     @classmethod
@@ -206,9 +283,9 @@ class Prequest(Request):
     REQUEST_NULL) and ready to Start anew. `start` starts the operation: the buffer, the
     peer's engine rank and the tag are bound once, at init."""
 
-    def __init__(self, engine, rank_of, start):
-        super().__init__(engine, rank_of, None)
-        self._active = False
+    def __init__(self, engine=None, rank_of=None, start=None):
+        """mpi4py's Prequest() (no operation): a null request."""
+        super().__init__(engine, rank_of)
         self._start = start        # None once freed
 
     def _is_null(self):
@@ -234,12 +311,14 @@ class Prequest(Request):
 
 
 def _status_at(statuses, i):
-    """The i-th Status of `statuses` (created if the list is short), or None."""
+    """The i-th Status of `statuses` (created if a list is short, as mpi4py), or None (no
+    statuses, or a tuple that is short)."""
     if statuses is None:
         return None
-    while len(statuses) <= i:
-        statuses.append(Status())
-    return statuses[i]
+    if isinstance(statuses, list):
+        while len(statuses) <= i:
+            statuses.append(Status())
+    return statuses[i] if i < len(statuses) else None
 
 
 def _probed(status, msg, rank_of):
@@ -263,19 +342,45 @@ class Comm(unimplemented.Missing):
 
     _unimplemented = unimplemented.COMM
 
-    def __new__(cls, *args, **kwargs):
-        return super().__new__(cls)     # (mpi4py's subclasses call super().__new__(cls, comm))
+    def __new__(cls, engine=None, *args, **kwargs):
+        """mpi4py's Comm() (and Intracomm()): a new null communicator, equal to COMM_NULL;
+        Comm(comm): another handle to comm (also through a subclass's super().__new__(cls,
+        comm)). TypeError for anything else."""
+        if engine is None or isinstance(engine, _NullComm):
+            return super().__new__(_NullComm)
+        if not isinstance(engine, (Comm, Engine)):
+            raise TypeError(f"expected a Comm, got {type(engine).__name__}")
+        return super().__new__(cls)
 
     def __init__(self, engine, context=None, ranks=None, name=""):
         if isinstance(engine, Comm):    # mpi4py's Comm(comm): another handle to the same one
             self.__dict__.update(engine.__dict__)
             return
+        if context in (WORLD_CONTEXT, SELF_CONTEXT):
+            _PREDEFINED.setdefault(context, self)
         self._engine, self._context, self._name = engine, context, name
         self._ranks = ranks            # this communicator's rank -> the engine's (world) rank
         self._rank, self._size = ranks.index(engine.rank), len(ranks)
         # The engine's rank -> this communicator's, for statuses (PROC_NULL's is PROC_NULL).
         self._rank_of = {PROC_NULL: PROC_NULL, **{r: i for i, r in enumerate(ranks)}}
         self._channel = Channel(engine, context + 1, self._rank, ranks)
+
+    def __eq__(self, other):
+        """As mpi4py's handles: equal if both name the same communicator (Comm(comm) is
+        another handle to comm). Unhashable, as mpi4py's."""
+        return isinstance(other, Comm) and not isinstance(other, _NullComm) \
+            and other._context == self._context
+
+    __hash__ = None
+
+    def __reduce__(self):
+        """pickle: COMM_WORLD and COMM_SELF (and handles to them) by name, as mpi4py; any
+        other communicator is ValueError."""
+        predefined = _PREDEFINED.get(self._context)
+        if predefined is None:
+            raise ValueError(f"cannot serialize communicator {self._name!r}: only COMM_WORLD, "
+                             "COMM_SELF and COMM_NULL can be pickled")
+        return (_predefined, (self._context,)) if self is predefined else (Comm, (predefined,))
 
     def Get_rank(self):
         return self._rank
@@ -553,9 +658,13 @@ class Comm(unimplemented.Missing):
                        self._isend(memoryview(data), dest, tag, self._context))
 
     def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
-        """Receive an object without blocking; `request.wait()` returns it. (`buf`, a
-        receive buffer for the pickle in mpi4py, is not needed here and is not used.)"""
-        return Request(self._engine, self._rank_of, self._irecv(None, source, tag, self._context),
+        """Receive an object without blocking; `request.wait()` returns it (None for an
+        empty message, as mpi4py). `buf`, if given, receives the pickle (an int: a new
+        buffer of that many bytes), and a longer one is MPI.Exception ERR_TRUNCATE at the
+        wait, as in mpi4py; without it a pickle of any size is received."""
+        view = None if buf is None else \
+            memoryview(bytearray(buf)) if isinstance(buf, int) else message(buf, True)[0]
+        return Request(self._engine, self._rank_of, self._irecv(view, source, tag, self._context),
                        decode=True)
 
     def issend(self, obj, dest, tag=0):
@@ -572,7 +681,10 @@ class Comm(unimplemented.Missing):
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
                  recvtag=ANY_TAG, status=None):
-        """Send `sendobj` and receive an object at once; returns the received object."""
+        """Send `sendobj` and receive an object at once; returns the received object.
+        `recvbuf` as recv's `buf` (deprecated: a UserWarning, as mpi4py)."""
+        if recvbuf is not None:
+            warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=2)
         recv = self.irecv(recvbuf, source, recvtag)
         send = self.isend(sendobj, dest, sendtag)
         obj = recv.wait(status)
@@ -580,7 +692,10 @@ class Comm(unimplemented.Missing):
         return obj
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
-        """Receive an object (None from PROC_NULL); `status` gets source, tag and count."""
+        """Receive an object (None from PROC_NULL); `status` gets source, tag and count.
+        `buf` as irecv's, with mpi4py's UserWarning that it is deprecated."""
+        if buf is not None:
+            warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=2)
         return self.irecv(buf, source, tag).wait(status)
 
     # Synchronization.
@@ -888,7 +1003,7 @@ class _NullComm(Comm):
     """MPI.COMM_NULL, and what Free turns a communicator into: every call raises
     MPI.Exception ERR_COMM (the methods are made below, from Comm's)."""
 
-    def __init__(self):
+    def __init__(self, *args):
         pass                            # no engine, no ranks: nothing may use them
 
     def __eq__(self, other):
@@ -902,12 +1017,22 @@ class _NullComm(Comm):
 
     name = property(Get_name)
 
+    def __reduce__(self):
+        """pickle: COMM_NULL by name; another null handle as Comm()."""
+        return "COMM_NULL" if self is COMM_NULL else (Comm, ())
+
 
 for _name, _attr in list(vars(Comm).items()):
     if not _name.startswith("_") and _name not in vars(_NullComm):
         setattr(_NullComm, _name,
                 property(_invalid(_name)) if isinstance(_attr, property) else _invalid(_name))
 
+
+
+def _predefined(context):
+    """Unpickling COMM_WORLD or COMM_SELF: this process's own."""
+    return _PREDEFINED[context]
+
+
 COMM_NULL = _NullComm()
-REQUEST_NULL = Request(None, None, _Done())
-REQUEST_NULL._active = False          # a request a completion call has returned
+REQUEST_NULL = Request()

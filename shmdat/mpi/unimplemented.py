@@ -1,5 +1,5 @@
 """The names of mpi4py 4.1.2's API that shmdat.mpi does not implement, by namespace (the
-MPI module, Comm, Request/Prequest, Win, Status, Datatype, Op, Group). Using one raises
+MPI module, Comm, Request/Prequest, Win, Status, Datatype, Op, Group, Info). Using one raises
 NotImplementedCall naming it, never a wrong answer; NotImplementedCall is also an
 AttributeError, so `hasattr(MPI, "File")` is False and getattr(..., default) gives the
 default, as a program probing for an optional feature expects. A name in no table is an
@@ -103,10 +103,10 @@ COMM = frozenset("""
 """.split())
 
 REQUEST = frozenset("""
-    Cancel Get_status Get_status_all Get_status_any Get_status_some Parrived Pready
-    Pready_list Pready_range Testsome Waitsome cancel f2py free fromhandle fromint
-    get_status get_status_all get_status_any get_status_some handle py2f testall testsome
-    toint waitsome
+    Cancel Get_status_all Get_status_any Get_status_some Parrived Pready
+    Pready_list Pready_range cancel f2py free fromhandle fromint
+    get_status_all get_status_any get_status_some handle py2f
+    toint
 """.split())
 
 WIN = frozenset("""
@@ -141,4 +141,9 @@ OP = frozenset("""
 GROUP = frozenset("""
     Create_from_session_pset Difference Dup Intersect Intersection Range_excl Range_incl
     Union f2py free fromhandle fromint handle py2f toint
+""".split())
+
+INFO = frozenset("""
+    Create Create_env Delete Dup Free Get Get_nkeys Get_nthkey Set clear copy f2py free
+    fromhandle fromint get handle items keys pop popitem py2f toint update values
 """.split())

@@ -83,6 +83,30 @@ null = MPI.Request()
 assert null == MPI.REQUEST_NULL and null is not MPI.REQUEST_NULL and not null
 assert null.Wait() is True and null.test() == (True, None) and null.Get_status()
 
+# Request(request) and Prequest(prequest): other handles to the same request, equal to it.
+persistent = comm.Send_init(b"", MPI.PROC_NULL, 0)
+handle = MPI.Prequest(persistent)
+assert type(handle) is MPI.Prequest and handle == persistent and not handle != persistent
+assert handle != MPI.REQUEST_NULL
+handle.Start()
+handle.Wait()
+assert handle == persistent
+persistent.Free()
+request = comm.Irecv(bytearray(1), MPI.PROC_NULL)
+handle = MPI.Request(request)
+assert handle == request
+request.Wait()
+assert request == MPI.REQUEST_NULL and handle != request
+
+# Groups: Translate_ranks without a group translates to COMM_WORLD's; no pickle.
+group = comm.group
+assert group.Translate_ranks([size - 1, 0]) == [size - 1, 0]
+assert MPI.Group.Translate_ranks(group) == list(range(size))
+checks += fails(ValueError, pickle.dumps, group)
+# A predefined op pickles as itself.
+assert pickle.loads(pickle.dumps(MPI.SUM)) is MPI.SUM
+assert pickle.loads(pickle.dumps(MPI.MAXLOC)) is MPI.MAXLOC
+
 # Waitsome, Testsome, testall, Get_status: indices of the done requests, statuses in their
 # order, objects; a short tuple of statuses is filled as far as it goes.
 assert MPI.Request.Waitsome([MPI.Request()]) is None and MPI.Request.testsome([]) == (None, None)

@@ -68,7 +68,11 @@ class Request(unimplemented.Missing):
     _unimplemented = unimplemented.REQUEST
 
     def __init__(self, engine=None, rank_of=None, op=None, decode=False):
-        """mpi4py's Request() (no operation): a null request, equal to REQUEST_NULL."""
+        """mpi4py's Request() (no operation): a null request, equal to REQUEST_NULL;
+        Request(request): another handle to `request`'s operation, equal to it."""
+        if isinstance(engine, Request):
+            self.__dict__.update(engine.__dict__)
+            return
         self._engine, self._rank_of, self._decode = engine, rank_of, decode
         self._op = _Done() if op is None else op
         self._active = op is not None  # until a completion call has returned it (MPI's
@@ -77,10 +81,18 @@ class Request(unimplemented.Missing):
     def _is_null(self):
         return not self._active
 
+    def _handle(self):
+        """What handles to the same request share (and other requests do not)."""
+        return self._op
+
     def __eq__(self, other):
-        """As mpi4py's handles: a request is itself, and every null request is REQUEST_NULL."""
-        return self is other or isinstance(other, Request) and self._is_null() \
-            and other._is_null()
+        """As mpi4py's handles: every null request is REQUEST_NULL, and Request(request) is
+        another handle to the same one."""
+        if self is other:
+            return True
+        if not isinstance(other, Request) or self._is_null() != other._is_null():
+            return False
+        return self._is_null() or self._handle() is other._handle()
 
     def __bool__(self):
         return not self._is_null()
@@ -284,9 +296,14 @@ class Prequest(Request):
     peer's engine rank and the tag are bound once, at init."""
 
     def __init__(self, engine=None, rank_of=None, start=None):
-        """mpi4py's Prequest() (no operation): a null request."""
+        """mpi4py's Prequest() (no operation): a null request; Prequest(prequest): another
+        handle to `prequest`."""
         super().__init__(engine, rank_of)
-        self._start = start        # None once freed
+        if not isinstance(engine, Request):
+            self._start = start        # None once freed
+
+    def _handle(self):
+        return self._start
 
     def _is_null(self):
         return self._start is None

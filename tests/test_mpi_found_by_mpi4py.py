@@ -30,6 +30,9 @@ assert null.Get_name() == "MPI_DATATYPE_NULL"
 checks += fails(MPI.ERR_TYPE, null.Get_size) + fails(MPI.ERR_TYPE, null.Get_extent)
 checks += fails(MPI.ERR_TYPE, lambda: null.size) + fails(MPI.ERR_TYPE, lambda: null.extent)
 
+# MPI.BOTTOM: address 0, not IN_PLACE.
+assert MPI.BOTTOM == 0 and MPI.BOTTOM != MPI.IN_PLACE and isinstance(MPI.BOTTOM, MPI.BottomType)
+
 # mpi4py's other names of the named datatypes, its `name` property, KEYVAL_INVALID.
 assert MPI.UNSIGNED_INT == MPI.UNSIGNED and MPI.SIGNED_INT == MPI.INT
 assert MPI.SINT64_T == MPI.INT64_T and MPI.INT_INT == MPI.TWOINT and MPI.BOOL == MPI.C_BOOL
@@ -163,3 +166,36 @@ def test_the_same_program_under_mpi4py(tmp_path):
     r = subprocess.run(["mpiexec", "-n", "2", sys.executable, prog], capture_output=True,
                        text=True, timeout=mpi_launch.TIMEOUT)
     mpi_launch.check_every_rank_agrees(r, 2)
+
+
+SHMDAT_ONLY = """
+from mpi4py import MPI
+from shmdat.mpi.unimplemented import NotImplementedCall
+
+
+class DLPackOnly:                 # a tensor offering DLPack only, as mpi4py's tests make
+    def __dlpack__(self, stream=None):
+        raise AssertionError("not to be called")
+
+
+for buf in ([MPI.BOTTOM, 1, MPI.INT], DLPackOnly()):   # mpi4py takes them, shmdat.mpi not
+    try:
+        MPI.COMM_WORLD.Send(buf, MPI.PROC_NULL)
+    except NotImplementedCall as e:
+        assert "not implemented by shmdat.mpi" in str(e), e
+    else:
+        raise AssertionError(buf)
+try:
+    MPI.COMM_WORLD.Send(object(), MPI.PROC_NULL)
+except TypeError as e:
+    assert not isinstance(e, NotImplementedError), e
+else:
+    raise AssertionError("object() is no buffer")
+print("ok")
+"""
+
+
+def test_what_shmdat_does_not_take_is_named(tmp_path):
+    """What mpi4py takes as a buffer and shmdat.mpi does not raises NotImplementedCall."""
+    r = mpi_launch.launch(tmp_path, 1, SHMDAT_ONLY, launcher=("--mpi4py", "--"))
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stdout + r.stderr

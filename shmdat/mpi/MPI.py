@@ -14,7 +14,7 @@ from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # n
                    REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
                    Status)
-from .datatypes import DATATYPE_NULL, IN_PLACE, Datatype  # noqa: F401
+from .datatypes import BOTTOM, DATATYPE_NULL, IN_PLACE, BottomType, Datatype  # noqa: F401
 from .engine import Engine
 from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_DISP,  # noqa: F401
                      ERR_GROUP, ERR_INTERN, ERR_KEYVAL, ERR_OP, ERR_OTHER, ERR_RANK, ERR_REQUEST,

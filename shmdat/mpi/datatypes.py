@@ -134,8 +134,33 @@ def named(datatype):
     return found
 
 
+class BottomType(int):
+    """The type of MPI.BOTTOM (address 0, as mpi4py's)."""
+
+    def __repr__(self):
+        return "MPI.BOTTOM"
+
+
+BOTTOM = BottomType(0)
+
+
+def _not_a_buffer(buf):
+    """Why `buf`, which lacks the buffer protocol, is no buffer here: NotImplementedCall for
+    what mpi4py takes and shmdat.mpi does not (MPI.BOTTOM: memory addressed by a derived
+    datatype's absolute displacements; DLPack tensors and CUDA arrays), else TypeError."""
+    if isinstance(buf, BottomType) or hasattr(buf, "__dlpack__") or \
+            hasattr(buf, "__cuda_array_interface__"):
+        raise unimplemented.NotImplementedCall(
+            f"a buffer of type {type(buf).__name__} is not implemented by shmdat.mpi (only "
+            "the buffer protocol)")
+    raise TypeError(f"expected a buffer object, not {type(buf).__name__}")
+
+
 def _contiguous_bytes(buf, writable):
-    view = memoryview(bytearray() if buf is None else buf)  # None: no buffer (mpi4py's NULL)
+    try:
+        view = memoryview(bytearray() if buf is None else buf)  # None: mpi4py's NULL
+    except TypeError:
+        _not_a_buffer(buf)
     if not view.c_contiguous:
         raise MPIException(errors.ERR_BUFFER, "the buffer is not contiguous")
     if writable and view.readonly:

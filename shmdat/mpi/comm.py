@@ -327,6 +327,48 @@ class Prequest(Request):
         self._active, self._start = False, None
 
 
+class _CollectiveRequest(Request):
+    """The request of a non-blocking collective (Ibcast, Iallreduce, ...): its op is a
+    collectives.Schedule, which the engine advances as it progresses. Its status is empty;
+    completing it raises what the collective raised (as the blocking call would)."""
+
+    def _fill(self, status):
+        if status is not None:
+            Status.__init__(status)
+
+    def _finish(self, status):
+        self._active = False
+        self._fill(status)
+        if self._op.exception is not None:
+            raise self._op.exception
+
+
+def _blocking(collective):
+    """A buffer collective of Comm (MPI_Bcast, ...) from `collective(self, ch, ...)`: run on
+    the communicator's channel, returning when done."""
+    def call(self, *args, **kwargs):
+        collective(self, self._channel, *args, **kwargs)
+    call.__name__ = call.__qualname__ = collective.__name__[1:].capitalize()
+    call.__doc__ = collective.__doc__
+    return call
+
+
+def _nonblocking(collective):
+    """The non-blocking twin (MPI_Ibcast, ...) of `collective(self, ch, ...)`: its arguments
+    checked and its buffers taken now, its rounds started on a channel of its own (its own
+    tag: other collectives may run meanwhile) and advanced whenever the engine progresses;
+    returns its Request, which completes once it has ended."""
+    def call(self, *args, **kwargs):
+        ch = self._channel.nonblocking()
+        collective(self, ch, *args, **kwargs)
+        return _CollectiveRequest(self._engine, self._rank_of, ch.schedule)
+    name = collective.__name__[1:].capitalize()
+    call.__name__ = call.__qualname__ = f"I{name.lower()}"
+    call.__doc__ = f"MPI_I{name.lower()}: {name} as a Request (started now, advanced as " \
+        "the engine progresses: by any MPI call of this rank)."
+    return call
+
+
 def _status_at(statuses, i):
     """The i-th Status of `statuses` (created if a list is short, as mpi4py), or None (no
     statuses, or a tuple that is short)."""
@@ -717,17 +759,11 @@ class Comm(unimplemented.Missing):
 
     # Synchronization.
 
-    def Barrier(self):
-        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages, on the
-        collective context (tag: the round's distance)."""
-        empty = memoryview(b"")
-        step = 1
-        while step < self._size:
-            send = self._isend(empty, (self._rank + step) % self._size, step, self._context + 1)
-            recv = self._irecv(None, (self._rank - step) % self._size, step, self._context + 1)
-            self._engine.wait([send, recv])
-            step *= 2
+    def _barrier(self, ch):
+        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages."""
+        collectives.barrier(ch)
 
+    Barrier, Ibarrier = _blocking(_barrier), _nonblocking(_barrier)
     barrier = Barrier
 
     # Collectives on buffers (numpy arrays and buffer specs).
@@ -736,13 +772,15 @@ class Comm(unimplemented.Missing):
         if not isinstance(root, int) or not 0 <= root < self._size:
             raise MPIException(errors.ERR_ROOT, f"root {root!r} (size {self._size})")
 
-    def Bcast(self, buf, root=0):
+    def _bcast(self, ch, buf, root=0):
         """MPI_Bcast (binomial tree). MPI.Exception: ERR_ROOT, buffer errors, ERR_TRUNCATE
         if the ranks' sizes differ."""
         self._check_root(root)
-        collectives.bcast(self._channel, root, message(buf, self._rank != root)[0])
+        collectives.bcast(ch, root, message(buf, self._rank != root)[0])
 
-    def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):
+    Bcast, Ibcast = _blocking(_bcast), _nonblocking(_bcast)
+
+    def _reduce(self, ch, sendbuf, recvbuf, op=SUM, root=0):
         """MPI_Reduce (binomial tree; rooted at rank 0, then sent to root, for an op that
         does not commute); `sendbuf` may be IN_PLACE at root, `recvbuf` matters at root
         only. MPI.Exception ERR_OP for an op the datatype does not have (BAND on DOUBLE...)
@@ -753,19 +791,23 @@ class Comm(unimplemented.Missing):
         else:
             view, _, datatype = message(sendbuf, False)
             acc = np.frombuffer(view, datatype.dtype).copy()
-        collectives.reduce(self._channel, root, acc, Arrays(op, acc, datatype))
+        collectives.reduce(ch, root, acc, Arrays(op, acc, datatype))
 
-    def Allreduce(self, sendbuf, recvbuf, op=SUM):
+    Reduce, Ireduce = _blocking(_reduce), _nonblocking(_reduce)
+
+    def _allreduce(self, ch, sendbuf, recvbuf, op=SUM):
         """MPI_Allreduce: recursive doubling; on more than 2 ranks from ALLREDUCE_LARGE
         bytes with a commutative op, reduce-scatter + allgather. `sendbuf` may be IN_PLACE."""
         acc, datatype = _accumulator(sendbuf, recvbuf)
         if self._size > 2 and acc.nbytes >= collectives.ALLREDUCE_LARGE and \
                 op.Is_commutative():
-            collectives.allreduce_large(self._channel, acc, op, datatype)
+            collectives.allreduce_large(ch, acc, op, datatype)
         else:
-            collectives.allreduce(self._channel, acc, Arrays(op, acc, datatype))
+            collectives.allreduce(ch, acc, Arrays(op, acc, datatype))
 
-    def Gather(self, sendbuf, recvbuf, root=0):
+    Allreduce, Iallreduce = _blocking(_allreduce), _nonblocking(_allreduce)
+
+    def _gather(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Gather (binomial tree) into root's `recvbuf` (size blocks); root's `sendbuf`
         may be IN_PLACE (its block is in recvbuf already)."""
         self._check_root(root)
@@ -777,9 +819,11 @@ class Comm(unimplemented.Missing):
                 _fitting(message(sendbuf, False)[0], width)
         else:
             block = message(sendbuf, False)[0]
-        collectives.gather(self._channel, root, block, out)
+        collectives.gather(ch, root, block, out)
 
-    def Scatter(self, sendbuf, recvbuf, root=0):
+    Gather, Igather = _blocking(_gather), _nonblocking(_gather)
+
+    def _scatter(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Scatter (binomial tree) of root's `sendbuf` (size blocks); root's `recvbuf`
         may be IN_PLACE (its block stays in sendbuf)."""
         self._check_root(root)
@@ -793,23 +837,29 @@ class Comm(unimplemented.Missing):
                                    f"{len(out)}")
         else:
             out = message(recvbuf, True)[0]
-        collectives.scatter(self._channel, root, blocks, out)
+        collectives.scatter(ch, root, blocks, out)
 
-    def Allgather(self, sendbuf, recvbuf):
+    Scatter, Iscatter = _blocking(_scatter), _nonblocking(_scatter)
+
+    def _allgather(self, ch, sendbuf, recvbuf):
         """MPI_Allgather (ring); `sendbuf` may be IN_PLACE (this rank's block in recvbuf)."""
         views = _equal_blocks(message(recvbuf, True, self._size)[0], self._size)
-        collectives.allgatherv(self._channel, views, None if sendbuf is IN_PLACE else
+        collectives.allgatherv(ch, views, None if sendbuf is IN_PLACE else
                                _fitting(message(sendbuf, False)[0], len(views[0])))
 
-    def Alltoall(self, sendbuf, recvbuf):
+    Allgather, Iallgather = _blocking(_allgather), _nonblocking(_allgather)
+
+    def _alltoall(self, ch, sendbuf, recvbuf):
         """MPI_Alltoall (pairwise exchange); `sendbuf` may be IN_PLACE."""
         out = message(recvbuf, True, self._size)[0]
         sends = memoryview(bytes(out)) if sendbuf is IN_PLACE else \
             _fitting(message(sendbuf, False, self._size)[0], len(out))
-        collectives.alltoallv(self._channel, _equal_blocks(sends, self._size),
+        collectives.alltoallv(ch, _equal_blocks(sends, self._size),
                               _equal_blocks(out, self._size))
 
-    def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
+    Alltoall, Ialltoall = _blocking(_alltoall), _nonblocking(_alltoall)
+
+    def _reduce_scatter_block(self, ch, sendbuf, recvbuf, op=SUM):
         """MPI_Reduce_scatter_block (pairwise exchange; reduce then scatter for an op that
         does not commute): block i of the reduction to rank i. With `sendbuf` IN_PLACE,
         recvbuf holds the size blocks and gets the result in its first."""
@@ -822,8 +872,10 @@ class Comm(unimplemented.Missing):
             send = np.frombuffer(view, datatype.dtype)
             out = np.frombuffer(_fitting(message(recvbuf, True)[0], count * datatype.extent),
                                 datatype.dtype)
-        collectives.reduce_scatter(self._channel, send, [count] * self._size, out, op,
-                                   datatype)
+        collectives.reduce_scatter(ch, send, [count] * self._size, out, op, datatype)
+
+    Reduce_scatter_block = _blocking(_reduce_scatter_block)
+    Ireduce_scatter_block = _nonblocking(_reduce_scatter_block)
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
         """MPI_Reduce_scatter: block i (recvcounts[i] elements) of the reduction to rank i
@@ -857,7 +909,7 @@ class Comm(unimplemented.Missing):
             np.frombuffer(outview, datatype.dtype)
         collectives.reduce_scatter(self._channel, send, counts, out, op, datatype)
 
-    def Gatherv(self, sendbuf, recvbuf, root=0):
+    def _gatherv(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Gatherv (binomial tree) into root's vector spec `recvbuf` ([buf, counts,
         displs, T] and the other forms; recvbuf matters at root only); root's `sendbuf` may
         be IN_PLACE. MPI.Exception ERR_TRUNCATE if a rank's block is longer than its count,
@@ -868,9 +920,11 @@ class Comm(unimplemented.Missing):
             out = vector(recvbuf, True, self._size)[0]
         block = None if self._rank == root and sendbuf is IN_PLACE else \
             message(sendbuf, False)[0]
-        collectives.gatherv(self._channel, root, block, out)
+        collectives.gatherv(ch, root, block, out)
 
-    def Scatterv(self, sendbuf, recvbuf, root=0):
+    Gatherv, Igatherv = _blocking(_gatherv), _nonblocking(_gatherv)
+
+    def _scatterv(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Scatterv (binomial tree) of root's vector spec `sendbuf` (matters at root
         only); root's `recvbuf` may be IN_PLACE. MPI.Exception ERR_TRUNCATE if a block is
         longer than its rank's recvbuf, ERR_COUNT, ERR_ROOT."""
@@ -880,23 +934,29 @@ class Comm(unimplemented.Missing):
             blocks = vector(sendbuf, False, self._size)[0]
         out = None if self._rank == root and recvbuf is IN_PLACE else \
             message(recvbuf, True)[0]
-        collectives.scatterv(self._channel, root, blocks, out)
+        collectives.scatterv(ch, root, blocks, out)
 
-    def Allgatherv(self, sendbuf, recvbuf):
+    Scatterv, Iscatterv = _blocking(_scatterv), _nonblocking(_scatterv)
+
+    def _allgatherv(self, ch, sendbuf, recvbuf):
         """MPI_Allgatherv (ring) into the vector spec `recvbuf`; `sendbuf` may be IN_PLACE
         (this rank's block in recvbuf). MPI.Exception ERR_TRUNCATE, ERR_COUNT."""
-        collectives.allgatherv(self._channel, vector(recvbuf, True, self._size)[0],
+        collectives.allgatherv(ch, vector(recvbuf, True, self._size)[0],
                                None if sendbuf is IN_PLACE else message(sendbuf, False)[0])
 
-    def Alltoallv(self, sendbuf, recvbuf):
+    Allgatherv, Iallgatherv = _blocking(_allgatherv), _nonblocking(_allgatherv)
+
+    def _alltoallv(self, ch, sendbuf, recvbuf):
         """MPI_Alltoallv (pairwise exchange) between vector specs; `sendbuf` may be IN_PLACE
         (the blocks are taken from recvbuf's layout). MPI.Exception ERR_TRUNCATE, ERR_COUNT."""
         recvs = vector(recvbuf, True, self._size)[0]
         sends = [memoryview(bytes(v)) for v in recvs] if sendbuf is IN_PLACE else \
             vector(sendbuf, False, self._size)[0]
-        collectives.alltoallv(self._channel, sends, recvs)
+        collectives.alltoallv(ch, sends, recvs)
 
-    def Scan(self, sendbuf, recvbuf, op=SUM):
+    Alltoallv, Ialltoallv = _blocking(_alltoallv), _nonblocking(_alltoallv)
+
+    def _scan(self, ch, sendbuf, recvbuf, op=SUM):
         """MPI_Scan (recursive doubling): recvbuf at rank i = the reduction of ranks 0..i,
         in rank order; `sendbuf` may be IN_PLACE. ValueError if the buffers' counts or
         datatypes differ (as mpi4py); MPI.Exception ERR_OP."""
@@ -904,15 +964,19 @@ class Comm(unimplemented.Missing):
         partial = np.frombuffer(view, datatype.dtype).copy()
         result = np.frombuffer(out, datatype.dtype)
         result[...] = partial
-        collectives.scan(self._channel, partial, result, Arrays(op, partial, datatype), True)
+        collectives.scan(ch, partial, result, Arrays(op, partial, datatype), True)
 
-    def Exscan(self, sendbuf, recvbuf, op=SUM):
+    Scan, Iscan = _blocking(_scan), _nonblocking(_scan)
+
+    def _exscan(self, ch, sendbuf, recvbuf, op=SUM):
         """MPI_Exscan (recursive doubling): recvbuf at rank i > 0 = the reduction of ranks
         0..i-1 (rank 0's is left as it was); `sendbuf` may be IN_PLACE. Errors as Scan."""
         view, out, datatype = _scan_buffers(sendbuf, recvbuf)
         partial = np.frombuffer(view, datatype.dtype).copy()
-        collectives.scan(self._channel, partial, np.frombuffer(out, datatype.dtype),
+        collectives.scan(ch, partial, np.frombuffer(out, datatype.dtype),
                          Arrays(op, partial, datatype), False)
+
+    Exscan, Iexscan = _blocking(_exscan), _nonblocking(_exscan)
 
     # Collectives on Python objects (pickle).
 

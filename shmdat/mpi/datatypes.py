@@ -66,7 +66,8 @@ _NAMED = [
     ("LONG_DOUBLE", 16, "g"), ("C_BOOL", 1, "?"), ("INT8_T", 1, None), ("INT16_T", 2, None),
     ("INT32_T", 4, None), ("INT64_T", 8, None), ("UINT8_T", 1, None), ("UINT16_T", 2, None),
     ("UINT32_T", 4, None), ("UINT64_T", 8, None), ("C_FLOAT_COMPLEX", 8, "F"),
-    ("C_DOUBLE_COMPLEX", 16, "D"), ("C_LONG_DOUBLE_COMPLEX", 32, "G"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
+    ("C_DOUBLE_COMPLEX", 16, "D"),
+    ("C_LONG_DOUBLE_COMPLEX", 32, "G"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
     ("WCHAR", 4, "w"),
     # MAXLOC/MINLOC's (value, index) pairs, C structs: sizes with the struct's padding.
     ("SHORT_INT", 6, None, 8), ("TWOINT", 8, None), ("FLOAT_INT", 8, None),

@@ -91,10 +91,10 @@ COMM = frozenset("""
     Create_dist_graph_adjacent Create_errhandler Create_from_group Create_graph Create_group
     Create_intercomm Create_keyval Delete_attr Detach_buffer Disconnect Dup_with_info
     Exscan_init Flush_buffer Free_keyval Gather_init Gatherv_init Get_errhandler
-    Get_failed Get_info Get_parent Get_topology Graph_map Iagree Iallgather Iallgatherv
-    Iallreduce Ialltoall Ialltoallv Ialltoallw Ibarrier Ibcast Ibsend Idup Idup_with_info
-    Iexscan Iflush_buffer Igather Igatherv Improbe Ireduce Ireduce_scatter
-    Ireduce_scatter_block Is_revoked Iscan Iscatter Iscatterv Isendrecv
+    Get_failed Get_info Get_parent Get_topology Graph_map Iagree
+    Ialltoallw Ibsend Idup Idup_with_info
+    Iflush_buffer Improbe Ireduce_scatter
+    Is_revoked Isendrecv
     Isendrecv_replace Ishrink Join Mprobe Precv_init Psend_init Reduce_init
     Reduce_scatter_block_init Reduce_scatter_init Revoke Rsend_init Scan_init
     Scatter_init Scatterv_init Set_attr Set_errhandler Set_info Shrink Spawn Spawn_multiple

@@ -18,6 +18,7 @@ import sys
 import warnings
 
 import mpi4py
+import numpy as np
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -32,6 +33,28 @@ checks += fails(MPI.ERR_TYPE, lambda: null.size) + fails(MPI.ERR_TYPE, lambda: n
 
 # MPI.BOTTOM: address 0, not IN_PLACE.
 assert MPI.BOTTOM == 0 and MPI.BOTTOM != MPI.IN_PLACE and isinstance(MPI.BOTTOM, MPI.BottomType)
+
+# A DLPack tensor without the buffer protocol is a buffer too (sent from, received into).
+
+
+class DLPackOnly:
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+sent, got = np.arange(6, dtype="i").reshape(2, 3) + rank, np.zeros((2, 3), "i")
+comm.Sendrecv(DLPackOnly(sent), rank, 21, [DLPackOnly(got), MPI.INT], rank, 21)
+assert (got == sent).all(), got
+flags = np.zeros(3, "?")
+comm.Sendrecv([DLPackOnly(np.array([True, False, True])), MPI.C_BOOL], rank, 22,
+              DLPackOnly(flags), rank, 22)
+assert flags.tolist() == [True, False, True]
 
 # mpi4py's other names of the named datatypes, its `name` property, KEYVAL_INVALID.
 assert MPI.UNSIGNED_INT == MPI.UNSIGNED and MPI.SIGNED_INT == MPI.INT
@@ -173,12 +196,12 @@ from mpi4py import MPI
 from shmdat.mpi.unimplemented import NotImplementedCall
 
 
-class DLPackOnly:                 # a tensor offering DLPack only, as mpi4py's tests make
-    def __dlpack__(self, stream=None):
-        raise AssertionError("not to be called")
+class CudaOnly:                   # an array offering the CUDA array interface only
+    __cuda_array_interface__ = {"version": 0, "data": (0, False), "typestr": "<i4",
+                                "shape": (1,)}
 
 
-for buf in ([MPI.BOTTOM, 1, MPI.INT], DLPackOnly()):   # mpi4py takes them, shmdat.mpi not
+for buf in ([MPI.BOTTOM, 1, MPI.INT], CudaOnly()):   # mpi4py takes them, shmdat.mpi not
     try:
         MPI.COMM_WORLD.Send(buf, MPI.PROC_NULL)
     except NotImplementedCall as e:

@@ -4,7 +4,7 @@ size; a bare buffer's datatype comes from its format (a numpy dtype's character)
 
 import numpy as np
 
-from . import errors, unimplemented
+from . import dlpack, errors, unimplemented
 from .errors import Exception as MPIException
 
 
@@ -145,15 +145,17 @@ class BottomType(int):
 BOTTOM = BottomType(0)
 
 
-def _not_a_buffer(buf):
-    """Why `buf`, which lacks the buffer protocol, is no buffer here: NotImplementedCall for
-    what mpi4py takes and shmdat.mpi does not (MPI.BOTTOM: memory addressed by a derived
-    datatype's absolute displacements; DLPack tensors and CUDA arrays), else TypeError."""
-    if isinstance(buf, BottomType) or hasattr(buf, "__dlpack__") or \
-            hasattr(buf, "__cuda_array_interface__"):
+def _other_buffer(buf):
+    """A memoryview of `buf`, which lacks the buffer protocol, where mpi4py takes it as a
+    buffer: a DLPack tensor in host memory. NotImplementedCall for what else mpi4py takes
+    (MPI.BOTTOM: memory addressed by a derived datatype's absolute displacements; CUDA
+    arrays); TypeError for anything else."""
+    if hasattr(buf, "__dlpack__"):
+        return memoryview(dlpack.as_array(buf))
+    if isinstance(buf, BottomType) or hasattr(buf, "__cuda_array_interface__"):
         raise unimplemented.NotImplementedCall(
-            f"a buffer of type {type(buf).__name__} is not implemented by shmdat.mpi (only "
-            "the buffer protocol)")
+            f"a buffer of type {type(buf).__name__} is not implemented by shmdat.mpi (the "
+            "buffer protocol and DLPack only)")
     raise TypeError(f"expected a buffer object, not {type(buf).__name__}")
 
 
@@ -161,7 +163,7 @@ def _contiguous_bytes(buf, writable):
     try:
         view = memoryview(bytearray() if buf is None else buf)  # None: mpi4py's NULL
     except TypeError:
-        _not_a_buffer(buf)
+        view = _other_buffer(buf)
     if not view.c_contiguous:
         raise MPIException(errors.ERR_BUFFER, "the buffer is not contiguous")
     if writable and view.readonly:

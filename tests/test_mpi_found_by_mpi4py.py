@@ -133,6 +133,35 @@ checks += fails(ValueError, pickle.dumps, group)
 assert pickle.loads(pickle.dumps(MPI.SUM)) is MPI.SUM
 assert pickle.loads(pickle.dumps(MPI.MAXLOC)) is MPI.MAXLOC
 
+# Cancel: a receive nobody matched is cancelled (its status says so); a send may or may not
+# be (MPICH cancels one to itself, shmdat.mpi never a send).
+request = comm.irecv(None, rank, 31)
+request.cancel()
+status = MPI.Status()
+assert request.Get_status(status) and status.Is_cancelled() and status.cancelled
+request.Wait(status)
+assert status.Is_cancelled() and not request
+request = comm.issend("x", rank, 33)
+request.Cancel()
+status = MPI.Status()
+request.Get_status(status)
+if status.Is_cancelled():
+    request.Free()
+else:
+    assert comm.recv(None, rank, 33) == "x"
+    request.Wait(status)
+    assert not status.Is_cancelled()
+# Status's setters and elements.
+status = MPI.Status()
+status.Set_elements(MPI.DOUBLE, 3)
+assert (status.Get_count(MPI.DOUBLE), status.Get_elements(MPI.DOUBLE), status.count) == (3, 3, 24)
+status.Set_source(3)
+status.Set_tag(4)
+status.Set_error(MPI.ERR_ARG)
+status.Set_cancelled(True)
+assert (status.source, status.tag, status.error, status.cancelled) == (3, 4, MPI.ERR_ARG, True)
+assert MPI.Status(status).Is_cancelled()
+
 # Waitsome, Testsome, testall, Get_status: indices of the done requests, statuses in their
 # order, objects; a short tuple of statuses is filled as far as it goes.
 assert MPI.Request.Waitsome([MPI.Request()]) is None and MPI.Request.testsome([]) == (None, None)
@@ -214,6 +243,14 @@ except TypeError as e:
     assert not isinstance(e, NotImplementedError), e
 else:
     raise AssertionError("object() is no buffer")
+# A receive a message has matched is not cancelled (MPICH's send to itself may still be
+# unmatched there, so shmdat only).
+request = MPI.COMM_WORLD.Irecv(bytearray(4), 0, 32)
+MPI.COMM_WORLD.Send(b"ab", 0, 32)
+request.Cancel()
+status = MPI.Status()
+request.Wait(status)
+assert not status.Is_cancelled() and status.Get_count() == 2
 print("ok")
 """
 

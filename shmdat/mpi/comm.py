@@ -10,7 +10,7 @@ import numpy as np
 from . import collectives, errors, unimplemented, wireup
 from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
-from .engine import Engine, SendOp
+from .engine import Engine, RecvOp, SendOp
 from .errors import Exception as MPIException
 from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
@@ -34,15 +34,42 @@ class Status(unimplemented.Missing):
     _unimplemented = unimplemented.STATUS
 
     def __init__(self, status=None):
-        """MPI.Status(): empty (ANY_SOURCE, ANY_TAG, SUCCESS, no bytes); Status(status): a
-        copy of `status`. TypeError if `status` is no Status."""
+        """MPI.Status(): empty (ANY_SOURCE, ANY_TAG, SUCCESS, no bytes, not cancelled);
+        Status(status): a copy of `status`. TypeError if `status` is no Status."""
         if status is None:
             self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
+            self.cancelled = False
         elif isinstance(status, Status):
-            self.source, self.tag, self.error, self.count = \
-                status.source, status.tag, status.error, status.count
+            self.source, self.tag, self.error, self.count, self.cancelled = \
+                status.source, status.tag, status.error, status.count, status.cancelled
         else:
             raise TypeError(f"expected a Status, got {type(status).__name__}")
+
+    def Set_source(self, source):
+        self.source = source
+
+    def Set_tag(self, tag):
+        self.tag = tag
+
+    def Set_error(self, error):
+        self.error = error
+
+    def Is_cancelled(self):
+        """MPI_Test_cancelled: whether the request was cancelled (Request.Cancel)."""
+        return self.cancelled
+
+    def Set_cancelled(self, flag):
+        self.cancelled = bool(flag)
+
+    def Get_elements(self, datatype):
+        """MPI_Get_elements: the basic elements received (two per MAXLOC/MINLOC pair),
+        UNDEFINED if not whole."""
+        count = self.Get_count(datatype)
+        return count if count == UNDEFINED or datatype.dtype.names is None else 2 * count
+
+    def Set_elements(self, datatype, count):
+        """MPI_Status_set_elements: as if `count` basic elements of `datatype` had come."""
+        self.count = (count if datatype.dtype.names is None else count // 2) * datatype.extent
 
     def Get_source(self):
         return self.source
@@ -75,6 +102,7 @@ class Request(unimplemented.Missing):
             return
         self._engine, self._rank_of, self._decode = engine, rank_of, decode
         self._op = _Done() if op is None else op
+        self._cancelled = False
         self._active = op is not None  # until a completion call has returned it (MPI's
         #                                REQUEST_NULL after that, for Waitany and Testany)
 
@@ -98,11 +126,26 @@ class Request(unimplemented.Missing):
         return not self._is_null()
 
     def _fill(self, status):
-        """Fill `status` from the done operation (a receive's source, tag, error, count)."""
+        """Fill `status` from the done operation (a receive's source, tag, error, count; a
+        cancelled one's is empty, and says so)."""
         op = self._op
-        if status is not None and not isinstance(op, SendOp):
-            status.source, status.tag, status.error, status.count = \
-                self._rank_of[op.source], op.tag, op.error, op.nbytes
+        if status is None:
+            return
+        if self._cancelled:
+            Status.__init__(status)
+            status.cancelled = True
+        elif not isinstance(op, SendOp):
+            status.source, status.tag, status.error, status.count, status.cancelled = \
+                self._rank_of[op.source], op.tag, op.error, op.nbytes, False
+
+    def Cancel(self):
+        """MPI_Cancel: a receive not matched yet is cancelled (it completes, its status
+        Is_cancelled); a send, or a receive matched already, completes as it would (MPI
+        lets a cancel fail)."""
+        if self._active and isinstance(self._op, RecvOp) and self._engine.cancel(self._op):
+            self._cancelled = True
+
+    cancel = Cancel
 
     def _finish(self, status):
         """Fill `status`; raise MPI.Exception if the operation ended in error."""

@@ -284,6 +284,16 @@ class Engine:
         return op
 
     @_entry
+    def cancel(self, op):
+        """Cancel the receive `op` if no message has matched it yet: it leaves the posted
+        queue and is done. Whether it was cancelled."""
+        if op.done or op not in self.matcher.posted:
+            return False
+        self.matcher.posted.remove(op)
+        op.done = True
+        return True
+
+    @_entry
     def probe(self, comm, source, tag):
         """The oldest unexpected message a receive (comm, source, tag) would match, left in
         the queue; None if there is none yet."""

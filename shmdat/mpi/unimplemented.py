@@ -103,8 +103,8 @@ COMM = frozenset("""
 """.split())
 
 REQUEST = frozenset("""
-    Cancel Get_status_all Get_status_any Get_status_some Parrived Pready
-    Pready_list Pready_range cancel f2py free fromhandle fromint
+    Get_status_all Get_status_any Get_status_some Parrived Pready
+    Pready_list Pready_range f2py free fromhandle fromint
     get_status_all get_status_any get_status_some handle py2f
     toint
 """.split())
@@ -119,8 +119,7 @@ WIN = frozenset("""
 """.split())
 
 STATUS = frozenset("""
-    Get_elements Is_cancelled Set_cancelled Set_elements Set_error Set_source Set_tag
-    cancelled f2py py2f tomemory
+    f2py py2f tomemory
 """.split())
 
 DATATYPE = frozenset("""

@@ -9,7 +9,7 @@ import numpy as np
 
 DEVICE_CPU = 1
 _KINDS = {0: "i", 1: "u", 2: "f", 5: "c"}   # DLPack's type codes (and 6: bool)
-_BOOL = 6
+_FLOAT, _COMPLEX, _BOOL = 2, 5, 6
 
 
 class _Device(ctypes.Structure):
@@ -40,9 +40,11 @@ def as_array(obj):
         raise TypeError(f"a DLPack tensor on device {device_type}, not in host memory")
     capsule = obj.__dlpack__()
     tensor = _Tensor.from_address(_capsule_pointer(capsule, b"dltensor"))
-    code, bits = tensor.dtype.code, tensor.dtype.bits
-    if tensor.dtype.lanes != 1 or (code not in _KINDS and code != _BOOL):
-        raise TypeError(f"a DLPack tensor of type code {code}, {bits} bits")
+    code, bits, lanes = tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes
+    if lanes == 2 and code == _FLOAT:     # (a complex long double: two lanes of floats)
+        code, bits, lanes = _COMPLEX, 2 * bits, 1
+    if lanes != 1 or (code not in _KINDS and code != _BOOL):
+        raise TypeError(f"a DLPack tensor of type code {code}, {bits} bits, {lanes} lanes")
     dtype = np.dtype("?" if code == _BOOL else f"{_KINDS[code]}{bits // 8}")
     shape = [tensor.shape[i] for i in range(tensor.ndim)]
     if tensor.strides and any(tensor.strides[i] != math.prod(shape[i + 1:])

@@ -56,6 +56,35 @@ comm.Sendrecv([DLPackOnly(np.array([True, False, True])), MPI.C_BOOL], rank, 22,
               DLPackOnly(flags), rank, 22)
 assert flags.tolist() == [True, False, True]
 
+# A collective's buffer None where MPI takes IN_PLACE is IN_PLACE, as mpi4py reads it.
+blocks = np.full((size, 2), -1, "i")
+blocks[rank] = rank
+comm.Allgather(None, blocks)
+assert blocks.tolist() == [[r, r] for r in range(size)]
+total = np.full(3, rank + 1, "i")
+comm.Allreduce(None, total)
+assert total.tolist() == [size * (size + 1) // 2] * 3
+for root in range(size):
+    gathered = np.full((size, 2), -1, "i") if rank == root else None
+    if rank == root:
+        gathered[root] = root
+    comm.Gather(None if rank == root else np.full(2, rank, "i"), gathered, root)
+    assert rank != root or gathered.tolist() == [[r, r] for r in range(size)]
+    scattered = np.arange(size, dtype="i") * 5 if rank == root else np.zeros(1, "i")
+    comm.Scatter(scattered if rank == root else None, None if rank == root else scattered,
+                 root)
+    assert scattered[rank if rank == root else 0] == 5 * rank
+    reduced = np.full(2, rank + 1, "i")
+    comm.Reduce(None if rank == root else reduced, reduced if rank == root else None,
+                MPI.SUM, root)
+    assert rank != root or reduced.tolist() == [size * (size + 1) // 2] * 2
+swapped = np.arange(size, dtype="i") + 10 * rank
+comm.Alltoall(None, swapped)
+assert swapped.tolist() == [10 * r + rank for r in range(size)]
+prefix = np.full(1, rank + 1, "i")
+comm.Scan(None, prefix)
+assert prefix[0] == (rank + 1) * (rank + 2) // 2
+
 # mpi4py's other names of the named datatypes, its `name` property, KEYVAL_INVALID.
 assert MPI.UNSIGNED_INT == MPI.UNSIGNED and MPI.SIGNED_INT == MPI.INT
 assert MPI.SINT64_T == MPI.INT64_T and MPI.INT_INT == MPI.TWOINT and MPI.BOOL == MPI.C_BOOL

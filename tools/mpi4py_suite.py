@@ -10,7 +10,10 @@ load the module (the missing name it stopped at).
 
 --details lists every failure and error that is not NotImplementedCall (test, exception,
 message); --mpiexec runs the same modules under MPICH's `mpiexec` with the real mpi4py, for
-comparison. The test directory may also come from SHMDAT_MPI4PY_TESTS.
+comparison; --no-cuda-arrays leaves out the test arrays that offer only the CUDA array
+interface (mpi4py's tests run every buffer test on them too, and shmdat.mpi does not take
+them: NotImplementedCall), so that what the other arrays meet shows. The test directory may
+also come from SHMDAT_MPI4PY_TESTS.
 
 Each rank runs this file with `--rank-run`: it loads mpi4py's test runner (main.py) and
 writes one JSON line per finished test to OUT.<rank>, flushed as it goes, so a module that
@@ -30,6 +33,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOT_IMPLEMENTED = "NotImplementedCall"
+NO_CUDA_ARRAYS = "MPI4PY_SUITE_NO_CUDA_ARRAYS"     # (--no-cuda-arrays, to the ranks)
 
 
 class _Recorder(unittest.TextTestResult):
@@ -98,6 +102,10 @@ def _rank_run(testdir, module, out_prefix):
     sys.path.insert(0, testdir)
     sys.dont_write_bytecode = True
     import main as mpi4py_tests     # mpi4py's test/main.py, found through testdir
+    if os.environ.get(NO_CUDA_ARRAYS):
+        import arrayimpl            # mpi4py's test arrays: those with the CUDA interface out
+        arrayimpl.ArrayBackends[:] = [b for b in arrayimpl.ArrayBackends
+                                      if not hasattr(b, "set_interface")]
 
     from mpi4py import MPI
     rank = MPI.COMM_WORLD.Get_rank()
@@ -151,6 +159,8 @@ def _run_module(args, module, n, tmp):
         cmd = [sys.executable, "-m", "shmdat", "run", "-n", str(n), "--mpi4py", "--",
                sys.executable, *rank_cmd]
         env = dict(os.environ, PYTHONPATH=ROOT)
+    if args.no_cuda_arrays:
+        env[NO_CUDA_ARRAYS] = "1"
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -182,6 +192,8 @@ def main():
     parser.add_argument("--details", action="store_true")
     parser.add_argument("--mpiexec", action="store_true",
                         help="run under MPICH's mpiexec and the real mpi4py instead")
+    parser.add_argument("--no-cuda-arrays", action="store_true",
+                        help="leave out mpi4py's test arrays with only the CUDA interface")
     parser.add_argument("modules", nargs="*")
     args = parser.parse_args()
     if not args.testdir:

@@ -858,7 +858,7 @@ class Comm(unimplemented.Missing):
         if self._rank == root:
             out = message(recvbuf, True, self._size)[0]
             width = len(out) // self._size
-            block = out[root * width:(root + 1) * width] if sendbuf is IN_PLACE else \
+            block = out[root * width:(root + 1) * width] if _in_place(sendbuf) else \
                 _fitting(message(sendbuf, False)[0], width)
         else:
             block = message(sendbuf, False)[0]
@@ -874,7 +874,7 @@ class Comm(unimplemented.Missing):
         if self._rank == root:
             blocks = message(sendbuf, False, self._size)[0]
             width = len(blocks) // self._size
-            out = None if recvbuf is IN_PLACE else message(recvbuf, True)[0][:width]
+            out = None if _in_place(recvbuf) else message(recvbuf, True)[0][:width]
             if out is not None and len(out) < width:
                 raise MPIException(errors.ERR_TRUNCATE, f"a block of {width} bytes into "
                                    f"{len(out)}")
@@ -887,7 +887,7 @@ class Comm(unimplemented.Missing):
     def _allgather(self, ch, sendbuf, recvbuf):
         """MPI_Allgather (ring); `sendbuf` may be IN_PLACE (this rank's block in recvbuf)."""
         views = _equal_blocks(message(recvbuf, True, self._size)[0], self._size)
-        collectives.allgatherv(ch, views, None if sendbuf is IN_PLACE else
+        collectives.allgatherv(ch, views, None if _in_place(sendbuf) else
                                _fitting(message(sendbuf, False)[0], len(views[0])))
 
     Allgather, Iallgather = _blocking(_allgather), _nonblocking(_allgather)
@@ -895,7 +895,7 @@ class Comm(unimplemented.Missing):
     def _alltoall(self, ch, sendbuf, recvbuf):
         """MPI_Alltoall (pairwise exchange); `sendbuf` may be IN_PLACE."""
         out = message(recvbuf, True, self._size)[0]
-        sends = memoryview(bytes(out)) if sendbuf is IN_PLACE else \
+        sends = memoryview(bytes(out)) if _in_place(sendbuf) else \
             _fitting(message(sendbuf, False, self._size)[0], len(out))
         collectives.alltoallv(ch, _equal_blocks(sends, self._size),
                               _equal_blocks(out, self._size))
@@ -906,7 +906,7 @@ class Comm(unimplemented.Missing):
         """MPI_Reduce_scatter_block (pairwise exchange; reduce then scatter for an op that
         does not commute): block i of the reduction to rank i. With `sendbuf` IN_PLACE,
         recvbuf holds the size blocks and gets the result in its first."""
-        if sendbuf is IN_PLACE:
+        if _in_place(sendbuf):
             view, count, datatype = message(recvbuf, True, self._size)
             send = np.frombuffer(view, datatype.dtype)
             out = send[:count]
@@ -928,7 +928,7 @@ class Comm(unimplemented.Missing):
         (recvcounts then needed). ValueError for counts that do not add up, as mpi4py;
         MPI.Exception ERR_COUNT for a negative count, ERR_OP."""
         outview, outcount, datatype = message(recvbuf, True)
-        if sendbuf is IN_PLACE:
+        if _in_place(sendbuf):
             if recvcounts is None:
                 raise TypeError("Reduce_scatter with IN_PLACE needs recvcounts")
             view, count = outview, outcount
@@ -942,13 +942,13 @@ class Comm(unimplemented.Missing):
         if min(counts) < 0:
             raise MPIException(errors.ERR_COUNT, f"negative count in {counts}")
         if sum(counts) != count:
-            raise ValueError(f"mismatch in {'receive' if sendbuf is IN_PLACE else 'send'} "
+            raise ValueError(f"mismatch in {'receive' if _in_place(sendbuf) else 'send'} "
                              f"count {count} and sum(counts) {sum(counts)}")
-        if sendbuf is not IN_PLACE and outcount != counts[self._rank]:
+        if not _in_place(sendbuf) and outcount != counts[self._rank]:
             raise ValueError(f"mismatch in receive count {outcount} and "
                              f"counts[{self._rank}] {counts[self._rank]}")
         send = np.frombuffer(view, datatype.dtype)
-        out = send[:counts[self._rank]] if sendbuf is IN_PLACE else \
+        out = send[:counts[self._rank]] if _in_place(sendbuf) else \
             np.frombuffer(outview, datatype.dtype)
         collectives.reduce_scatter(self._channel, send, counts, out, op, datatype)
 
@@ -961,7 +961,7 @@ class Comm(unimplemented.Missing):
         out = None
         if self._rank == root:
             out = vector(recvbuf, True, self._size)[0]
-        block = None if self._rank == root and sendbuf is IN_PLACE else \
+        block = None if self._rank == root and _in_place(sendbuf) else \
             message(sendbuf, False)[0]
         collectives.gatherv(ch, root, block, out)
 
@@ -975,7 +975,7 @@ class Comm(unimplemented.Missing):
         blocks = None
         if self._rank == root:
             blocks = vector(sendbuf, False, self._size)[0]
-        out = None if self._rank == root and recvbuf is IN_PLACE else \
+        out = None if self._rank == root and _in_place(recvbuf) else \
             message(recvbuf, True)[0]
         collectives.scatterv(ch, root, blocks, out)
 
@@ -985,7 +985,7 @@ class Comm(unimplemented.Missing):
         """MPI_Allgatherv (ring) into the vector spec `recvbuf`; `sendbuf` may be IN_PLACE
         (this rank's block in recvbuf). MPI.Exception ERR_TRUNCATE, ERR_COUNT."""
         collectives.allgatherv(ch, vector(recvbuf, True, self._size)[0],
-                               None if sendbuf is IN_PLACE else message(sendbuf, False)[0])
+                               None if _in_place(sendbuf) else message(sendbuf, False)[0])
 
     Allgatherv, Iallgatherv = _blocking(_allgatherv), _nonblocking(_allgatherv)
 
@@ -993,7 +993,7 @@ class Comm(unimplemented.Missing):
         """MPI_Alltoallv (pairwise exchange) between vector specs; `sendbuf` may be IN_PLACE
         (the blocks are taken from recvbuf's layout). MPI.Exception ERR_TRUNCATE, ERR_COUNT."""
         recvs = vector(recvbuf, True, self._size)[0]
-        sends = [memoryview(bytes(v)) for v in recvs] if sendbuf is IN_PLACE else \
+        sends = [memoryview(bytes(v)) for v in recvs] if _in_place(sendbuf) else \
             vector(sendbuf, False, self._size)[0]
         collectives.alltoallv(ch, sends, recvs)
 
@@ -1072,6 +1072,12 @@ class Comm(unimplemented.Missing):
         return collectives.scan(self._channel, sendobj, None, Objects(op), False)
 
 
+def _in_place(buf):
+    """Whether a collective's buffer at a place MPI takes MPI.IN_PLACE is it: IN_PLACE or,
+    as mpi4py reads it, None."""
+    return buf is None or buf is IN_PLACE
+
+
 def _fitting(view, width):
     """`view` cut to `width` bytes; MPI.Exception ERR_TRUNCATE if it is shorter."""
     if len(view) < width:
@@ -1083,7 +1089,7 @@ def _accumulator(sendbuf, recvbuf):
     """(the numpy array over `recvbuf` a reduction accumulates in, holding sendbuf's data
     (already there if `sendbuf` is IN_PLACE), the datatype: the send's sets the dtype)."""
     out, _, datatype = message(recvbuf, True)
-    if sendbuf is not IN_PLACE:
+    if not _in_place(sendbuf):
         view, _, datatype = message(sendbuf, False)
         out = _fitting(out, len(view))
         out[:] = view
@@ -1091,10 +1097,10 @@ def _accumulator(sendbuf, recvbuf):
 
 
 def _scan_buffers(sendbuf, recvbuf):
-    """(sendbuf's bytes, or recvbuf's if it is IN_PLACE, recvbuf's bytes, the datatype);
+    """(sendbuf's bytes, or recvbuf's if it is IN_PLACE or None, recvbuf's bytes, the datatype);
     ValueError if their counts or datatypes differ, as mpi4py checks them for Scan."""
     out, count, datatype = message(recvbuf, True)
-    if sendbuf is IN_PLACE:
+    if _in_place(sendbuf):
         return out, out, datatype
     view, sendcount, sendtype = message(sendbuf, False)
     if (sendcount, sendtype) != (count, datatype):

@@ -9,7 +9,8 @@ load the module (the missing name it stopped at).
                                  [--details] [--mpiexec] [test_p2p_obj test_cco_buf ...]
 
 --details lists every failure and error that is not NotImplementedCall (test, exception,
-message); --mpiexec runs the same modules under MPICH's `mpiexec` with the real mpi4py, for
+message); --missing counts, per call shmdat.mpi lacks, the tests that stopped at it (what
+to implement next); --mpiexec runs the same modules under MPICH's `mpiexec` with the real mpi4py, for
 comparison; --no-cuda-arrays leaves out the test arrays that offer only the CUDA array
 interface (mpi4py's tests run every buffer test on them too, and shmdat.mpi does not take
 them: NotImplementedCall), so that what the other arrays meet shows. The test directory may
@@ -21,6 +22,7 @@ hangs still says which test it hung in.
 """
 
 import argparse
+import collections
 import glob
 import json
 import os
@@ -190,6 +192,7 @@ def main():
     parser.add_argument("-n", type=int, nargs="+", default=[1, 2, 3], dest="sizes")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per module")
     parser.add_argument("--details", action="store_true")
+    parser.add_argument("--missing", action="store_true")
     parser.add_argument("--mpiexec", action="store_true",
                         help="run under MPICH's mpiexec and the real mpi4py instead")
     parser.add_argument("--no-cuda-arrays", action="store_true",
@@ -203,6 +206,7 @@ def main():
     print("| module | N | run | passed | failed | errors | NotImplementedCall | skipped | status |")
     print("|---|---|---|---|---|---|---|---|---|")
     details = []
+    missing = collections.Counter()      # NotImplementedCall's message -> tests (all runs)
     with tempfile.TemporaryDirectory(prefix="mpi4py_suite.") as tmp:
         for module in modules:
             for n in args.sizes:
@@ -219,11 +223,16 @@ def main():
                 print(f"| {module} | {n} | {counts['run']} | {counts['passed']} | "
                       f"{counts['failed']} | {counts['error']} | {counts['notimpl']} | "
                       f"{counts['skipped']} | {note} |", flush=True)
+                missing.update(rec["message"] for rec in done.values()
+                               if rec.get("exception") == NOT_IMPLEMENTED)
                 for r in ranks:
                     for test, rec in _summary(ranks[r])[1].items():
                         if rec["outcome"] in ("failed", "error") and \
                                 rec.get("exception") != NOT_IMPLEMENTED:
                             details.append((module, n, r, test, rec))
+    if args.missing:
+        for message, tests in missing.most_common():
+            print(f"{tests:5d}  {message}")
     if args.details:
         seen = set()
         for module, n, rank, test, rec in details:

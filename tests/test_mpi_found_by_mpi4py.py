@@ -92,6 +92,12 @@ assert MPI.INT.name == MPI.INT.Get_name() == "MPI_INT"
 assert MPI.C_LONG_DOUBLE_COMPLEX.Get_size() == 32
 assert MPI.APPNUM != MPI.KEYVAL_INVALID
 checks += fails(MPI.ERR_KEYVAL, comm.Get_attr, MPI.KEYVAL_INVALID)
+# Datatype.fromcode: buffer formats and numpy's kind + size.
+for code, name in (("i", "MPI_INT"), ("d", "MPI_DOUBLE"), ("Zd", "MPI_C_DOUBLE_COMPLEX"),
+                   ("i4", "MPI_INT32_T"), ("u8", "MPI_UINT64_T"), ("f8", "MPI_DOUBLE"),
+                   ("?", "MPI_C_BOOL"), ("b1", "MPI_C_BOOL"), ("G", "MPI_C_LONG_DOUBLE_COMPLEX")):
+    assert MPI.Datatype.fromcode(code).Get_name() == name, code
+checks += fails(ValueError, MPI.Datatype.fromcode, "abc@xyz")
 
 # Object receives: an empty message is None; a given buffer (deprecated in recv: a
 # UserWarning) receives the pickle, and a longer one is ERR_TRUNCATE.

@@ -20,6 +20,15 @@ class Datatype(unimplemented.Missing):
         self.extent = extent or size
         self.dtype = np.dtype(_REDUCE_AS.get(name, typechar))
 
+    @classmethod
+    def fromcode(cls, code):
+        """mpi4py's Datatype.fromcode: the named datatype of a typecode ('i', 'd', 'Zd', 'i4',
+        'f8', ...). ValueError for a code naming none here."""
+        found = _BY_CODE.get(code) if isinstance(code, str) else None
+        if found is None:
+            raise ValueError(f"cannot map code {code!r} to MPI datatype")
+        return found
+
     def Get_size(self):
         return self.size
 
@@ -86,6 +95,14 @@ NAMED = {entry[0]: Datatype(*entry) for entry in _NAMED}
 _BY_FORMAT = {d.typechar: d for d in NAMED.values() if d.typechar}
 _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
 BYTE = NAMED["BYTE"]
+# Datatype.fromcode's codes: the buffer formats, and numpy's kind + size ('i4', 'c16', ...).
+_BY_CODE = dict(_BY_FORMAT, Zf=NAMED["C_FLOAT_COMPLEX"], Zd=NAMED["C_DOUBLE_COMPLEX"],
+                Zg=NAMED["C_LONG_DOUBLE_COMPLEX"], b1=NAMED["C_BOOL"])
+_BY_CODE.update({f"{kind}{size}": NAMED[f"{name}{8 * size}_T"]
+                 for kind, name in (("i", "INT"), ("u", "UINT")) for size in (1, 2, 4, 8)})
+_BY_CODE.update({"f4": NAMED["FLOAT"], "f8": NAMED["DOUBLE"], "f16": NAMED["LONG_DOUBLE"],
+                 "c8": NAMED["C_FLOAT_COMPLEX"], "c16": NAMED["C_DOUBLE_COMPLEX"],
+                 "c32": NAMED["C_LONG_DOUBLE_COMPLEX"]})
 # mpi4py's other names of the same datatypes (MPICH's handles are equal).
 ALIASES = {alias: NAMED[name] for alias, name in (
     ("SIGNED_SHORT", "SHORT"), ("SIGNED_INT", "INT"), ("UNSIGNED_INT", "UNSIGNED"),

@@ -129,7 +129,7 @@ DATATYPE = frozenset("""
     Create_vector Delete_attr Dup Free Free_keyval Get_attr Get_contents Get_envelope
     Get_true_extent Get_value_index Match_size Pack Pack_external Pack_external_size
     Pack_size Resized Set_attr Set_name Unpack Unpack_external combiner contents decode
-    envelope f2py free fromcode fromhandle fromint handle is_named is_predefined lb py2f
+    envelope f2py free fromhandle fromint handle is_named is_predefined lb py2f
     tocode toint true_extent true_lb true_ub typestr ub
 """.split())
 

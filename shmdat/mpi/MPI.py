@@ -10,11 +10,11 @@ import time
 import shmdat
 
 from . import datatypes, errors, unimplemented, wireup
-from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, REQUEST_NULL,  # noqa: F401
-                   SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL, UNIVERSE_SIZE,
-                   WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest,
-                   Request, Status)
-from .datatypes import IN_PLACE, Datatype  # noqa: F401
+from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # noqa: F401
+                   REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
+                   UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
+                   Status)
+from .datatypes import BOTTOM, DATATYPE_NULL, IN_PLACE, BottomType, Datatype  # noqa: F401
 from .engine import Engine
 from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_DISP,  # noqa: F401
                      ERR_GROUP, ERR_INTERN, ERR_KEYVAL, ERR_OP, ERR_OTHER, ERR_RANK, ERR_REQUEST,
@@ -29,6 +29,7 @@ from .win import (INFO_NULL, LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa:
                   Info, Win)
 
 globals().update(datatypes.NAMED)     # MPI.BYTE, MPI.INT, MPI.DOUBLE, ...
+globals().update(datatypes.ALIASES)   # MPI.UNSIGNED_INT, MPI.SINT32_T, ...
 
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 # The engine's entry points hold its lock; one thread at a time waits on the EVD and hands

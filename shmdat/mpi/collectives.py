@@ -6,6 +6,7 @@ allreduce vectors. Each is correct for every size, and applies an op that does n
 rank order. Buffers are byte memoryviews; reductions go through a value codec (numpy arrays
 or pickled objects)."""
 
+import functools
 import pickle
 
 import numpy as np
@@ -13,8 +14,12 @@ import numpy as np
 from . import errors
 from .errors import Exception as MPIException
 
-TAG = 0    # every collective message: the channel's context sets them apart, the per-pair
-#            FIFO order (every rank runs the collectives in the same order) does the rest
+TAG = 0    # every blocking collective's messages: the channel's context sets them apart, the
+#            per-pair FIFO order (every rank runs the collectives in the same order) does the
+#            rest. A non-blocking one may be under way with others: each has its own tag,
+#            NONBLOCKING_TAG, NONBLOCKING_TAG - 1, ... (the same on every rank: the same order)
+NONBLOCKING_TAG = -2    # (ANY_TAG is -1; negative tags are the collective context's own)
+TAGS = 1 << 30          # non-blocking tags in use at once, at most
 ALLREDUCE_LARGE = 16 << 20     # bytes: from here Allreduce on 3 or more ranks is reduce-scatter
 #                                + allgather (measured: docs/design/mpi.md; on 2 it never won)
 
@@ -25,10 +30,30 @@ class Channel:
     engine's). Waiting raises MPI.Exception if a message did not fit its buffer (the ranks
     disagree on a size)."""
 
-    def __init__(self, engine, context, rank, ranks):
+    def __init__(self, engine, context, rank, ranks, tag=TAG):
         self.engine, self.context, self.rank, self.size = engine, context, rank, len(ranks)
-        self.ranks = ranks
+        self.ranks, self.tag = ranks, tag
         self._scratch = bytearray()
+        self._started = 0           # non-blocking collectives started on this channel
+        self.schedule = None        # a non-blocking channel's collective, once started
+
+    def nonblocking(self):
+        """A channel for one non-blocking collective: its own tag and scratch (others may run
+        meanwhile), and `run` starts the collective's rounds instead of waiting for them."""
+        self._started += 1
+        return NonblockingChannel(self.engine, self.context, self.rank, self.ranks,
+                                  NONBLOCKING_TAG - self._started % TAGS)
+
+    def run(self, steps):
+        """Run a collective's rounds (`steps`, a generator of each round's ops, returning the
+        result) to the end: its result."""
+        try:
+            ops = next(steps)
+            while True:
+                self.wait(ops)
+                ops = steps.send(None)
+        except StopIteration as end:
+            return end.value
 
     def scratch(self, like):
         """An array shaped as the numpy array `like`, in memory the channel keeps for its
@@ -40,17 +65,64 @@ class Channel:
         return np.frombuffer(self._scratch, like.dtype, like.size).reshape(like.shape)
 
     def send(self, dest, view):
-        return self.engine.send(self.ranks[dest], self.context, TAG, view)
+        return self.engine.send(self.ranks[dest], self.context, self.tag, view)
 
     def recv(self, source, buf=None):
-        return self.engine.post_recv(self.context, self.ranks[source], TAG, buf)
+        return self.engine.post_recv(self.context, self.ranks[source], self.tag, buf)
 
     def wait(self, ops):
         self.engine.wait(ops)
-        for op in ops:
-            if op.error:
-                raise MPIException(op.error, f"a collective's message of {op.nbytes} bytes from "
-                                   f"rank {op.source} into {len(op.buf)}: the ranks' sizes differ")
+        _check(ops)
+
+
+class NonblockingChannel(Channel):
+    """The channel of one non-blocking collective (Channel.nonblocking)."""
+
+    def run(self, steps):
+        """Start the collective: its first rounds now, the others as the engine progresses
+        (Schedule); returns None (the Schedule is `schedule`)."""
+        self.schedule = self.engine.start(Schedule(steps))
+
+
+class Schedule:
+    """A non-blocking collective under way: the generator of its rounds and the ops of the
+    round under way. The engine advances it whenever it makes progress (and a test or wait of
+    its request does); `done` at its end, with `exception` if it raised (the request's wait
+    raises it, as the blocking call would)."""
+
+    def __init__(self, steps):
+        self.steps, self.ops, self.done, self.error, self.exception = steps, (), False, 0, None
+
+    def advance(self):
+        """Resume the collective as far as its rounds are done; True once it has ended."""
+        while not self.done and all(op.done for op in self.ops):
+            try:
+                _check(self.ops)
+                self.ops = self.steps.send(None)
+            except StopIteration:
+                self.done = True
+            except Exception as e:      # (any: raised again at the wait)
+                self.exception, self.done = e, True
+        return self.done
+
+
+def _check(ops):
+    """MPI.Exception if a round's message did not fit its buffer (the ranks' sizes differ)."""
+    for op in ops:
+        if op.error:
+            raise MPIException(op.error, f"a collective's message of {op.nbytes} bytes from "
+                               f"rank {op.source} into {len(op.buf)}: the ranks' sizes differ")
+
+
+def _collective(steps):
+    """`steps(ch, ...)`, a generator yielding each round's ops (and returning the result),
+    as a collective: run by `ch` (blocking, or started on a non-blocking channel); `.steps`
+    is the generator itself, for a collective made of others."""
+    @functools.wraps(steps)
+    def collective(ch, *args):
+        return ch.run(steps(ch, *args))
+    collective.steps = steps
+    return collective
 
 
 class Arrays:
@@ -145,6 +217,21 @@ def _absolute(vrank, root, size):
     return (vrank + root) % size
 
 
+@_collective
+def barrier(ch):
+    """Dissemination barrier: in round k each rank sends an empty message to rank + 2^k and
+    receives one from rank - 2^k; ceil(log2 size) rounds. (One message per pair and barrier,
+    as the distances differ mod size: one tag serves every round.)"""
+    step = 1
+    while step < ch.size:
+        yield [ch.send((ch.rank + step) % ch.size, _EMPTY), ch.recv((ch.rank - step) % ch.size)]
+        step *= 2
+
+
+_EMPTY = memoryview(b"")
+
+
+@_collective
 def bcast(ch, root, buf):
     """Binomial broadcast of root's bytes `buf`: received into `buf` (a writable byte
     memoryview of the right size) or, if None, into new bytes; returns the payload."""
@@ -152,13 +239,14 @@ def bcast(ch, root, buf):
     parent, children = tree(vrank, ch.size)
     if parent is not None:
         op = ch.recv(_absolute(parent, root, ch.size), buf)
-        ch.wait([op])
+        yield ([op])
         if buf is None:
             buf = memoryview(op.data)
-    ch.wait([ch.send(_absolute(c, root, ch.size), buf) for c, _ in reversed(children)])
+    yield ([ch.send(_absolute(c, root, ch.size), buf) for c, _ in reversed(children)])
     return buf
 
 
+@_collective
 def reduce(ch, root, value, codec):
     """Binomial reduction: the reduced value at root, None elsewhere. A tree combines a
     subtree's values in relative-rank order, so for an op that does not commute the tree is
@@ -168,19 +256,20 @@ def reduce(ch, root, value, codec):
     parent, children = tree(vrank, ch.size)
     for c, _ in children:
         op = codec.post_recv(ch, _absolute(c, top, ch.size))
-        ch.wait([op])
+        yield ([op])
         value = codec.combine(value, codec.unpack(op), False)
     if parent is not None:
-        ch.wait([ch.send(_absolute(parent, top, ch.size), codec.pack(value))])
+        yield ([ch.send(_absolute(parent, top, ch.size), codec.pack(value))])
     elif top != root:
-        ch.wait([ch.send(root, codec.pack(value))])
+        yield ([ch.send(root, codec.pack(value))])
     if ch.rank == root and top != root:
         op = codec.post_recv(ch, top)
-        ch.wait([op])
+        yield ([op])
         return codec.assign(value, codec.unpack(op))
     return value if ch.rank == root else None
 
 
+@_collective
 def allreduce(ch, value, codec):
     """Recursive doubling over the largest power of two <= size; the `rem` ranks above it
     first fold into their odd neighbours (even ranks below 2 * rem wait for the result)."""
@@ -188,13 +277,13 @@ def allreduce(ch, value, codec):
     pof2 = 1 << (size.bit_length() - 1)
     rem = size - pof2
     if rank < 2 * rem and rank % 2 == 0:
-        ch.wait([ch.send(rank + 1, codec.pack(value))])
+        yield ([ch.send(rank + 1, codec.pack(value))])
         op = codec.post_recv(ch, rank + 1)
-        ch.wait([op])
+        yield ([op])
         return codec.assign(value, codec.unpack(op))
     if rank < 2 * rem:
         op = codec.post_recv(ch, rank - 1)
-        ch.wait([op])
+        yield ([op])
         value = codec.combine(value, codec.unpack(op), True)
         newrank = rank // 2
     else:
@@ -204,14 +293,15 @@ def allreduce(ch, value, codec):
         partner = newrank ^ mask
         partner = partner * 2 + 1 if partner < rem else partner + rem
         op = codec.post_recv(ch, partner)
-        ch.wait([op, ch.send(partner, codec.pack(value))])
+        yield ([op, ch.send(partner, codec.pack(value))])
         value = codec.combine(value, codec.unpack(op), partner < rank)
         mask <<= 1
     if rank < 2 * rem:
-        ch.wait([ch.send(rank - 1, codec.pack(value))])
+        yield ([ch.send(rank - 1, codec.pack(value))])
     return value
 
 
+@_collective
 def gather(ch, root, block, out):
     """Binomial gather of every rank's `block` (bytes of one size) into root's `out`, in rank
     order. A rank's subtree's blocks travel together."""
@@ -220,16 +310,17 @@ def gather(ch, root, block, out):
     parent, children = tree(vrank, size)
     mine = memoryview(bytearray(width * (1 + sum(count for _, count in children))))
     mine[:width] = block
-    ch.wait([ch.recv(_absolute(c, root, size), _blocks(mine, c - vrank, width, count))
+    yield ([ch.recv(_absolute(c, root, size), _blocks(mine, c - vrank, width, count))
              for c, count in children])
     if parent is not None:
-        ch.wait([ch.send(_absolute(parent, root, size), mine)])
+        yield ([ch.send(_absolute(parent, root, size), mine)])
         return
     cut = (size - root) * width        # relative rank i is rank (i + root) % size
     out[root * width:] = mine[:cut]
     out[:root * width] = mine[cut:]
 
 
+@_collective
 def scatter(ch, root, blocks, out):
     """Binomial scatter of root's `blocks` (size blocks, rank order) into every rank's `out`
     (one block; None at root keeps root's block where it is)."""
@@ -242,13 +333,14 @@ def scatter(ch, root, blocks, out):
     else:
         width = len(out)
         mine = memoryview(bytearray(width * (1 + sum(count for _, count in children))))
-        ch.wait([ch.recv(_absolute(parent, root, size), mine)])
-    ch.wait([ch.send(_absolute(c, root, size), _blocks(mine, c - vrank, width, count))
+        yield ([ch.recv(_absolute(parent, root, size), mine)])
+    yield ([ch.send(_absolute(c, root, size), _blocks(mine, c - vrank, width, count))
              for c, count in reversed(children)])
     if out is not None:
         out[:] = mine[:width]
 
 
+@_collective
 def gatherv(ch, root, block, out):
     """Binomial gather of blocks of any size into root's `out` (size byte views, rank order;
     root's own `block` None if it is in place already). A subtree's blocks travel together,
@@ -258,12 +350,12 @@ def gatherv(ch, root, block, out):
     vrank = (ch.rank - root) % size
     parent, children = tree(vrank, size)
     ops = [ch.recv(_absolute(c, root, size)) for c, _ in children]
-    ch.wait(ops)
+    yield (ops)
     mine = [block]
     for (_, count), op in zip(children, ops):
         mine += _split(op.data, count)
     if parent is not None:
-        ch.wait([ch.send(_absolute(parent, root, size), _with_sizes(mine))])
+        yield ([ch.send(_absolute(parent, root, size), _with_sizes(mine))])
         return
     for v, got in enumerate(mine):
         if got is not None:
@@ -271,6 +363,7 @@ def gatherv(ch, root, block, out):
             place[:len(got)] = _fits(got, len(place))
 
 
+@_collective
 def scatterv(ch, root, blocks, out):
     """Binomial scatter of root's `blocks` (size byte views of any size, rank order) into
     every rank's `out` (a byte view; None at root keeps its block where it is). A child gets
@@ -283,9 +376,9 @@ def scatterv(ch, root, blocks, out):
         mine = [blocks[_absolute(v, root, size)] for v in range(size)]
     else:
         op = ch.recv(_absolute(parent, root, size))
-        ch.wait([op])
+        yield ([op])
         mine = _split(op.data, 1 + sum(count for _, count in children))
-    ch.wait([ch.send(_absolute(c, root, size), _with_sizes(mine[c - vrank:c - vrank + count]))
+    yield ([ch.send(_absolute(c, root, size), _with_sizes(mine[c - vrank:c - vrank + count]))
              for c, count in reversed(children)])
     if out is not None:
         out[:len(mine[0])] = _fits(mine[0], len(out))
@@ -314,6 +407,7 @@ def _fits(view, room):
     return view
 
 
+@_collective
 def allgatherv(ch, views, block=None):
     """Ring allgather: `views` are the size blocks (byte views, any sizes); this rank's
     `block` is copied into its own first (None: it is there already). In size - 1 steps each
@@ -324,9 +418,10 @@ def allgatherv(ch, views, block=None):
     right, left = (rank + 1) % size, (rank - 1) % size
     for step in range(size - 1):
         sent, got = (rank - step) % size, (rank - step - 1) % size
-        ch.wait([ch.recv(left, views[got]), ch.send(right, views[sent])])
+        yield ([ch.recv(left, views[got]), ch.send(right, views[sent])])
 
 
+@_collective
 def alltoallv(ch, sends, recvs):
     """Pairwise exchange: in step k rank r sends sends[r + k] to r + k and receives
     recvs[r - k] from r - k (mod size); its own block is copied."""
@@ -334,9 +429,10 @@ def alltoallv(ch, sends, recvs):
     recvs[rank][:len(sends[rank])] = _fits(sends[rank], len(recvs[rank]))
     for step in range(1, size):
         dest, source = (rank + step) % size, (rank - step) % size
-        ch.wait([ch.recv(source, recvs[source]), ch.send(dest, sends[dest])])
+        yield ([ch.recv(source, recvs[source]), ch.send(dest, sends[dest])])
 
 
+@_collective
 def reduce_scatter(ch, send, counts, out, op, datatype):
     """Block i (counts[i] elements) of the reduction of every rank's numpy array `send` into
     rank i's `out` (a numpy array of counts[rank] elements; may alias `send`). A commutative
@@ -347,20 +443,22 @@ def reduce_scatter(ch, send, counts, out, op, datatype):
     blocks = [send[bounds[i]:bounds[i + 1]] for i in range(size)]
     if not op.Is_commutative():
         acc = send.copy()
-        reduce(ch, 0, acc, Arrays(op, acc, datatype))
-        scatterv(ch, 0, [as_bytes(acc[bounds[i]:bounds[i + 1]]) for i in range(size)]
-                 if rank == 0 else None, as_bytes(out))
+        yield from reduce.steps(ch, 0, acc, Arrays(op, acc, datatype))
+        yield from scatterv.steps(ch, 0, [as_bytes(acc[bounds[i]:bounds[i + 1]])
+                                          for i in range(size)] if rank == 0 else None,
+                                  as_bytes(out))
         return
     acc = blocks[rank].copy()
     codec = Arrays(op, acc, datatype)
     for step in range(1, size):
         dest, source = (rank + step) % size, (rank - step) % size
         recv = codec.post_recv(ch, source)
-        ch.wait([recv, ch.send(dest, as_bytes(blocks[dest]))])
+        yield ([recv, ch.send(dest, as_bytes(blocks[dest]))])
         acc = codec.combine(acc, codec.unpack(recv), False)
     out[...] = acc
 
 
+@_collective
 def allreduce_large(ch, value, op, datatype):
     """Allreduce of a long numpy vector by reduce-scatter then allgather (Rabenseifner's
     scheme, here pairwise then ring): each rank sends 2 (size - 1) / size of the vector,
@@ -369,10 +467,12 @@ def allreduce_large(ch, value, op, datatype):
     counts = [len(value) // size + (i < len(value) % size) for i in range(size)]
     bounds = np.concatenate([[0], np.cumsum(counts)])
     mine = value[bounds[ch.rank]:bounds[ch.rank + 1]]
-    reduce_scatter(ch, value, counts, mine, op, datatype)
-    allgatherv(ch, [as_bytes(value[bounds[i]:bounds[i + 1]]) for i in range(size)])
+    yield from reduce_scatter.steps(ch, value, counts, mine, op, datatype)
+    yield from allgatherv.steps(ch, [as_bytes(value[bounds[i]:bounds[i + 1]])
+                                     for i in range(size)])
 
 
+@_collective
 def scan(ch, partial, result, codec, inclusive):
     """Recursive doubling (MPICH's scan): in round k this rank swaps `partial`, the reduction
     of its aligned group of 2^k ranks, with rank ^ 2^k, and folds a lower partner's into
@@ -385,7 +485,7 @@ def scan(ch, partial, result, codec, inclusive):
         partner = rank ^ mask
         if partner < size:
             recv = codec.post_recv(ch, partner)
-            ch.wait([recv, ch.send(partner, codec.pack(partial))])
+            yield ([recv, ch.send(partner, codec.pack(partial))])
             theirs = codec.unpack(recv)
             if partner < rank:
                 result = codec.combine(result, theirs, True) if filled else \
@@ -398,6 +498,7 @@ def scan(ch, partial, result, codec, inclusive):
     return result
 
 
+@_collective
 def allgather_objects(ch, obj):
     """Ring allgather of Python objects, as allgather."""
     rank, size = ch.rank, ch.size
@@ -407,11 +508,12 @@ def allgather_objects(ch, obj):
     for step in range(size - 1):
         sent, got = (rank - step) % size, (rank - step - 1) % size
         op = ch.recv(left)
-        ch.wait([op, ch.send(right, _pickled(values[sent]))])
+        yield ([op, ch.send(right, _pickled(values[sent]))])
         values[got] = pickle.loads(op.data)
     return values
 
 
+@_collective
 def alltoall_objects(ch, objs):
     """Pairwise exchange of Python objects, as alltoall."""
     rank, size = ch.rank, ch.size
@@ -420,27 +522,29 @@ def alltoall_objects(ch, objs):
     for step in range(1, size):
         dest, source = (rank + step) % size, (rank - step) % size
         op = ch.recv(source)
-        ch.wait([op, ch.send(dest, _pickled(objs[dest]))])
+        yield ([op, ch.send(dest, _pickled(objs[dest]))])
         values[source] = pickle.loads(op.data)
     return values
 
 
+@_collective
 def gather_objects(ch, root, obj):
     """Binomial gather of Python objects: the list at root, None elsewhere."""
     size = ch.size
     vrank = (ch.rank - root) % size
     parent, children = tree(vrank, size)
     ops = [ch.recv(_absolute(c, root, size)) for c, _ in children]
-    ch.wait(ops)
+    yield (ops)
     values = [obj]
     for op in ops:
         values += pickle.loads(op.data)
     if parent is not None:
-        ch.wait([ch.send(_absolute(parent, root, size), _pickled(values))])
+        yield ([ch.send(_absolute(parent, root, size), _pickled(values))])
         return None
     return values[size - root:] + values[:size - root]
 
 
+@_collective
 def scatter_objects(ch, root, objs):
     """Binomial scatter of root's sequence of size objects: this rank's one."""
     size = ch.size
@@ -450,9 +554,9 @@ def scatter_objects(ch, root, objs):
         values = list(objs[root:]) + list(objs[:root])
     else:
         op = ch.recv(_absolute(parent, root, size))
-        ch.wait([op])
+        yield ([op])
         values = pickle.loads(op.data)
-    ch.wait([ch.send(_absolute(c, root, size), _pickled(values[c - vrank:c - vrank + count]))
+    yield ([ch.send(_absolute(c, root, size), _pickled(values[c - vrank:c - vrank + count]))
              for c, count in reversed(children)])
     return values[0]
 

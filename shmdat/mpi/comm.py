@@ -3,13 +3,14 @@ signatures and defaults are mpi4py's; what is not here is not implemented yet.""
 
 import functools
 import pickle
+import warnings
 
 import numpy as np
 
 from . import collectives, errors, unimplemented, wireup
 from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
-from .engine import SendOp
+from .engine import Engine, RecvOp, SendOp
 from .errors import Exception as MPIException
 from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
@@ -18,11 +19,13 @@ from .ops import MAX, SUM
 # The predefined attribute keys of Get_attr (MPICH's numbers, as mpi4py over MPICH has them).
 TAG_UB, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, APPNUM = (0x64400001, 0x64400005, 0x64400007,
                                                       0x64400009, 0x6440000d)
+KEYVAL_INVALID = 0x24000000    # no key (MPICH's): Get_attr raises ERR_KEYVAL for it
 _TAG_MAX = 2**31 - 1    # Get_attr(TAG_UB): the largest tag
 WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to point, c + 1
 #                                        for its collectives
 _next_context = 4    # this process's lowest context id none of its communicators uses: ids
 #                      are never reused, so a late message on a freed one matches nothing new
+_PREDEFINED = {}     # WORLD_CONTEXT, SELF_CONTEXT -> COMM_WORLD, COMM_SELF: what pickle names
 
 
 class Status(unimplemented.Missing):
@@ -30,8 +33,43 @@ class Status(unimplemented.Missing):
 
     _unimplemented = unimplemented.STATUS
 
-    def __init__(self):
-        self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
+    def __init__(self, status=None):
+        """MPI.Status(): empty (ANY_SOURCE, ANY_TAG, SUCCESS, no bytes, not cancelled);
+        Status(status): a copy of `status`. TypeError if `status` is no Status."""
+        if status is None:
+            self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
+            self.cancelled = False
+        elif isinstance(status, Status):
+            self.source, self.tag, self.error, self.count, self.cancelled = \
+                status.source, status.tag, status.error, status.count, status.cancelled
+        else:
+            raise TypeError(f"expected a Status, got {type(status).__name__}")
+
+    def Set_source(self, source):
+        self.source = source
+
+    def Set_tag(self, tag):
+        self.tag = tag
+
+    def Set_error(self, error):
+        self.error = error
+
+    def Is_cancelled(self):
+        """MPI_Test_cancelled: whether the request was cancelled (Request.Cancel)."""
+        return self.cancelled
+
+    def Set_cancelled(self, flag):
+        self.cancelled = bool(flag)
+
+    def Get_elements(self, datatype):
+        """MPI_Get_elements: the basic elements received (two per MAXLOC/MINLOC pair),
+        UNDEFINED if not whole."""
+        count = self.Get_count(datatype)
+        return count if count == UNDEFINED or datatype.dtype.names is None else 2 * count
+
+    def Set_elements(self, datatype, count):
+        """MPI_Status_set_elements: as if `count` basic elements of `datatype` had come."""
+        self.count = (count if datatype.dtype.names is None else count // 2) * datatype.extent
 
     def Get_source(self):
         return self.source
@@ -56,29 +94,64 @@ class Request(unimplemented.Missing):
 
     _unimplemented = unimplemented.REQUEST
 
-    def __init__(self, engine, rank_of, op, decode=False):
-        self._engine, self._rank_of, self._op, self._decode = engine, rank_of, op, decode
-        self._active = True        # until a completion call has returned it (MPI's
-        #                            REQUEST_NULL after that, for Waitany and Testany)
+    def __init__(self, engine=None, rank_of=None, op=None, decode=False):
+        """mpi4py's Request() (no operation): a null request, equal to REQUEST_NULL;
+        Request(request): another handle to `request`'s operation, equal to it."""
+        if isinstance(engine, Request):
+            self.__dict__.update(engine.__dict__)
+            return
+        self._engine, self._rank_of, self._decode = engine, rank_of, decode
+        self._op = _Done() if op is None else op
+        self._cancelled = False
+        self._active = op is not None  # until a completion call has returned it (MPI's
+        #                                REQUEST_NULL after that, for Waitany and Testany)
 
     def _is_null(self):
         return not self._active
 
+    def _handle(self):
+        """What handles to the same request share (and other requests do not)."""
+        return self._op
+
     def __eq__(self, other):
-        """As mpi4py's handles: a request is itself, and every null request is REQUEST_NULL."""
-        return self is other or isinstance(other, Request) and self._is_null() \
-            and other._is_null()
+        """As mpi4py's handles: every null request is REQUEST_NULL, and Request(request) is
+        another handle to the same one."""
+        if self is other:
+            return True
+        if not isinstance(other, Request) or self._is_null() != other._is_null():
+            return False
+        return self._is_null() or self._handle() is other._handle()
 
     def __bool__(self):
         return not self._is_null()
 
+    def _fill(self, status):
+        """Fill `status` from the done operation (a receive's source, tag, error, count; a
+        cancelled one's is empty, and says so)."""
+        op = self._op
+        if status is None:
+            return
+        if self._cancelled:
+            Status.__init__(status)
+            status.cancelled = True
+        elif not isinstance(op, SendOp):
+            status.source, status.tag, status.error, status.count, status.cancelled = \
+                self._rank_of[op.source], op.tag, op.error, op.nbytes, False
+
+    def Cancel(self):
+        """MPI_Cancel: a receive not matched yet is cancelled (it completes, its status
+        Is_cancelled); a send, or a receive matched already, completes as it would (MPI
+        lets a cancel fail)."""
+        if self._active and isinstance(self._op, RecvOp) and self._engine.cancel(self._op):
+            self._cancelled = True
+
+    cancel = Cancel
+
     def _finish(self, status):
         """Fill `status`; raise MPI.Exception if the operation ended in error."""
         self._active = False
+        self._fill(status)
         op = self._op
-        if status is not None and not isinstance(op, SendOp):
-            status.source, status.tag, status.error, status.count = \
-                self._rank_of[op.source], op.tag, op.error, op.nbytes
         if op.error:
             raise MPIException(op.error, f"{op.nbytes} bytes from rank "
                                f"{self._rank_of[op.source]} into a buffer of {len(op.buf)}")
@@ -96,9 +169,9 @@ class Request(unimplemented.Missing):
 
     def _result(self):
         op = self._op
-        if not self._decode or isinstance(op, SendOp):
-            return None
-        return None if op.source == PROC_NULL else pickle.loads(op.data)
+        if not self._decode or isinstance(op, SendOp) or not op.nbytes:
+            return None     # (an empty message, and PROC_NULL's, is mpi4py's None)
+        return pickle.loads(op.buf[:op.nbytes] if op.data is None else op.data)
 
     def Free(self):
         """MPI_Request_free: the request becomes REQUEST_NULL; an operation under way still
@@ -113,6 +186,20 @@ class Request(unimplemented.Missing):
     def Test(self, status=None):
         """MPI_Test: whether the operation is done (progress runs first)."""
         return self.test(status)[0]
+
+    def Get_status(self, status=None):
+        """MPI_Request_get_status: whether the operation is done (progress runs first),
+        leaving the request as it is; `status` filled if so."""
+        if not self._active:
+            if status is not None:
+                Status.__init__(status)
+            return True
+        self._engine.progress()
+        if self._op.done:
+            self._fill(status)
+        return self._op.done
+
+    get_status = Get_status
 
     def wait(self, status=None):
         """Wait, then the received object (None for a send, or once returned already)."""
@@ -146,14 +233,60 @@ class Request(unimplemented.Missing):
     @classmethod
     def Testall(cls, requests, statuses=None):
         """MPI_Testall: True, with every request finished, if all are done."""
+        return cls.testall(requests, statuses)[0]
+
+    @classmethod
+    def testall(cls, requests, statuses=None):
+        """Testall, then (True, the received objects: None for sends and null requests) or
+        (False, None)."""
         active = [r for r in requests if r._active]
         if active:
             active[0]._engine.progress()
         if not all(r._op.done for r in active):
-            return False
-        for i, r in enumerate(requests):
-            r._complete(_status_at(statuses, i))
-        return True
+            return False, None
+        return True, [r._complete(_status_at(statuses, i)) for i, r in enumerate(requests)]
+
+    @classmethod
+    def Waitsome(cls, requests, statuses=None):
+        """MPI_Waitsome: once one of the active requests is done, the indices of all that are,
+        finished (statuses[k] for the k-th of them); None if none is active. MPI.Exception
+        only if none of them can ever complete."""
+        active = [r for r in requests if r._active]
+        if not active:
+            return None
+        active[0]._engine.wait_any([r._op for r in active])
+        return cls._finish_done(requests, statuses)
+
+    @classmethod
+    def Testsome(cls, requests, statuses=None):
+        """MPI_Testsome: the indices of the requests done now (maybe none), finished; None if
+        none is active."""
+        active = [r for r in requests if r._active]
+        if not active:
+            return None
+        active[0]._engine.progress()
+        return cls._finish_done(requests, statuses)
+
+    @classmethod
+    def waitsome(cls, requests, statuses=None):
+        """Waitsome, then (the indices, the received objects), or (None, None)."""
+        return cls._with_objects(requests, cls.Waitsome(requests, statuses))
+
+    @classmethod
+    def testsome(cls, requests, statuses=None):
+        """Testsome, then (the indices, the received objects), or (None, None)."""
+        return cls._with_objects(requests, cls.Testsome(requests, statuses))
+
+    @staticmethod
+    def _with_objects(requests, indices):
+        return indices, None if indices is None else [requests[i]._result() for i in indices]
+
+    @staticmethod
+    def _finish_done(requests, statuses):
+        indices = [i for i, r in enumerate(requests) if r._active and r._op.done]
+        for k, i in enumerate(indices):
+            requests[i]._finish(_status_at(statuses, k))
+        return indices
 
 
     @classmethod
@@ -205,10 +338,15 @@ class Prequest(Request):
     REQUEST_NULL) and ready to Start anew. `start` starts the operation: the buffer, the
     peer's engine rank and the tag are bound once, at init."""
 
-    def __init__(self, engine, rank_of, start):
-        super().__init__(engine, rank_of, None)
-        self._active = False
-        self._start = start        # None once freed
+    def __init__(self, engine=None, rank_of=None, start=None):
+        """mpi4py's Prequest() (no operation): a null request; Prequest(prequest): another
+        handle to `prequest`."""
+        super().__init__(engine, rank_of)
+        if not isinstance(engine, Request):
+            self._start = start        # None once freed
+
+    def _handle(self):
+        return self._start
 
     def _is_null(self):
         return self._start is None
@@ -232,13 +370,57 @@ class Prequest(Request):
         self._active, self._start = False, None
 
 
+class _CollectiveRequest(Request):
+    """The request of a non-blocking collective (Ibcast, Iallreduce, ...): its op is a
+    collectives.Schedule, which the engine advances as it progresses. Its status is empty;
+    completing it raises what the collective raised (as the blocking call would)."""
+
+    def _fill(self, status):
+        if status is not None:
+            Status.__init__(status)
+
+    def _finish(self, status):
+        self._active = False
+        self._fill(status)
+        if self._op.exception is not None:
+            raise self._op.exception
+
+
+def _blocking(collective):
+    """A buffer collective of Comm (MPI_Bcast, ...) from `collective(self, ch, ...)`: run on
+    the communicator's channel, returning when done."""
+    def call(self, *args, **kwargs):
+        collective(self, self._channel, *args, **kwargs)
+    call.__name__ = call.__qualname__ = collective.__name__[1:].capitalize()
+    call.__doc__ = collective.__doc__
+    return call
+
+
+def _nonblocking(collective):
+    """The non-blocking twin (MPI_Ibcast, ...) of `collective(self, ch, ...)`: its arguments
+    checked and its buffers taken now, its rounds started on a channel of its own (its own
+    tag: other collectives may run meanwhile) and advanced whenever the engine progresses;
+    returns its Request, which completes once it has ended."""
+    def call(self, *args, **kwargs):
+        ch = self._channel.nonblocking()
+        collective(self, ch, *args, **kwargs)
+        return _CollectiveRequest(self._engine, self._rank_of, ch.schedule)
+    name = collective.__name__[1:].capitalize()
+    call.__name__ = call.__qualname__ = f"I{name.lower()}"
+    call.__doc__ = f"MPI_I{name.lower()}: {name} as a Request (started now, advanced as " \
+        "the engine progresses: by any MPI call of this rank)."
+    return call
+
+
 def _status_at(statuses, i):
-    """The i-th Status of `statuses` (created if the list is short), or None."""
+    """The i-th Status of `statuses` (created if a list is short, as mpi4py), or None (no
+    statuses, or a tuple that is short)."""
     if statuses is None:
         return None
-    while len(statuses) <= i:
-        statuses.append(Status())
-    return statuses[i]
+    if isinstance(statuses, list):
+        while len(statuses) <= i:
+            statuses.append(Status())
+    return statuses[i] if i < len(statuses) else None
 
 
 def _probed(status, msg, rank_of):
@@ -262,19 +444,45 @@ class Comm(unimplemented.Missing):
 
     _unimplemented = unimplemented.COMM
 
-    def __new__(cls, *args, **kwargs):
-        return super().__new__(cls)     # (mpi4py's subclasses call super().__new__(cls, comm))
+    def __new__(cls, engine=None, *args, **kwargs):
+        """mpi4py's Comm() (and Intracomm()): a new null communicator, equal to COMM_NULL;
+        Comm(comm): another handle to comm (also through a subclass's super().__new__(cls,
+        comm)). TypeError for anything else."""
+        if engine is None or isinstance(engine, _NullComm):
+            return super().__new__(_NullComm)
+        if not isinstance(engine, (Comm, Engine)):
+            raise TypeError(f"expected a Comm, got {type(engine).__name__}")
+        return super().__new__(cls)
 
     def __init__(self, engine, context=None, ranks=None, name=""):
         if isinstance(engine, Comm):    # mpi4py's Comm(comm): another handle to the same one
             self.__dict__.update(engine.__dict__)
             return
+        if context in (WORLD_CONTEXT, SELF_CONTEXT):
+            _PREDEFINED.setdefault(context, self)
         self._engine, self._context, self._name = engine, context, name
         self._ranks = ranks            # this communicator's rank -> the engine's (world) rank
         self._rank, self._size = ranks.index(engine.rank), len(ranks)
         # The engine's rank -> this communicator's, for statuses (PROC_NULL's is PROC_NULL).
         self._rank_of = {PROC_NULL: PROC_NULL, **{r: i for i, r in enumerate(ranks)}}
         self._channel = Channel(engine, context + 1, self._rank, ranks)
+
+    def __eq__(self, other):
+        """As mpi4py's handles: equal if both name the same communicator (Comm(comm) is
+        another handle to comm). Unhashable, as mpi4py's."""
+        return isinstance(other, Comm) and not isinstance(other, _NullComm) \
+            and other._context == self._context
+
+    __hash__ = None
+
+    def __reduce__(self):
+        """pickle: COMM_WORLD and COMM_SELF (and handles to them) by name, as mpi4py; any
+        other communicator is ValueError."""
+        predefined = _PREDEFINED.get(self._context)
+        if predefined is None:
+            raise ValueError(f"cannot serialize communicator {self._name!r}: only COMM_WORLD, "
+                             "COMM_SELF and COMM_NULL can be pickled")
+        return (_predefined, (self._context,)) if self is predefined else (Comm, (predefined,))
 
     def Get_rank(self):
         return self._rank
@@ -554,9 +762,13 @@ class Comm(unimplemented.Missing):
                        self._isend(memoryview(data), dest, tag, self._context))
 
     def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
-        """Receive an object without blocking; `request.wait()` returns it. (`buf`, a
-        receive buffer for the pickle in mpi4py, is not needed here and is not used.)"""
-        return Request(self._engine, self._rank_of, self._irecv(None, source, tag, self._context),
+        """Receive an object without blocking; `request.wait()` returns it (None for an
+        empty message, as mpi4py). `buf`, if given, receives the pickle (an int: a new
+        buffer of that many bytes), and a longer one is MPI.Exception ERR_TRUNCATE at the
+        wait, as in mpi4py; without it a pickle of any size is received."""
+        view = None if buf is None else \
+            memoryview(bytearray(buf)) if isinstance(buf, int) else message(buf, True)[0]
+        return Request(self._engine, self._rank_of, self._irecv(view, source, tag, self._context),
                        decode=True)
 
     def issend(self, obj, dest, tag=0):
@@ -573,7 +785,10 @@ class Comm(unimplemented.Missing):
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
                  recvtag=ANY_TAG, status=None):
-        """Send `sendobj` and receive an object at once; returns the received object."""
+        """Send `sendobj` and receive an object at once; returns the received object.
+        `recvbuf` as recv's `buf` (deprecated: a UserWarning, as mpi4py)."""
+        if recvbuf is not None:
+            warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=2)
         recv = self.irecv(recvbuf, source, recvtag)
         send = self.isend(sendobj, dest, sendtag)
         obj = recv.wait(status)
@@ -581,22 +796,19 @@ class Comm(unimplemented.Missing):
         return obj
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
-        """Receive an object (None from PROC_NULL); `status` gets source, tag and count."""
+        """Receive an object (None from PROC_NULL); `status` gets source, tag and count.
+        `buf` as irecv's, with mpi4py's UserWarning that it is deprecated."""
+        if buf is not None:
+            warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=2)
         return self.irecv(buf, source, tag).wait(status)
 
     # Synchronization.
 
-    def Barrier(self):
-        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages, on the
-        collective context (tag: the round's distance)."""
-        empty = memoryview(b"")
-        step = 1
-        while step < self._size:
-            send = self._isend(empty, (self._rank + step) % self._size, step, self._context + 1)
-            recv = self._irecv(None, (self._rank - step) % self._size, step, self._context + 1)
-            self._engine.wait([send, recv])
-            step *= 2
+    def _barrier(self, ch):
+        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages."""
+        collectives.barrier(ch)
 
+    Barrier, Ibarrier = _blocking(_barrier), _nonblocking(_barrier)
     barrier = Barrier
 
     # Collectives on buffers (numpy arrays and buffer specs).
@@ -605,13 +817,15 @@ class Comm(unimplemented.Missing):
         if not isinstance(root, int) or not 0 <= root < self._size:
             raise MPIException(errors.ERR_ROOT, f"root {root!r} (size {self._size})")
 
-    def Bcast(self, buf, root=0):
+    def _bcast(self, ch, buf, root=0):
         """MPI_Bcast (binomial tree). MPI.Exception: ERR_ROOT, buffer errors, ERR_TRUNCATE
         if the ranks' sizes differ."""
         self._check_root(root)
-        collectives.bcast(self._channel, root, message(buf, self._rank != root)[0])
+        collectives.bcast(ch, root, message(buf, self._rank != root)[0])
 
-    def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):
+    Bcast, Ibcast = _blocking(_bcast), _nonblocking(_bcast)
+
+    def _reduce(self, ch, sendbuf, recvbuf, op=SUM, root=0):
         """MPI_Reduce (binomial tree; rooted at rank 0, then sent to root, for an op that
         does not commute); `sendbuf` may be IN_PLACE at root, `recvbuf` matters at root
         only. MPI.Exception ERR_OP for an op the datatype does not have (BAND on DOUBLE...)
@@ -622,19 +836,23 @@ class Comm(unimplemented.Missing):
         else:
             view, _, datatype = message(sendbuf, False)
             acc = np.frombuffer(view, datatype.dtype).copy()
-        collectives.reduce(self._channel, root, acc, Arrays(op, acc, datatype))
+        collectives.reduce(ch, root, acc, Arrays(op, acc, datatype))
 
-    def Allreduce(self, sendbuf, recvbuf, op=SUM):
+    Reduce, Ireduce = _blocking(_reduce), _nonblocking(_reduce)
+
+    def _allreduce(self, ch, sendbuf, recvbuf, op=SUM):
         """MPI_Allreduce: recursive doubling; on more than 2 ranks from ALLREDUCE_LARGE
         bytes with a commutative op, reduce-scatter + allgather. `sendbuf` may be IN_PLACE."""
         acc, datatype = _accumulator(sendbuf, recvbuf)
         if self._size > 2 and acc.nbytes >= collectives.ALLREDUCE_LARGE and \
                 op.Is_commutative():
-            collectives.allreduce_large(self._channel, acc, op, datatype)
+            collectives.allreduce_large(ch, acc, op, datatype)
         else:
-            collectives.allreduce(self._channel, acc, Arrays(op, acc, datatype))
+            collectives.allreduce(ch, acc, Arrays(op, acc, datatype))
 
-    def Gather(self, sendbuf, recvbuf, root=0):
+    Allreduce, Iallreduce = _blocking(_allreduce), _nonblocking(_allreduce)
+
+    def _gather(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Gather (binomial tree) into root's `recvbuf` (size blocks); root's `sendbuf`
         may be IN_PLACE (its block is in recvbuf already)."""
         self._check_root(root)
@@ -642,13 +860,15 @@ class Comm(unimplemented.Missing):
         if self._rank == root:
             out = message(recvbuf, True, self._size)[0]
             width = len(out) // self._size
-            block = out[root * width:(root + 1) * width] if sendbuf is IN_PLACE else \
+            block = out[root * width:(root + 1) * width] if _in_place(sendbuf) else \
                 _fitting(message(sendbuf, False)[0], width)
         else:
             block = message(sendbuf, False)[0]
-        collectives.gather(self._channel, root, block, out)
+        collectives.gather(ch, root, block, out)
 
-    def Scatter(self, sendbuf, recvbuf, root=0):
+    Gather, Igather = _blocking(_gather), _nonblocking(_gather)
+
+    def _scatter(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Scatter (binomial tree) of root's `sendbuf` (size blocks); root's `recvbuf`
         may be IN_PLACE (its block stays in sendbuf)."""
         self._check_root(root)
@@ -656,33 +876,39 @@ class Comm(unimplemented.Missing):
         if self._rank == root:
             blocks = message(sendbuf, False, self._size)[0]
             width = len(blocks) // self._size
-            out = None if recvbuf is IN_PLACE else message(recvbuf, True)[0][:width]
+            out = None if _in_place(recvbuf) else message(recvbuf, True)[0][:width]
             if out is not None and len(out) < width:
                 raise MPIException(errors.ERR_TRUNCATE, f"a block of {width} bytes into "
                                    f"{len(out)}")
         else:
             out = message(recvbuf, True)[0]
-        collectives.scatter(self._channel, root, blocks, out)
+        collectives.scatter(ch, root, blocks, out)
 
-    def Allgather(self, sendbuf, recvbuf):
+    Scatter, Iscatter = _blocking(_scatter), _nonblocking(_scatter)
+
+    def _allgather(self, ch, sendbuf, recvbuf):
         """MPI_Allgather (ring); `sendbuf` may be IN_PLACE (this rank's block in recvbuf)."""
         views = _equal_blocks(message(recvbuf, True, self._size)[0], self._size)
-        collectives.allgatherv(self._channel, views, None if sendbuf is IN_PLACE else
+        collectives.allgatherv(ch, views, None if _in_place(sendbuf) else
                                _fitting(message(sendbuf, False)[0], len(views[0])))
 
-    def Alltoall(self, sendbuf, recvbuf):
+    Allgather, Iallgather = _blocking(_allgather), _nonblocking(_allgather)
+
+    def _alltoall(self, ch, sendbuf, recvbuf):
         """MPI_Alltoall (pairwise exchange); `sendbuf` may be IN_PLACE."""
         out = message(recvbuf, True, self._size)[0]
-        sends = memoryview(bytes(out)) if sendbuf is IN_PLACE else \
+        sends = memoryview(bytes(out)) if _in_place(sendbuf) else \
             _fitting(message(sendbuf, False, self._size)[0], len(out))
-        collectives.alltoallv(self._channel, _equal_blocks(sends, self._size),
+        collectives.alltoallv(ch, _equal_blocks(sends, self._size),
                               _equal_blocks(out, self._size))
 
-    def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
+    Alltoall, Ialltoall = _blocking(_alltoall), _nonblocking(_alltoall)
+
+    def _reduce_scatter_block(self, ch, sendbuf, recvbuf, op=SUM):
         """MPI_Reduce_scatter_block (pairwise exchange; reduce then scatter for an op that
         does not commute): block i of the reduction to rank i. With `sendbuf` IN_PLACE,
         recvbuf holds the size blocks and gets the result in its first."""
-        if sendbuf is IN_PLACE:
+        if _in_place(sendbuf):
             view, count, datatype = message(recvbuf, True, self._size)
             send = np.frombuffer(view, datatype.dtype)
             out = send[:count]
@@ -691,8 +917,10 @@ class Comm(unimplemented.Missing):
             send = np.frombuffer(view, datatype.dtype)
             out = np.frombuffer(_fitting(message(recvbuf, True)[0], count * datatype.extent),
                                 datatype.dtype)
-        collectives.reduce_scatter(self._channel, send, [count] * self._size, out, op,
-                                   datatype)
+        collectives.reduce_scatter(ch, send, [count] * self._size, out, op, datatype)
+
+    Reduce_scatter_block = _blocking(_reduce_scatter_block)
+    Ireduce_scatter_block = _nonblocking(_reduce_scatter_block)
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
         """MPI_Reduce_scatter: block i (recvcounts[i] elements) of the reduction to rank i
@@ -702,7 +930,7 @@ class Comm(unimplemented.Missing):
         (recvcounts then needed). ValueError for counts that do not add up, as mpi4py;
         MPI.Exception ERR_COUNT for a negative count, ERR_OP."""
         outview, outcount, datatype = message(recvbuf, True)
-        if sendbuf is IN_PLACE:
+        if _in_place(sendbuf):
             if recvcounts is None:
                 raise TypeError("Reduce_scatter with IN_PLACE needs recvcounts")
             view, count = outview, outcount
@@ -716,17 +944,17 @@ class Comm(unimplemented.Missing):
         if min(counts) < 0:
             raise MPIException(errors.ERR_COUNT, f"negative count in {counts}")
         if sum(counts) != count:
-            raise ValueError(f"mismatch in {'receive' if sendbuf is IN_PLACE else 'send'} "
+            raise ValueError(f"mismatch in {'receive' if _in_place(sendbuf) else 'send'} "
                              f"count {count} and sum(counts) {sum(counts)}")
-        if sendbuf is not IN_PLACE and outcount != counts[self._rank]:
+        if not _in_place(sendbuf) and outcount != counts[self._rank]:
             raise ValueError(f"mismatch in receive count {outcount} and "
                              f"counts[{self._rank}] {counts[self._rank]}")
         send = np.frombuffer(view, datatype.dtype)
-        out = send[:counts[self._rank]] if sendbuf is IN_PLACE else \
+        out = send[:counts[self._rank]] if _in_place(sendbuf) else \
             np.frombuffer(outview, datatype.dtype)
         collectives.reduce_scatter(self._channel, send, counts, out, op, datatype)
 
-    def Gatherv(self, sendbuf, recvbuf, root=0):
+    def _gatherv(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Gatherv (binomial tree) into root's vector spec `recvbuf` ([buf, counts,
         displs, T] and the other forms; recvbuf matters at root only); root's `sendbuf` may
         be IN_PLACE. MPI.Exception ERR_TRUNCATE if a rank's block is longer than its count,
@@ -735,11 +963,13 @@ class Comm(unimplemented.Missing):
         out = None
         if self._rank == root:
             out = vector(recvbuf, True, self._size)[0]
-        block = None if self._rank == root and sendbuf is IN_PLACE else \
+        block = None if self._rank == root and _in_place(sendbuf) else \
             message(sendbuf, False)[0]
-        collectives.gatherv(self._channel, root, block, out)
+        collectives.gatherv(ch, root, block, out)
 
-    def Scatterv(self, sendbuf, recvbuf, root=0):
+    Gatherv, Igatherv = _blocking(_gatherv), _nonblocking(_gatherv)
+
+    def _scatterv(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Scatterv (binomial tree) of root's vector spec `sendbuf` (matters at root
         only); root's `recvbuf` may be IN_PLACE. MPI.Exception ERR_TRUNCATE if a block is
         longer than its rank's recvbuf, ERR_COUNT, ERR_ROOT."""
@@ -747,25 +977,31 @@ class Comm(unimplemented.Missing):
         blocks = None
         if self._rank == root:
             blocks = vector(sendbuf, False, self._size)[0]
-        out = None if self._rank == root and recvbuf is IN_PLACE else \
+        out = None if self._rank == root and _in_place(recvbuf) else \
             message(recvbuf, True)[0]
-        collectives.scatterv(self._channel, root, blocks, out)
+        collectives.scatterv(ch, root, blocks, out)
 
-    def Allgatherv(self, sendbuf, recvbuf):
+    Scatterv, Iscatterv = _blocking(_scatterv), _nonblocking(_scatterv)
+
+    def _allgatherv(self, ch, sendbuf, recvbuf):
         """MPI_Allgatherv (ring) into the vector spec `recvbuf`; `sendbuf` may be IN_PLACE
         (this rank's block in recvbuf). MPI.Exception ERR_TRUNCATE, ERR_COUNT."""
-        collectives.allgatherv(self._channel, vector(recvbuf, True, self._size)[0],
-                               None if sendbuf is IN_PLACE else message(sendbuf, False)[0])
+        collectives.allgatherv(ch, vector(recvbuf, True, self._size)[0],
+                               None if _in_place(sendbuf) else message(sendbuf, False)[0])
 
-    def Alltoallv(self, sendbuf, recvbuf):
+    Allgatherv, Iallgatherv = _blocking(_allgatherv), _nonblocking(_allgatherv)
+
+    def _alltoallv(self, ch, sendbuf, recvbuf):
         """MPI_Alltoallv (pairwise exchange) between vector specs; `sendbuf` may be IN_PLACE
         (the blocks are taken from recvbuf's layout). MPI.Exception ERR_TRUNCATE, ERR_COUNT."""
         recvs = vector(recvbuf, True, self._size)[0]
-        sends = [memoryview(bytes(v)) for v in recvs] if sendbuf is IN_PLACE else \
+        sends = [memoryview(bytes(v)) for v in recvs] if _in_place(sendbuf) else \
             vector(sendbuf, False, self._size)[0]
-        collectives.alltoallv(self._channel, sends, recvs)
+        collectives.alltoallv(ch, sends, recvs)
 
-    def Scan(self, sendbuf, recvbuf, op=SUM):
+    Alltoallv, Ialltoallv = _blocking(_alltoallv), _nonblocking(_alltoallv)
+
+    def _scan(self, ch, sendbuf, recvbuf, op=SUM):
         """MPI_Scan (recursive doubling): recvbuf at rank i = the reduction of ranks 0..i,
         in rank order; `sendbuf` may be IN_PLACE. ValueError if the buffers' counts or
         datatypes differ (as mpi4py); MPI.Exception ERR_OP."""
@@ -773,15 +1009,19 @@ class Comm(unimplemented.Missing):
         partial = np.frombuffer(view, datatype.dtype).copy()
         result = np.frombuffer(out, datatype.dtype)
         result[...] = partial
-        collectives.scan(self._channel, partial, result, Arrays(op, partial, datatype), True)
+        collectives.scan(ch, partial, result, Arrays(op, partial, datatype), True)
 
-    def Exscan(self, sendbuf, recvbuf, op=SUM):
+    Scan, Iscan = _blocking(_scan), _nonblocking(_scan)
+
+    def _exscan(self, ch, sendbuf, recvbuf, op=SUM):
         """MPI_Exscan (recursive doubling): recvbuf at rank i > 0 = the reduction of ranks
         0..i-1 (rank 0's is left as it was); `sendbuf` may be IN_PLACE. Errors as Scan."""
         view, out, datatype = _scan_buffers(sendbuf, recvbuf)
         partial = np.frombuffer(view, datatype.dtype).copy()
-        collectives.scan(self._channel, partial, np.frombuffer(out, datatype.dtype),
+        collectives.scan(ch, partial, np.frombuffer(out, datatype.dtype),
                          Arrays(op, partial, datatype), False)
+
+    Exscan, Iexscan = _blocking(_exscan), _nonblocking(_exscan)
 
     # Collectives on Python objects (pickle).
 
@@ -834,6 +1074,12 @@ class Comm(unimplemented.Missing):
         return collectives.scan(self._channel, sendobj, None, Objects(op), False)
 
 
+def _in_place(buf):
+    """Whether a collective's buffer at a place MPI takes MPI.IN_PLACE is it: IN_PLACE or,
+    as mpi4py reads it, None."""
+    return buf is None or buf is IN_PLACE
+
+
 def _fitting(view, width):
     """`view` cut to `width` bytes; MPI.Exception ERR_TRUNCATE if it is shorter."""
     if len(view) < width:
@@ -845,7 +1091,7 @@ def _accumulator(sendbuf, recvbuf):
     """(the numpy array over `recvbuf` a reduction accumulates in, holding sendbuf's data
     (already there if `sendbuf` is IN_PLACE), the datatype: the send's sets the dtype)."""
     out, _, datatype = message(recvbuf, True)
-    if sendbuf is not IN_PLACE:
+    if not _in_place(sendbuf):
         view, _, datatype = message(sendbuf, False)
         out = _fitting(out, len(view))
         out[:] = view
@@ -853,10 +1099,10 @@ def _accumulator(sendbuf, recvbuf):
 
 
 def _scan_buffers(sendbuf, recvbuf):
-    """(sendbuf's bytes, or recvbuf's if it is IN_PLACE, recvbuf's bytes, the datatype);
+    """(sendbuf's bytes, or recvbuf's if it is IN_PLACE or None, recvbuf's bytes, the datatype);
     ValueError if their counts or datatypes differ, as mpi4py checks them for Scan."""
     out, count, datatype = message(recvbuf, True)
-    if sendbuf is IN_PLACE:
+    if _in_place(sendbuf):
         return out, out, datatype
     view, sendcount, sendtype = message(sendbuf, False)
     if (sendcount, sendtype) != (count, datatype):
@@ -889,7 +1135,7 @@ class _NullComm(Comm):
     """MPI.COMM_NULL, and what Free turns a communicator into: every call raises
     MPI.Exception ERR_COMM (the methods are made below, from Comm's)."""
 
-    def __init__(self):
+    def __init__(self, *args):
         pass                            # no engine, no ranks: nothing may use them
 
     def __eq__(self, other):
@@ -903,12 +1149,22 @@ class _NullComm(Comm):
 
     name = property(Get_name)
 
+    def __reduce__(self):
+        """pickle: COMM_NULL by name; another null handle as Comm()."""
+        return "COMM_NULL" if self is COMM_NULL else (Comm, ())
+
 
 for _name, _attr in list(vars(Comm).items()):
     if not _name.startswith("_") and _name not in vars(_NullComm):
         setattr(_NullComm, _name,
                 property(_invalid(_name)) if isinstance(_attr, property) else _invalid(_name))
 
+
+
+def _predefined(context):
+    """Unpickling COMM_WORLD or COMM_SELF: this process's own."""
+    return _PREDEFINED[context]
+
+
 COMM_NULL = _NullComm()
-REQUEST_NULL = Request(None, None, _Done())
-REQUEST_NULL._active = False          # a request a completion call has returned
+REQUEST_NULL = Request()

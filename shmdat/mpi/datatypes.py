@@ -4,7 +4,7 @@ size; a bare buffer's datatype comes from its format (a numpy dtype's character)
 
 import numpy as np
 
-from . import errors, unimplemented
+from . import dlpack, errors, unimplemented
 from .errors import Exception as MPIException
 
 
@@ -16,9 +16,18 @@ class Datatype(unimplemented.Missing):
     _unimplemented = unimplemented.DATATYPE
 
     def __init__(self, name, size, typechar, extent=None):
-        self.name, self.size, self.typechar = name, size, typechar
+        self._name, self.size, self.typechar = name, size, typechar
         self.extent = extent or size
         self.dtype = np.dtype(_REDUCE_AS.get(name, typechar))
+
+    @classmethod
+    def fromcode(cls, code):
+        """mpi4py's Datatype.fromcode: the named datatype of a typecode ('i', 'd', 'Zd', 'i4',
+        'f8', ...). ValueError for a code naming none here."""
+        found = _BY_CODE.get(code) if isinstance(code, str) else None
+        if found is None:
+            raise ValueError(f"cannot map code {code!r} to MPI datatype")
+        return found
 
     def Get_size(self):
         return self.size
@@ -27,11 +36,35 @@ class Datatype(unimplemented.Missing):
         return 0, self.extent
 
     def Get_name(self):
-        return f"MPI_{_MPI_NAMES.get(self.name, self.name)}"
+        return f"MPI_{_MPI_NAMES.get(self._name, self._name)}"
+
+    name = property(Get_name)
 
     def __repr__(self):
         return f"<Datatype {self.Get_name()}>"
 
+
+def _null_type(self):
+    raise MPIException(errors.ERR_TYPE, "MPI_DATATYPE_NULL has no size or extent")
+
+
+class NullDatatype(Datatype):
+    """MPI.DATATYPE_NULL: false, named MPI_DATATYPE_NULL; its size and extent (so also a
+    buffer spec naming it) raise MPI.Exception ERR_TYPE, as MPICH's."""
+
+    size = extent = property(_null_type)
+
+    def __init__(self):
+        pass                    # no size, extent or dtype to give
+
+    def __bool__(self):
+        return False
+
+    def Get_name(self):
+        return "MPI_DATATYPE_NULL"
+
+
+DATATYPE_NULL = NullDatatype()
 
 # (name, size, buffer format character of a matching numpy dtype or None[, extent])
 _NAMED = [
@@ -42,7 +75,8 @@ _NAMED = [
     ("LONG_DOUBLE", 16, "g"), ("C_BOOL", 1, "?"), ("INT8_T", 1, None), ("INT16_T", 2, None),
     ("INT32_T", 4, None), ("INT64_T", 8, None), ("UINT8_T", 1, None), ("UINT16_T", 2, None),
     ("UINT32_T", 4, None), ("UINT64_T", 8, None), ("C_FLOAT_COMPLEX", 8, "F"),
-    ("C_DOUBLE_COMPLEX", 16, "D"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
+    ("C_DOUBLE_COMPLEX", 16, "D"),
+    ("C_LONG_DOUBLE_COMPLEX", 32, "G"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
     ("WCHAR", 4, "w"),
     # MAXLOC/MINLOC's (value, index) pairs, C structs: sizes with the struct's padding.
     ("SHORT_INT", 6, None, 8), ("TWOINT", 8, None), ("FLOAT_INT", 8, None),
@@ -61,6 +95,21 @@ NAMED = {entry[0]: Datatype(*entry) for entry in _NAMED}
 _BY_FORMAT = {d.typechar: d for d in NAMED.values() if d.typechar}
 _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
 BYTE = NAMED["BYTE"]
+# Datatype.fromcode's codes: the buffer formats, and numpy's kind + size ('i4', 'c16', ...).
+_BY_CODE = dict(_BY_FORMAT, Zf=NAMED["C_FLOAT_COMPLEX"], Zd=NAMED["C_DOUBLE_COMPLEX"],
+                Zg=NAMED["C_LONG_DOUBLE_COMPLEX"], b1=NAMED["C_BOOL"])
+_BY_CODE.update({f"{kind}{size}": NAMED[f"{name}{8 * size}_T"]
+                 for kind, name in (("i", "INT"), ("u", "UINT")) for size in (1, 2, 4, 8)})
+_BY_CODE.update({"f4": NAMED["FLOAT"], "f8": NAMED["DOUBLE"], "f16": NAMED["LONG_DOUBLE"],
+                 "c8": NAMED["C_FLOAT_COMPLEX"], "c16": NAMED["C_DOUBLE_COMPLEX"],
+                 "c32": NAMED["C_LONG_DOUBLE_COMPLEX"]})
+# mpi4py's other names of the same datatypes (MPICH's handles are equal).
+ALIASES = {alias: NAMED[name] for alias, name in (
+    ("SIGNED_SHORT", "SHORT"), ("SIGNED_INT", "INT"), ("UNSIGNED_INT", "UNSIGNED"),
+    ("SIGNED_LONG", "LONG"), ("SIGNED_LONG_LONG", "LONG_LONG"), ("SINT8_T", "INT8_T"),
+    ("SINT16_T", "INT16_T"), ("SINT32_T", "INT32_T"), ("SINT64_T", "INT64_T"),
+    ("INT_INT", "TWOINT"), ("BOOL", "C_BOOL"), ("C_COMPLEX", "C_FLOAT_COMPLEX"),
+    ("FLOAT32_T", "FLOAT"), ("FLOAT64_T", "DOUBLE"))}
 
 
 class InPlace:
@@ -103,8 +152,35 @@ def named(datatype):
     return found
 
 
+class BottomType(int):
+    """The type of MPI.BOTTOM (address 0, as mpi4py's)."""
+
+    def __repr__(self):
+        return "MPI.BOTTOM"
+
+
+BOTTOM = BottomType(0)
+
+
+def _other_buffer(buf):
+    """A memoryview of `buf`, which lacks the buffer protocol, where mpi4py takes it as a
+    buffer: a DLPack tensor in host memory. NotImplementedCall for what else mpi4py takes
+    (MPI.BOTTOM: memory addressed by a derived datatype's absolute displacements; CUDA
+    arrays); TypeError for anything else."""
+    if hasattr(buf, "__dlpack__"):
+        return memoryview(dlpack.as_array(buf))
+    if isinstance(buf, BottomType) or hasattr(buf, "__cuda_array_interface__"):
+        raise unimplemented.NotImplementedCall(
+            f"a buffer of type {type(buf).__name__} is not implemented by shmdat.mpi (the "
+            "buffer protocol and DLPack only)")
+    raise TypeError(f"expected a buffer object, not {type(buf).__name__}")
+
+
 def _contiguous_bytes(buf, writable):
-    view = memoryview(bytearray() if buf is None else buf)  # None: no buffer (mpi4py's NULL)
+    try:
+        view = memoryview(bytearray() if buf is None else buf)  # None: mpi4py's NULL
+    except TypeError:
+        view = _other_buffer(buf)
     if not view.c_contiguous:
         raise MPIException(errors.ERR_BUFFER, "the buffer is not contiguous")
     if writable and view.readonly:

@@ -186,6 +186,8 @@ class Engine:
         self.rendezvous = {}       # request id -> SendOp waiting for its FIN
         self.next_id = 0
         self.windows = {}          # window id -> its Win (shmdat/mpi/win.py): on_message()
+        self.schedules = []        # non-blocking collectives under way (collectives.Schedule)
+        self.advancing = False     # (their rounds' sends may wait, handling events meanwhile)
         self.next_window = 0       # the lowest window id this rank has not used
         attr = EpAttr(max_recv_dtos=RECV_SLOTS,
                       max_request_dtos=SEND_SLOTS + MAX_READS + MAX_RMA,
@@ -287,6 +289,16 @@ class Engine:
         return op
 
     @_entry
+    def cancel(self, op):
+        """Cancel the receive `op` if no message has matched it yet: it leaves the posted
+        queue and is done. Whether it was cancelled."""
+        if op.done or op not in self.matcher.posted:
+            return False
+        self.matcher.posted.remove(op)
+        op.done = True
+        return True
+
+    @_entry
     def probe(self, comm, source, tag):
         """The oldest unexpected message a receive (comm, source, tag) would match, left in
         the queue; None if there is none yet."""
@@ -343,6 +355,26 @@ class Engine:
             peer = self._peer_with_slot(dest)
             self._post(peer, kind, window, 0, len(body), FIN_BODY.pack(self._await_fin(op)) + body)
         return op
+
+    # Non-blocking collectives.
+
+    @_entry
+    def start(self, schedule):
+        """Start a non-blocking collective (collectives.Schedule): its first rounds now, the
+        others whenever progress is made (a round's ops done: advanced after each event
+        handled, and by progress()); returns it."""
+        self.schedules.append(schedule)
+        self._advance_schedules()
+        return schedule
+
+    def _advance_schedules(self):
+        if self.advancing:          # (a round's send waiting for a slot: not re-entered)
+            return
+        self.advancing = True
+        try:
+            self.schedules = [s for s in self.schedules if not s.advance()]
+        finally:
+            self.advancing = False
 
     # Waiting.
 
@@ -450,6 +482,9 @@ class Engine:
 
     def _why_stuck(self, op):
         """Why the pending `op` can never complete, or None if it still may."""
+        if not isinstance(op, (SendOp, RecvOp)):    # a non-blocking collective: its round's
+            return next(filter(None, map(self._why_stuck, [o for o in op.ops if not o.done])),
+                        None)
         if isinstance(op, SendOp):
             if op.dest == self.rank:     # (a window's lock here may wait for a release)
                 return None if type(op) is RmaOp or _threads() else (
@@ -481,9 +516,11 @@ class Engine:
             try:
                 event = evd.dequeue()
             except shmdat.QueueEmpty:
-                return
+                break
             if event.number != EventNumber.SOFTWARE_EVENT:    # (a _wake nobody waited for)
                 self._handle(event.data)
+        if self.schedules:
+            self._advance_schedules()
 
     def _handle(self, done):
         peer, what = done.user_cookie      # what: a slot, a read's (RecvOp, LMR, request id)
@@ -505,6 +542,8 @@ class Engine:
             what.done = True
         else:
             self._on_read_done(peer, what)
+        if self.schedules:
+            self._advance_schedules()
 
     def _on_receive(self, peer, slot, length):
         base = slot * SLOT

@@ -19,6 +19,9 @@ class Group(unimplemented.Missing):
     def __init__(self, ranks, me):
         self._ranks, self._me = tuple(ranks), me
 
+    def __reduce__(self):
+        raise ValueError("cannot serialize a Group (as mpi4py)")
+
     def Get_size(self):
         return len(self._ranks)
 
@@ -55,14 +58,18 @@ class Group(unimplemented.Missing):
         return Group([r for r in self._ranks if r not in gone], self._me)
 
     def Translate_ranks(self, ranks=None, group=None):
-        """MPI_Group_translate_ranks: the ranks in `group` of this group's `ranks` (all if
-        None): UNDEFINED for one not in `group`, PROC_NULL for PROC_NULL. ERR_RANK."""
-        if group is None:
-            raise NotImplementedError("Group.Translate_ranks without a group")
+        """MPI_Group_translate_ranks: the ranks in `group` (None: COMM_WORLD's group, as
+        mpi4py) of this group's `ranks` (all if None): UNDEFINED for one not in `group`,
+        PROC_NULL for PROC_NULL. ERR_RANK."""
         ranks = range(len(self._ranks)) if ranks is None else ranks
-        into = {r: i for i, r in enumerate(group._ranks)}
-        return [PROC_NULL if r == PROC_NULL else into.get(self._engine_ranks([r])[0], UNDEFINED)
-                for r in ranks]
+        world = group is None       # then a world rank is the engine's rank itself
+        into = {} if world else {r: i for i, r in enumerate(group._ranks)}
+        translated = []
+        for r in ranks:
+            engine_rank = PROC_NULL if r == PROC_NULL else self._engine_ranks([r])[0]
+            translated.append(engine_rank if world or r == PROC_NULL
+                              else into.get(engine_rank, UNDEFINED))
+        return translated
 
     def Compare(self, group):
         """MPI_Group_compare: IDENT (the same ranks in the same order), SIMILAR (in another

@@ -45,6 +45,14 @@ def _loc_ufunc(better):
     return apply
 
 
+_PREDEFINED = {}     # name -> the predefined Op (SUM, ..., and the window's REPLACE, NO_OP)
+
+
+def _predefined(name):
+    """Unpickling a predefined op: this process's own."""
+    return _PREDEFINED[name]
+
+
 class Op(unimplemented.Missing):
     """A reduction operation (mpi4py's MPI.Op): `op(x, y)` on objects; on numpy arrays,
     `reduce_local(invec, inoutvec, datatype)` (inoutvec = invec op inoutvec, MPI's order).
@@ -57,6 +65,15 @@ class Op(unimplemented.Missing):
     def __init__(self, name, function, ufunc, kinds, commute=True):
         self.name, self._function, self._ufunc, self._kinds = name, function, ufunc, kinds
         self._commute = commute
+        if ufunc is not None:
+            _PREDEFINED[name] = self
+
+    def __reduce__(self):
+        """pickle: a predefined op by name (the same object once loaded), as mpi4py; a user
+        op with its function."""
+        if self._ufunc is not None:
+            return _predefined, (self.name,)
+        return super().__reduce__()
 
     @classmethod
     def Create(cls, function, commute=False):

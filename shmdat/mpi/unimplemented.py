@@ -1,5 +1,5 @@
 """The names of mpi4py 4.1.2's API that shmdat.mpi does not implement, by namespace (the
-MPI module, Comm, Request/Prequest, Win, Status, Datatype, Op, Group). Using one raises
+MPI module, Comm, Request/Prequest, Win, Status, Datatype, Op, Group, Info). Using one raises
 NotImplementedCall naming it, never a wrong answer; NotImplementedCall is also an
 AttributeError, so `hasattr(MPI, "File")` is False and getattr(..., default) gives the
 default, as a program probing for an optional feature expects. A name in no table is an
@@ -44,15 +44,15 @@ def missing(owner, table, name):
 
 MODULE = frozenset("""
     AINT Add_error_class Add_error_code Add_error_string Aint_add Aint_diff Alloc_mem
-    Attach_buffer BFLOAT16_T BOOL BOTTOM BSEND_OVERHEAD BUFFER_AUTOMATIC BottomType
+    Attach_buffer BFLOAT16_T BSEND_OVERHEAD BUFFER_AUTOMATIC
     BufferAutomaticType CART CHARACTER COMBINER_CONTIGUOUS COMBINER_DARRAY COMBINER_DUP
     COMBINER_F90_COMPLEX COMBINER_F90_INTEGER COMBINER_F90_REAL COMBINER_HINDEXED
     COMBINER_HINDEXED_BLOCK COMBINER_HVECTOR COMBINER_INDEXED COMBINER_INDEXED_BLOCK
     COMBINER_NAMED COMBINER_RESIZED COMBINER_STRUCT COMBINER_SUBARRAY COMBINER_VALUE_INDEX
     COMBINER_VECTOR COMM_TYPE_HW_GUIDED COMM_TYPE_HW_UNGUIDED COMM_TYPE_RESOURCE_GUIDED
     COMM_TYPE_SHARED COMPLEX16 COMPLEX32 COMPLEX4 COMPLEX8 COUNT CXX_BOOL CXX_DOUBLE_COMPLEX
-    CXX_FLOAT_COMPLEX CXX_LONG_DOUBLE_COMPLEX C_COMPLEX C_LONG_DOUBLE_COMPLEX Cartcomm
-    Close_port Compute_dims DATATYPE_NULL DISPLACEMENT_CURRENT DISP_CUR DISTRIBUTE_BLOCK
+    CXX_FLOAT_COMPLEX CXX_LONG_DOUBLE_COMPLEX Cartcomm
+    Close_port Compute_dims DISPLACEMENT_CURRENT DISP_CUR DISTRIBUTE_BLOCK
     DISTRIBUTE_CYCLIC DISTRIBUTE_DFLT_DARG DISTRIBUTE_NONE DIST_GRAPH DOUBLE_PRECISION
     Detach_buffer Distgraphcomm ERRHANDLER_NULL ERRORS_ABORT ERRORS_ARE_FATAL ERRORS_RETURN
     ERR_ABI ERR_ACCESS ERR_AMODE ERR_ASSERT ERR_BAD_FILE ERR_BASE ERR_CONVERSION ERR_DIMS
@@ -62,12 +62,12 @@ MODULE = frozenset("""
     ERR_PORT ERR_PROC_ABORTED ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_QUOTA
     ERR_READ_ONLY ERR_REVOKED ERR_RMA_ATTACH ERR_RMA_CONFLICT ERR_RMA_FLAVOR ERR_RMA_SHARED
     ERR_SERVICE ERR_SESSION ERR_SPAWN ERR_TOPOLOGY ERR_UNKNOWN ERR_UNSUPPORTED_DATAREP
-    ERR_UNSUPPORTED_OPERATION ERR_VALUE_TOO_LARGE Errhandler FILE_NULL FLOAT16_T FLOAT32_T
-    FLOAT64_T F_BOOL F_COMPLEX F_DOUBLE F_DOUBLE_COMPLEX F_ERROR F_FLOAT F_FLOAT_COMPLEX
+    ERR_UNSUPPORTED_OPERATION ERR_VALUE_TOO_LARGE Errhandler FILE_NULL FLOAT16_T
+    F_BOOL F_COMPLEX F_DOUBLE F_DOUBLE_COMPLEX F_ERROR F_FLOAT F_FLOAT_COMPLEX
     F_INT F_SOURCE F_STATUS_SIZE F_TAG File Flush_buffer Free_mem GRAPH GROUP_EMPTY
     GROUP_NULL Get_abi_fortran_info Get_abi_info Get_abi_version Get_address
     Get_hw_resource_info Graphcomm Grequest INFO_ENV INTEGER INTEGER1 INTEGER16 INTEGER2
-    INTEGER4 INTEGER8 INT_INT Iflush_buffer InPlaceType Intercomm KEYVAL_INVALID
+    INTEGER4 INTEGER8 Iflush_buffer InPlaceType Intercomm
     LASTUSEDCODE LOGICAL LOGICAL1 LOGICAL16 LOGICAL2 LOGICAL4 LOGICAL8 Lookup_name
     MAX_DATAREP_STRING MAX_ERROR_STRING MAX_INFO_KEY MAX_INFO_VAL MAX_LIBRARY_VERSION_STRING
     MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
@@ -75,10 +75,10 @@ MODULE = frozenset("""
     MODE_RDONLY MODE_RDWR MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Message OFFSET
     OP_NULL ORDER_C ORDER_F ORDER_FORTRAN Open_port PACKED Pickle Publish_name REAL REAL16
     REAL2 REAL4 REAL8 ROOT Register_datarep Remove_error_class Remove_error_code
-    Remove_error_string SEEK_CUR SEEK_END SEEK_SET SESSION_NULL SIGNED_INT SIGNED_LONG
-    SIGNED_LONG_LONG SIGNED_SHORT SINT16_T SINT32_T SINT64_T SINT8_T Session
+    Remove_error_string SEEK_CUR SEEK_END SEEK_SET SESSION_NULL
+    Session
     TYPECLASS_COMPLEX TYPECLASS_INTEGER TYPECLASS_LOGICAL TYPECLASS_REAL Topocomm
-    UNSIGNED_INT UNWEIGHTED Unpublish_name WEIGHTS_EMPTY WIN_BASE
+    UNWEIGHTED Unpublish_name WEIGHTS_EMPTY WIN_BASE
     WIN_CREATE_FLAVOR WIN_DISP_UNIT WIN_FLAVOR WIN_FLAVOR_ALLOCATE WIN_FLAVOR_CREATE
     WIN_FLAVOR_DYNAMIC WIN_FLAVOR_SHARED WIN_MODEL WIN_NULL WIN_SEPARATE WIN_SIZE
     WIN_UNIFIED buffer memory pickle
@@ -91,10 +91,10 @@ COMM = frozenset("""
     Create_dist_graph_adjacent Create_errhandler Create_from_group Create_graph Create_group
     Create_intercomm Create_keyval Delete_attr Detach_buffer Disconnect Dup_with_info
     Exscan_init Flush_buffer Free_keyval Gather_init Gatherv_init Get_errhandler
-    Get_failed Get_info Get_parent Get_topology Graph_map Iagree Iallgather Iallgatherv
-    Iallreduce Ialltoall Ialltoallv Ialltoallw Ibarrier Ibcast Ibsend Idup Idup_with_info
-    Iexscan Iflush_buffer Igather Igatherv Improbe Ireduce Ireduce_scatter
-    Ireduce_scatter_block Is_revoked Iscan Iscatter Iscatterv Isendrecv
+    Get_failed Get_info Get_parent Get_topology Graph_map Iagree
+    Ialltoallw Ibsend Idup Idup_with_info
+    Iflush_buffer Improbe Ireduce_scatter
+    Is_revoked Isendrecv
     Isendrecv_replace Ishrink Join Mprobe Precv_init Psend_init Reduce_init
     Reduce_scatter_block_init Reduce_scatter_init Revoke Rsend_init Scan_init
     Scatter_init Scatterv_init Set_attr Set_errhandler Set_info Shrink Spawn Spawn_multiple
@@ -103,10 +103,10 @@ COMM = frozenset("""
 """.split())
 
 REQUEST = frozenset("""
-    Cancel Get_status Get_status_all Get_status_any Get_status_some Parrived Pready
-    Pready_list Pready_range Testsome Waitsome cancel f2py free fromhandle fromint
-    get_status get_status_all get_status_any get_status_some handle py2f testall testsome
-    toint waitsome
+    Get_status_all Get_status_any Get_status_some Parrived Pready
+    Pready_list Pready_range f2py free fromhandle fromint
+    get_status_all get_status_any get_status_some handle py2f
+    toint
 """.split())
 
 WIN = frozenset("""
@@ -119,8 +119,7 @@ WIN = frozenset("""
 """.split())
 
 STATUS = frozenset("""
-    Get_elements Is_cancelled Set_cancelled Set_elements Set_error Set_source Set_tag
-    cancelled f2py py2f tomemory
+    f2py py2f tomemory
 """.split())
 
 DATATYPE = frozenset("""
@@ -130,7 +129,7 @@ DATATYPE = frozenset("""
     Create_vector Delete_attr Dup Free Free_keyval Get_attr Get_contents Get_envelope
     Get_true_extent Get_value_index Match_size Pack Pack_external Pack_external_size
     Pack_size Resized Set_attr Set_name Unpack Unpack_external combiner contents decode
-    envelope f2py free fromcode fromhandle fromint handle is_named is_predefined lb py2f
+    envelope f2py free fromhandle fromint handle is_named is_predefined lb py2f
     tocode toint true_extent true_lb true_ub typestr ub
 """.split())
 
@@ -141,4 +140,9 @@ OP = frozenset("""
 GROUP = frozenset("""
     Create_from_session_pset Difference Dup Intersect Intersection Range_excl Range_incl
     Union f2py free fromhandle fromint handle py2f toint
+""".split())
+
+INFO = frozenset("""
+    Create Create_env Delete Dup Free Get Get_nkeys Get_nthkey Set clear copy f2py free
+    fromhandle fromint get handle items keys pop popitem py2f toint update values
 """.split())

@@ -27,8 +27,11 @@ ACC_BODY = struct.Struct("<qHH?")   # target byte offset, op, datatype, answer t
 LOCK_BODY = struct.Struct("<?")     # exclusive (WIN_LOCK and WIN_UNLOCK)
 
 
-class Info:
-    """MPI.Info: only INFO_NULL here (windows take no hints)."""
+class Info(unimplemented.Missing):
+    """MPI.Info: only INFO_NULL here (windows take no hints); mpi4py's Info calls raise
+    NotImplementedCall."""
+
+    _unimplemented = unimplemented.INFO
 
     def __repr__(self):
         return "MPI.INFO_NULL"

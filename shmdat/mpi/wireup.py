@@ -2,6 +2,7 @@
 (address, conn_qual) on the inherited socket, get every rank's, connect every pair. The
 socket stays open for the rank's life: Abort goes to the launcher through it."""
 
+import atexit
 import json
 import os
 import socket
@@ -30,6 +31,7 @@ def launch_info():
     sock = socket.socket(fileno=int(os.environ.pop(ENV_FD)))
     sock.settimeout(WIREUP_S)
     _launcher.append(sock)
+    atexit.register(sock.close)   # (at exit, not by the collector: no ResourceWarning)
     return int(os.environ[ENV_RANK]), int(os.environ[ENV_SIZE]), sock
 
 

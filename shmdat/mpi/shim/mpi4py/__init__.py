@@ -49,6 +49,9 @@ class Rc:
     irecv_bufsz = 32768
     errors = "exception"
 
+    def __init__(self, **kwargs):
+        self(**kwargs)
+
     def __setattr__(self, name, value):
         if not hasattr(type(self), name) or name.startswith("_"):
             raise TypeError(f"mpi4py.rc has no option {name!r}")
@@ -63,3 +66,4 @@ class Rc:
 
 
 rc = Rc()
+sys.modules[__name__ + ".rc"] = rc     # `import mpi4py.rc` gives it too, as in mpi4py

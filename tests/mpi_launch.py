@@ -7,6 +7,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+from shmdat.bench.runner import find_mpiexec, mpi_available
+
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 TIMEOUT = 60        # below pytest-timeout's 120 s, so a hang fails the test, not the worker
 PIDS = "import os; os.write(1, f'pid {os.getpid()}\\n'.encode())\n"   # a program's first line, if
@@ -47,6 +51,17 @@ def launch(tmp_path, n, body, *args, launcher=("--",), timeout=TIMEOUT, **kw):
     return subprocess.run([sys.executable, "-m", "shmdat", "run", "-n", str(n), *launcher,
                            sys.executable, prog, *args], capture_output=True, text=True,
                           timeout=timeout, env=env(), **kw)
+
+
+# The same programs under mpi4py + MPICH: their checks are MPI's, not shmdat's.
+needs_mpiexec = pytest.mark.skipif(mpi_available() is not None, reason=f"{mpi_available()}")
+
+
+def launch_mpiexec(tmp_path, n, body):
+    """Run `body` under MPICH's `mpiexec -n n` (mpi4py's own MPI); the CompletedProcess."""
+    prog = write(tmp_path, body)
+    return subprocess.run([find_mpiexec(), "-n", str(n), sys.executable, prog], capture_output=True,
+                          text=True, timeout=TIMEOUT)
 
 
 def pids(stdout):

@@ -6,10 +6,6 @@ own traffic with the same tags is under way; persistent requests started several
 Free; COMM_SELF; the errors. PROGRAM runs unchanged under mpi4py + MPICH too (the import
 aside)."""
 
-import shutil
-import subprocess
-import sys
-
 import pytest
 
 from tests import mpi_launch
@@ -313,21 +309,11 @@ def test_communicators_and_persistent_requests(tmp_path, n):
     assert sorted(out.split("\n")[:-1]) == [f"ok {r}" for r in range(n)]
 
 
-def _mpi4py():
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return shutil.which("mpiexec") is not None
-
-
-@pytest.mark.skipif(not _mpi4py(), reason="mpi4py and mpiexec are not installed")
+@mpi_launch.needs_mpiexec
 def test_the_same_program_under_mpi4py(tmp_path):
     """The checks are MPI's, not shmdat's: mpi4py + MPICH passes them too."""
-    prog = mpi_launch.write(tmp_path, PROGRAM.replace("from shmdat.mpi import MPI",
-                                                      "from mpi4py import MPI"))
-    r = subprocess.run(["mpiexec", "-n", "3", sys.executable, prog], capture_output=True,
-                       text=True, timeout=mpi_launch.TIMEOUT)
+    r = mpi_launch.launch_mpiexec(tmp_path, 3, PROGRAM.replace("from shmdat.mpi import MPI",
+                                                               "from mpi4py import MPI"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(r.stdout.split("\n")[:-1]) == [f"ok {r}" for r in range(3)]
 

@@ -3,12 +3,6 @@ tools/mpi4py_suite.py), each checked here by a program of our own written from w
 + MPICH do. The program runs unchanged under `shmdat run --mpi4py` and, when both are
 installed, under MPICH's mpiexec with the real mpi4py: the same checks pass on both."""
 
-import shutil
-import subprocess
-import sys
-
-import pytest
-
 from tests import mpi_launch
 
 PROGRAM = mpi_launch.FAILS.replace("def fails", "from mpi4py import MPI\n\n\ndef fails") + """
@@ -238,20 +232,10 @@ def test_under_shmdat(tmp_path):
     mpi_launch.check_every_rank_agrees(r, 2)
 
 
-def _mpi4py():
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return shutil.which("mpiexec") is not None
-
-
-@pytest.mark.skipif(not _mpi4py(), reason="mpi4py and mpiexec are not installed")
+@mpi_launch.needs_mpiexec
 def test_the_same_program_under_mpi4py(tmp_path):
     """The checks are MPI's and mpi4py's, not shmdat's: mpi4py + MPICH passes them too."""
-    prog = mpi_launch.write(tmp_path, PROGRAM)
-    r = subprocess.run(["mpiexec", "-n", "2", sys.executable, prog], capture_output=True,
-                       text=True, timeout=mpi_launch.TIMEOUT)
+    r = mpi_launch.launch_mpiexec(tmp_path, 2, PROGRAM)
     mpi_launch.check_every_rank_agrees(r, 2)
 
 

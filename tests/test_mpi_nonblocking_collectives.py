@@ -4,10 +4,6 @@ blocking calls, several under way at once with a blocking one between, and progr
 rank waits on something else (a rank blocked in a receive does not hold up the others'
 Wait). The program runs unchanged under `shmdat run --mpi4py` and under MPICH's mpiexec."""
 
-import shutil
-import subprocess
-import sys
-
 import pytest
 
 from tests import mpi_launch
@@ -111,20 +107,10 @@ def test_under_shmdat(tmp_path, n):
     mpi_launch.check_every_rank_agrees(r, n)
 
 
-def _mpi4py():
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return shutil.which("mpiexec") is not None
-
-
-@pytest.mark.skipif(not _mpi4py(), reason="mpi4py and mpiexec are not installed")
+@mpi_launch.needs_mpiexec
 def test_the_same_program_under_mpi4py(tmp_path):
     """The checks are MPI's and mpi4py's, not shmdat's: mpi4py + MPICH passes them too."""
-    prog = mpi_launch.write(tmp_path, PROGRAM)
-    r = subprocess.run(["mpiexec", "-n", "3", sys.executable, prog], capture_output=True,
-                       text=True, timeout=mpi_launch.TIMEOUT)
+    r = mpi_launch.launch_mpiexec(tmp_path, 3, PROGRAM)
     mpi_launch.check_every_rank_agrees(r, 3)
 
 

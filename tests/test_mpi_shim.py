@@ -15,15 +15,14 @@ import sys
 
 import pytest
 
-from shmdat.bench.runner import find_mpiexec, mpi_available
-from tests.mpi_launch import ROOT, TIMEOUT, env, launch, write
+from shmdat.bench.runner import find_mpiexec
+from tests.mpi_launch import ROOT, TIMEOUT, env, launch, needs_mpiexec, write
 
 # shmdat.mpi's launcher.SHIM_DIR (not imported here: `import shmdat` must not show `mpi`,
 # tests/test_public_names.py).
 SHIM_DIR = os.path.join(ROOT, "shmdat", "mpi", "shim")
 
 REAL_MPI4PY = importlib.util.find_spec("mpi4py") is not None
-needs_mpiexec = pytest.mark.skipif(mpi_available() is not None, reason=f"{mpi_available()}")
 needs_real_mpi4py = pytest.mark.skipif(not REAL_MPI4PY, reason="mpi4py is not installed")
 
 # Point to point, object and buffer collectives; rank 0 says which MPI it ran on.

@@ -3,6 +3,8 @@ tools/mpi4py_suite.py), each checked here by a program of our own written from w
 + MPICH do. The program runs unchanged under `shmdat run --mpi4py` and, when both are
 installed, under MPICH's mpiexec with the real mpi4py: the same checks pass on both."""
 
+import pytest
+
 from tests import mpi_launch
 
 PROGRAM = mpi_launch.FAILS.replace("def fails", "from mpi4py import MPI\n\n\ndef fails") + """
@@ -278,3 +280,56 @@ def test_what_shmdat_does_not_take_is_named(tmp_path):
     """What mpi4py takes as a buffer and shmdat.mpi does not raises NotImplementedCall."""
     r = mpi_launch.launch(tmp_path, 1, SHMDAT_ONLY, launcher=("--mpi4py", "--"))
     assert r.returncode == 0 and r.stdout == "ok\n", r.stdout + r.stderr
+
+
+# Groups as mpi4py's handles: GROUP_NULL, GROUP_EMPTY, Dup, Union, Intersection, Difference,
+# Range_incl/Range_excl, Free, pickling (mpi4py's own group tests stopped at GROUP_EMPTY).
+GROUPS = """
+import pickle
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+g = c.Get_group()
+assert MPI.Group.Compare(MPI.Group.Union(MPI.GROUP_EMPTY, g), g) == MPI.IDENT
+assert MPI.Group.Compare(MPI.Group.Difference(g, g), MPI.GROUP_EMPTY) == MPI.IDENT
+assert MPI.Group.Compare(MPI.Group.Intersection(g, MPI.GROUP_EMPTY), MPI.GROUP_EMPTY) == MPI.IDENT
+assert MPI.Group.Compare(g.Range_incl([(0, g.size - 1, 1)]), g) == MPI.IDENT
+assert MPI.Group.Compare(g.Range_excl([(0, g.size - 1, 1)]), MPI.GROUP_EMPTY) == MPI.IDENT
+assert g.Range_incl([(g.size - 1, 0, -1)]).Translate_ranks([0], g) == [g.size - 1]
+assert MPI.Group() == MPI.GROUP_NULL and not MPI.GROUP_NULL and MPI.GROUP_EMPTY
+assert MPI.Group() is not MPI.GROUP_NULL
+assert pickle.loads(pickle.dumps(MPI.GROUP_NULL)) is MPI.GROUP_NULL
+assert pickle.loads(pickle.dumps(MPI.GROUP_EMPTY)) is MPI.GROUP_EMPTY
+x = pickle.loads(pickle.dumps(MPI.Group(MPI.GROUP_EMPTY)))
+assert x == MPI.GROUP_EMPTY and x is not MPI.GROUP_EMPTY
+assert MPI.GROUP_EMPTY.Get_rank() == MPI.UNDEFINED and MPI.GROUP_EMPTY.Get_size() == 0
+d = g.Dup(); assert MPI.Group.Compare(d, g) == MPI.IDENT and d != g
+d.Free(); assert d == MPI.GROUP_NULL
+try:
+    d.Get_size()
+except MPI.Exception as e:
+    assert e.Get_error_class() == MPI.ERR_GROUP
+else:
+    raise AssertionError("a freed group has a size")
+try:
+    g.Range_incl([(0, 0, 0)])
+except MPI.Exception as e:
+    assert e.Get_error_class() in (MPI.ERR_ARG, MPI.ERR_RANK), e.Get_error_class()
+else:
+    raise AssertionError("stride 0")
+try:
+    pickle.dumps(g)
+except ValueError:
+    pass
+print(f"rank {c.rank}: ok")
+"""
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_groups_under_shmdat(tmp_path, n):
+    r = mpi_launch.launch(tmp_path, n, GROUPS, launcher=("--mpi4py", "--"))
+    mpi_launch.check_every_rank_agrees(r, n)
+
+
+@mpi_launch.needs_mpiexec
+def test_groups_under_mpi4py(tmp_path):
+    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 3, GROUPS), 3)

@@ -30,7 +30,7 @@ for obj, owner, name in ((MPI, "MPI", "File"), (MPI, "MPI", "ROOT"), (comm, "Com
                                                    "Pready"),
                          (MPI.DOUBLE, "Datatype", "Create_vector"),
                          (MPI.Datatype, "Datatype", "Create_struct"), (MPI.SUM, "Op", "handle"),
-                         (MPI.Status(), "Status", "tomemory"), (comm.group, "Group", "Union")):
+                         (MPI.Status(), "Status", "tomemory"), (comm.group, "Group", "toint")):
     not_implemented(obj, owner, name)
 comm.send(0, dest=0)                       # (the Irecv above)
 for obj, name in ((MPI, "Bsendx"), (comm, "no_such_call")):   # a typo: a plain AttributeError

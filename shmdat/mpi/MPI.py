@@ -20,7 +20,7 @@ from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_DISP,  # noqa
                      ERR_GROUP, ERR_INTERN, ERR_KEYVAL, ERR_OP, ERR_OTHER, ERR_RANK, ERR_REQUEST,
                      ERR_RMA_RANGE, ERR_RMA_SYNC, ERR_ROOT, ERR_SIZE, ERR_TAG, ERR_TRUNCATE,
                      ERR_TYPE, ERR_WIN, SUCCESS, Exception)
-from .group import Group  # noqa: F401
+from .group import GROUP_EMPTY, GROUP_NULL, Group  # noqa: F401
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
 from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
                   PROD, SUM, Op)

@@ -588,7 +588,7 @@ class Comm(unimplemented.Missing):
 
     def Get_group(self):
         """MPI_Comm_group: this communicator's ranks as a Group."""
-        return Group(self._ranks, self._engine.rank)
+        return Group._of(self._ranks, self._engine.rank)
 
     group = property(Get_group)
 
@@ -596,14 +596,14 @@ class Comm(unimplemented.Missing):
         """MPI_Comm_create (collective, every rank giving the same group): a communicator of
         the group's members in its order, on a new context; COMM_NULL elsewhere.
         MPI.Exception ERR_GROUP if a member is not in this communicator."""
-        if not set(group._ranks) <= set(self._ranks):
+        if not set(group._members()) <= set(self._ranks):
             raise MPIException(errors.ERR_GROUP, f"Create: the group has ranks that "
                                f"{self._name or 'this communicator'} has not")
         context = self.allreduce(_next_context, MAX)
         _claim(context)
         if group.Get_rank() == UNDEFINED:
             return COMM_NULL
-        return Comm(self._engine, context, list(group._ranks))
+        return Comm(self._engine, context, list(group._members()))
 
     # Point-to-point: checks and the translation to the engine's ranks.
 

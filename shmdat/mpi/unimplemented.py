@@ -64,8 +64,8 @@ MODULE = frozenset("""
     ERR_SERVICE ERR_SESSION ERR_SPAWN ERR_TOPOLOGY ERR_UNKNOWN ERR_UNSUPPORTED_DATAREP
     ERR_UNSUPPORTED_OPERATION ERR_VALUE_TOO_LARGE Errhandler FILE_NULL FLOAT16_T
     F_BOOL F_COMPLEX F_DOUBLE F_DOUBLE_COMPLEX F_ERROR F_FLOAT F_FLOAT_COMPLEX
-    F_INT F_SOURCE F_STATUS_SIZE F_TAG File Flush_buffer Free_mem GRAPH GROUP_EMPTY
-    GROUP_NULL Get_abi_fortran_info Get_abi_info Get_abi_version Get_address
+    F_INT F_SOURCE F_STATUS_SIZE F_TAG File Flush_buffer Free_mem GRAPH
+    Get_abi_fortran_info Get_abi_info Get_abi_version Get_address
     Get_hw_resource_info Graphcomm Grequest INFO_ENV INTEGER INTEGER1 INTEGER16 INTEGER2
     INTEGER4 INTEGER8 Iflush_buffer InPlaceType Intercomm
     LASTUSEDCODE LOGICAL LOGICAL1 LOGICAL16 LOGICAL2 LOGICAL4 LOGICAL8 Lookup_name
@@ -138,8 +138,7 @@ OP = frozenset("""
 """.split())
 
 GROUP = frozenset("""
-    Create_from_session_pset Difference Dup Intersect Intersection Range_excl Range_incl
-    Union f2py free fromhandle fromint handle py2f toint
+    Create_from_session_pset f2py free fromhandle fromint handle py2f toint
 """.split())
 
 INFO = frozenset("""

@@ -285,6 +285,7 @@ def test_what_shmdat_does_not_take_is_named(tmp_path):
 # Groups as mpi4py's handles: GROUP_NULL, GROUP_EMPTY, Dup, Union, Intersection, Difference,
 # Range_incl/Range_excl, Free, pickling (mpi4py's own group tests stopped at GROUP_EMPTY).
 GROUPS = """
+import os
 import pickle
 from mpi4py import MPI
 c = MPI.COMM_WORLD
@@ -320,7 +321,7 @@ try:
     pickle.dumps(g)
 except ValueError:
     pass
-print(f"rank {c.rank}: ok")
+os.write(1, f"rank {c.rank}: ok\\n".encode())    # one write: the ranks share the pipe
 """
 
 
@@ -333,3 +334,46 @@ def test_groups_under_shmdat(tmp_path, n):
 @mpi_launch.needs_mpiexec
 def test_groups_under_mpi4py(tmp_path):
     mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 3, GROUPS), 3)
+
+
+# Ops as mpi4py's handles: OP_NULL and Op() (false; calling it TypeError or ValueError),
+# Op(op), is_predefined, pickling, Free; REPLACE and NO_OP called on objects.
+OPS = """
+import os
+import pickle
+from mpi4py import MPI
+checks = 0
+op = MPI.Op()
+assert not op and op == MPI.OP_NULL and op is not MPI.OP_NULL and MPI.OP_NULL.is_predefined
+for args, error in (((), TypeError), ((None,), TypeError), ((None, None), ValueError)):
+    try:
+        MPI.OP_NULL(*args)
+    except error:
+        checks += 1
+    else:
+        raise AssertionError(args)
+for predefined in (MPI.SUM, MPI.MAX, MPI.MINLOC, MPI.OP_NULL, MPI.NO_OP):
+    assert predefined.is_predefined
+    assert pickle.loads(pickle.dumps(predefined)) is predefined
+    other = pickle.loads(pickle.dumps(MPI.Op(predefined)))
+    assert other is not predefined and other == predefined
+    checks += 1
+assert MPI.Op(MPI.MAX)(2, 3) == 3 and MPI.MIN(2, 3) == 2
+assert MPI.REPLACE(2, 3) == 3 and MPI.NO_OP(2, 3) == 2
+mine = MPI.Op.Create(lambda a, b, t: b, commute=True)
+assert not mine.is_predefined and MPI.Op(mine) == mine
+copy = pickle.loads(pickle.dumps(MPI.Op.Create(max, commute=True)))
+assert copy != mine and copy.Is_commutative()
+mine.Free()
+assert mine == MPI.OP_NULL and not mine
+os.write(1, f"rank {MPI.COMM_WORLD.rank}: {checks} checks\\n".encode())    # one write
+"""
+
+
+def test_ops_under_shmdat(tmp_path):
+    mpi_launch.check_every_rank_agrees(mpi_launch.launch(tmp_path, 2, OPS, launcher=("--mpi4py", "--")), 2)
+
+
+@mpi_launch.needs_mpiexec
+def test_ops_under_mpi4py(tmp_path):
+    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 2, OPS), 2)

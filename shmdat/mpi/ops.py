@@ -62,18 +62,47 @@ class Op(unimplemented.Missing):
 
     _unimplemented = unimplemented.OP
 
-    def __init__(self, name, function, ufunc, kinds, commute=True):
-        self.name, self._function, self._ufunc, self._kinds = name, function, ufunc, kinds
-        self._commute = commute
+    def __init__(self, op=None):
+        """mpi4py's Op(op=None): a null handle (false, equal to OP_NULL), or another handle to
+        `op` (equal to it). Handles to one op share `_op`, what == compares."""
+        if op is None:
+            self.name, self._function, self._ufunc, self._kinds = "OP_NULL", None, None, None
+            self._commute, self._op = True, None
+        elif isinstance(op, Op):
+            self.__dict__.update(op.__dict__)
+        else:
+            raise TypeError(f"expected an Op, not {type(op).__name__}")
+
+    @classmethod
+    def _make(cls, name, function, ufunc, kinds, commute=True):
+        """A new op (predefined when it has a ufunc)."""
+        op = cls.__new__(cls)
+        op.name, op._function, op._ufunc, op._kinds = name, function, ufunc, kinds
+        op._commute, op._op = commute, object()
         if ufunc is not None:
-            _PREDEFINED[name] = self
+            _PREDEFINED[name] = op
+        return op
+
+    def __eq__(self, other):
+        return isinstance(other, Op) and other._op is self._op
+
+    def __hash__(self):
+        return id(self._op)
 
     def __reduce__(self):
-        """pickle: a predefined op by name (the same object once loaded), as mpi4py; a user
-        op with its function."""
+        """pickle: OP_NULL and a predefined op by name (the same object once loaded), another
+        handle to one as a new handle to it, as mpi4py; a user op with its function (a new op)."""
+        if self._op is None:
+            return "OP_NULL" if self is OP_NULL else (Op, ())
         if self._ufunc is not None:
-            return _predefined, (self.name,)
+            predefined = _PREDEFINED[self.name]
+            return (_predefined, (self.name,)) if self is predefined else (Op, (predefined,))
         return super().__reduce__()
+
+    @property
+    def is_predefined(self):
+        """Whether the op is MPI's (OP_NULL too), not one of Op.Create."""
+        return self._ufunc is not None or self._op is None
 
     @classmethod
     def Create(cls, function, commute=False):
@@ -82,17 +111,18 @@ class Op(unimplemented.Missing):
         it is called as function(x, y, None) and its result taken, as mpi4py does)."""
         if not callable(function):
             raise TypeError(f"Op.Create needs a callable, not {type(function).__name__}")
-        return cls(getattr(function, "__name__", "user"), function, None, None, bool(commute))
+        return cls._make(getattr(function, "__name__", "user"), function, None, None, bool(commute))
 
     def Free(self):
-        """MPI_Op_free: the op becomes MPI.OP_NULL (false; using it raises ERR_OP).
+        """MPI_Op_free: the handle becomes null, equal to MPI.OP_NULL (false; calling it is a
+        ValueError, reducing with it ERR_OP).
         MPI.Exception ERR_OP for a predefined or already freed op."""
         if self._ufunc is not None or self._function is None:
             raise MPIException(errors.ERR_OP, f"{self!r} cannot be freed")
-        self._function = None
+        self._function = self._op = None
 
     def __bool__(self):
-        return self._function is not None
+        return self._op is not None
 
     def Is_commutative(self):
         """MPI_Op_commutative. MPI.Exception ERR_OP once freed."""
@@ -104,7 +134,8 @@ class Op(unimplemented.Missing):
         return self.Is_commutative()
 
     def __call__(self, x, y):
-        self.check(None)
+        if self._function is None:
+            raise ValueError("MPI.OP_NULL cannot be called (as mpi4py)")
         if self._ufunc is None:
             return self._function(x, y, None)
         return self._function(x, y)
@@ -143,15 +174,16 @@ class Op(unimplemented.Missing):
 
 
 _NUMBERS, _REALS, _LOGICAL, _BITS = "iufc", "iuf", "iub", "iu"   # numpy dtype kinds
-SUM = Op("SUM", lambda x, y: x + y, np.add, _NUMBERS)
-PROD = Op("PROD", lambda x, y: x * y, np.multiply, _NUMBERS)
-MAX = Op("MAX", _max, np.maximum, _REALS)
-MIN = Op("MIN", _min, np.minimum, _REALS)
-LAND = Op("LAND", lambda x, y: x and y, np.logical_and, _LOGICAL)
-LOR = Op("LOR", lambda x, y: x or y, np.logical_or, _LOGICAL)
-LXOR = Op("LXOR", lambda x, y: bool(x) != bool(y), np.logical_xor, _LOGICAL)
-BAND = Op("BAND", lambda x, y: x & y, np.bitwise_and, _BITS)
-BOR = Op("BOR", lambda x, y: x | y, np.bitwise_or, _BITS)
-BXOR = Op("BXOR", lambda x, y: x ^ y, np.bitwise_xor, _BITS)
-MAXLOC = Op("MAXLOC", _maxloc, _loc_ufunc(np.greater), "V")
-MINLOC = Op("MINLOC", _minloc, _loc_ufunc(np.less), "V")
+SUM = Op._make("SUM", lambda x, y: x + y, np.add, _NUMBERS)
+PROD = Op._make("PROD", lambda x, y: x * y, np.multiply, _NUMBERS)
+MAX = Op._make("MAX", _max, np.maximum, _REALS)
+MIN = Op._make("MIN", _min, np.minimum, _REALS)
+LAND = Op._make("LAND", lambda x, y: x and y, np.logical_and, _LOGICAL)
+LOR = Op._make("LOR", lambda x, y: x or y, np.logical_or, _LOGICAL)
+LXOR = Op._make("LXOR", lambda x, y: bool(x) != bool(y), np.logical_xor, _LOGICAL)
+BAND = Op._make("BAND", lambda x, y: x & y, np.bitwise_and, _BITS)
+BOR = Op._make("BOR", lambda x, y: x | y, np.bitwise_or, _BITS)
+BXOR = Op._make("BXOR", lambda x, y: x ^ y, np.bitwise_xor, _BITS)
+MAXLOC = Op._make("MAXLOC", _maxloc, _loc_ufunc(np.greater), "V")
+MINLOC = Op._make("MINLOC", _minloc, _loc_ufunc(np.less), "V")
+OP_NULL = Op()

@@ -73,7 +73,7 @@ MODULE = frozenset("""
     MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
     MESSAGE_NO_PROC MESSAGE_NULL MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL
     MODE_RDONLY MODE_RDWR MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Message OFFSET
-    OP_NULL ORDER_C ORDER_F ORDER_FORTRAN Open_port PACKED Pickle Publish_name REAL REAL16
+    ORDER_C ORDER_F ORDER_FORTRAN Open_port PACKED Pickle Publish_name REAL REAL16
     REAL2 REAL4 REAL8 ROOT Register_datarep Remove_error_class Remove_error_code
     Remove_error_string SEEK_CUR SEEK_END SEEK_SET SESSION_NULL
     Session
@@ -134,7 +134,7 @@ DATATYPE = frozenset("""
 """.split())
 
 OP = frozenset("""
-    f2py free fromhandle fromint handle is_predefined py2f toint
+    f2py free fromhandle fromint handle py2f toint
 """.split())
 
 GROUP = frozenset("""

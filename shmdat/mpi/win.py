@@ -50,8 +50,9 @@ def _no_op(origin, target, out):
 
 _ANY_KIND = "biufcSUV"          # REPLACE and NO_OP take every datatype
 # As every op's ufunc, called (origin, target, out=target): the result is the target's.
-REPLACE = ops.Op("REPLACE", lambda x, y: x, _replace, _ANY_KIND)
-NO_OP = ops.Op("NO_OP", lambda x, y: y, _no_op, _ANY_KIND)
+# Called on two objects, as mpi4py's: REPLACE(x, y) is y, NO_OP(x, y) is x.
+REPLACE = ops.Op._make("REPLACE", lambda x, y: y, _replace, _ANY_KIND)
+NO_OP = ops.Op._make("NO_OP", lambda x, y: x, _no_op, _ANY_KIND)
 
 # What an accumulate names on the wire, by index: the predefined ops (MPI allows no
 # user-defined op there) and the named datatypes.

@@ -19,7 +19,7 @@ PIDS = "import os; os.write(1, f'pid {os.getpid()}\\n'.encode())\n"   # a progra
 
 # A test program's check that a call raises, put in front of the programs that check errors:
 # MPI.Exception with the error class `error`, or `error` itself where it is a Python exception
-# class (ValueError, TypeError: what mpi4py raises before calling MPI). Returns 1, for the
+# class (ValueError, TypeError, BufferError: what mpi4py raises before calling MPI). Returns 1, for the
 # programs that count their checks.
 FAILS = """
 def fails(error, call, *args, **kw):
@@ -27,7 +27,7 @@ def fails(error, call, *args, **kw):
         call(*args, **kw)
     except MPI.Exception as e:
         assert e.Get_error_class() == error, (call, e, error)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, BufferError) as e:
         assert isinstance(error, type) and isinstance(e, error), (call, e, error)
     else:
         raise AssertionError(f"{call}{args} did not fail with {error}")

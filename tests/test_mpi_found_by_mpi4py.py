@@ -377,3 +377,50 @@ def test_ops_under_shmdat(tmp_path):
 @mpi_launch.needs_mpiexec
 def test_ops_under_mpi4py(tmp_path):
     mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 2, OPS), 2)
+
+
+# mpi4py's buffer specs with a count alone, a datatype of None, and a displacement, sending
+# and receiving.
+SPECS = """
+import os
+
+import numpy as np
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, other = comm.rank, 1 - comm.rank
+checks = 0
+data = np.arange(6, dtype="d")
+for send, recv_len, expect in (([data, None], 6, data),                    # T None: the buffer's
+                               ([data, 2], 2, data[:2]),                   # a count alone
+                               ([data, (2, 1), MPI.DOUBLE], 2, data[1:3]),  # (count, displ), T
+                               ([data, 3, 2, MPI.DOUBLE], 3, data[2:5]),     # count, displ, T
+                               ([data, (4, 2)], 4, data[2:6])):            # (count, displ)
+    out = np.zeros(recv_len)
+    if rank == 0:
+        comm.Send(send, other, 5)
+        comm.Recv([out, recv_len, MPI.DOUBLE], other, 5)
+    else:
+        comm.Recv(out, other, 5)
+        comm.Send(out, other, 5)
+    assert (out == expect).all(), (send, out)
+    checks += 1
+inbox = np.zeros(4)
+if rank == 1:                     # a receive spec with a displacement fills from there
+    comm.Recv([inbox, (2, 2), MPI.DOUBLE], 0, 6)
+    assert list(inbox) == [0, 0, 7, 8]
+    checks += 1
+elif rank == 0:
+    comm.Send(np.array([7.0, 8.0]), 1, 6)
+    checks += 1
+os.write(1, f"rank {rank}: {checks} checks\\n".encode())    # one write
+"""
+
+
+def test_buffer_specs_under_shmdat(tmp_path):
+    mpi_launch.check_every_rank_agrees(mpi_launch.launch(tmp_path, 2, SPECS, launcher=("--mpi4py", "--")), 2)
+
+
+@mpi_launch.needs_mpiexec
+def test_buffer_specs_under_mpi4py(tmp_path):
+    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 2, SPECS), 2)

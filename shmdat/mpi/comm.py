@@ -641,7 +641,8 @@ class Comm(unimplemented.Missing):
 
     def Isend(self, buf, dest, tag=0):
         """MPI_Isend of a buffer spec. MPI.Exception: ERR_RANK, ERR_TAG, ERR_TYPE, ERR_COUNT,
-        ERR_BUFFER, ERR_OTHER (dest has gone)."""
+        ERR_OTHER (dest has gone); BufferError (not contiguous) and ValueError (a malformed
+        spec), as mpi4py."""
         return Request(self._engine, self._rank_of,
                        self._isend(message(buf, False)[0], dest, tag, self._context))
 

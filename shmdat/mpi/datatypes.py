@@ -2,6 +2,8 @@
 `[buf, count, T]` (and tuples). The MPI datatype, not the buffer's format, sets the element
 size; a bare buffer's datatype comes from its format (a numpy dtype's character)."""
 
+import operator
+
 import numpy as np
 
 from . import dlpack, errors, unimplemented
@@ -182,35 +184,63 @@ def _contiguous_bytes(buf, writable):
     except TypeError:
         view = _other_buffer(buf)
     if not view.c_contiguous:
-        raise MPIException(errors.ERR_BUFFER, "the buffer is not contiguous")
+        raise BufferError("the buffer is not contiguous")        # (as mpi4py's getbuffer)
     if writable and view.readonly:
-        raise MPIException(errors.ERR_BUFFER, "a receive buffer must be writable")
+        raise BufferError("a receive buffer must be writable")
     return view, view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
 def message(spec, writable, blocks=1):
-    """(bytes memoryview of the message, count, datatype) for a buffer spec. With `blocks`
-    (a collective's buffer holding one block per rank), `count` is per block: given in the
-    spec, or the buffer's elements divided by `blocks`."""
+    """(bytes memoryview of the message, count, datatype) for a buffer spec, as mpi4py reads
+    one: `buf`, `[buf, T]`, `[buf, count]`, `[buf, (count, displ)]`, `[buf, count, T]`,
+    `[buf, (count, displ), T]`, `[buf, count, displ, T]`, a count or T of None being the
+    buffer's. With `blocks` (a collective's buffer holding one block per rank), `count` is
+    per block: given, or the buffer's elements divided by `blocks`. ValueError for a
+    malformed spec (as mpi4py: 2 to 4 items, a negative count or displacement, one beyond
+    the buffer, a count that cannot be inferred); BufferError (read-only where it must be
+    written, not contiguous); MPI.Exception ERR_COUNT for a count beyond the buffer,
+    ERR_TYPE."""
+    count = displ = datatype = None
     if isinstance(spec, (list, tuple)):
         if len(spec) == 2:
-            buf, count, datatype = spec[0], None, spec[1]
-        elif len(spec) == 3 and not isinstance(spec[1], (list, tuple)):
+            buf, count = spec
+            if isinstance(count, (Datatype, str)):
+                count, datatype = None, count
+        elif len(spec) == 3:
             buf, count, datatype = spec
+        elif len(spec) == 4:
+            buf, count, displ, datatype = spec
         else:
-            raise NotImplementedError(f"buffer spec with {len(spec)} items "
-                                      "(vector specs are not implemented yet)")
-        datatype = named(datatype)
-        _, data = _contiguous_bytes(buf, writable)
+            raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
+        if len(spec) < 4 and isinstance(count, (list, tuple)):
+            count, displ = count
+        view, data = _contiguous_bytes(buf, writable)
+        datatype = _datatype_of(view) if datatype is None else named(datatype)
     else:
         view, data = _contiguous_bytes(spec, writable)
-        count, datatype = None, _datatype_of(view)
+        datatype = _datatype_of(view)
+    extent = datatype.extent
+    if displ is not None:
+        displ = operator.index(displ)   # (TypeError for anything but an int, as mpi4py)
+    if count is not None:
+        count = operator.index(count)
+    if displ:
+        if displ < 0 or displ * extent > len(data):
+            raise ValueError(f"message: displacement {displ} outside a buffer of "
+                             f"{len(data) // extent} {datatype.Get_name()}")
+        data = data[displ * extent:]
     if count is None:
-        count = len(data) // datatype.extent // blocks
-    elif count < 0 or blocks * count * datatype.extent > len(data):
+        entries, rest = divmod(len(data), extent)
+        if rest or entries % blocks:
+            raise ValueError(f"message: cannot infer count, buffer length {len(data)} is not "
+                             f"a multiple of {blocks} x datatype extent {extent}")
+        count = entries // blocks
+    elif count < 0:
+        raise ValueError(f"message: negative count {count}")
+    elif blocks * count * extent > len(data):
         raise MPIException(errors.ERR_COUNT, f"{blocks} x count {count} of "
                            f"{datatype.Get_name()} does not fit a buffer of {len(data)} bytes")
-    return data[:blocks * count * datatype.extent], count, datatype
+    return data[:blocks * count * extent], count, datatype
 
 
 def vector(spec, writable, blocks):

@@ -132,8 +132,8 @@ class Win(unimplemented.Missing):
     def Create(cls, memory, disp_unit=1, info=INFO_NULL, comm=None):
         """MPI_Win_create: a window over `memory` (a writable contiguous buffer), registered
         for remote reads and writes; collective over `comm` (None: COMM_SELF). Displacements
-        at a target count in its `disp_unit` bytes. MPI.Exception ERR_BUFFER (read-only or
-        not contiguous), ERR_DISP (disp_unit below 1)."""
+        at a target count in its `disp_unit` bytes. BufferError (read-only or not contiguous,
+        as mpi4py), MPI.Exception ERR_DISP (disp_unit below 1)."""
         _check_disp_unit(disp_unit)
         comm = cls.COMM_SELF if comm is None else comm
         engine = comm._engine
@@ -168,7 +168,7 @@ class Win(unimplemented.Missing):
         (displacement, or (disp, count, datatype)); complete at the next Fence, Flush or
         Unlock. MPI.Exception ERR_WIN (freed), ERR_RANK, ERR_RMA_SYNC (no epoch open on
         target_rank), ERR_DISP, ERR_COUNT, ERR_TYPE (target and origin sizes differ),
-        ERR_RMA_RANGE (outside the target's window), ERR_BUFFER."""
+        ERR_RMA_RANGE (outside the target's window); BufferError (as mpi4py)."""
         view, count, datatype = message(origin, False)
         offset = self._locate(target_rank, target, count, datatype, len(view))
         if offset is None or not view:

@@ -272,6 +272,17 @@ request.Cancel()
 status = MPI.Status()
 request.Wait(status)
 assert not status.Is_cancelled() and status.Get_count() == 2
+# Free_mem of memory Alloc_mem did not give, or gave back already, and a negative size (MPI
+# leaves them erroneous, MPICH undefined: shmdat only).
+memory = MPI.Alloc_mem(4)
+MPI.Free_mem(memory)
+for call, arg in ((MPI.Free_mem, memory), (MPI.Free_mem, bytearray(4)), (MPI.Alloc_mem, -1)):
+    try:
+        call(arg)
+    except MPI.Exception as e:
+        assert e.Get_error_class() == MPI.ERR_ARG, e
+    else:
+        raise AssertionError((call, arg))
 print("ok")
 """
 
@@ -424,3 +435,49 @@ def test_buffer_specs_under_shmdat(tmp_path):
 @mpi_launch.needs_mpiexec
 def test_buffer_specs_under_mpi4py(tmp_path):
     mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 2, SPECS), 2)
+
+
+# Alloc_mem and Free_mem: memory of the size asked for, zeroed with mem[:] = 0, a window's
+# memory and a receive buffer.
+MEMORY = """
+import os
+
+import numpy as np
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+checks = 0
+for n in (0, 1, 100, 9000):
+    memory = MPI.Alloc_mem(n, MPI.INFO_NULL) if n else MPI.Alloc_mem(n)
+    assert len(memory) == n
+    memory[:] = 0
+    MPI.Free_mem(memory)
+    checks += 1
+memory = MPI.Alloc_mem(8 * size)             # a window over it; each rank puts its rank there
+memory[:] = 0
+win = MPI.Win.Create(memory, 1, MPI.INFO_NULL, comm)
+win.Fence()
+win.Put(np.array([rank + 1], np.int64), (rank + 1) % size, target=(8 * rank, 1, MPI.INT64_T))
+win.Fence()
+win.Free()
+left = (rank - 1) % size
+assert np.frombuffer(memory, np.int64)[left] == left + 1, np.frombuffer(memory, np.int64)
+checks += 1
+out = MPI.Alloc_mem(8)                      # and a receive into it
+comm.Sendrecv(np.array([rank], np.int64), (rank + 1) % size, recvbuf=[out, MPI.INT64_T],
+              source=left)
+assert np.frombuffer(out, np.int64)[0] == left
+MPI.Free_mem(out)
+MPI.Free_mem(memory)
+os.write(1, f"rank {rank}: {checks + 1} checks\\n".encode())    # one write
+"""
+
+
+def test_alloc_mem_under_shmdat(tmp_path):
+    mpi_launch.check_every_rank_agrees(mpi_launch.launch(tmp_path, 3, MEMORY, launcher=("--mpi4py", "--")), 3)
+
+
+@mpi_launch.needs_mpiexec
+def test_alloc_mem_under_mpi4py(tmp_path):
+    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 3, MEMORY), 3)

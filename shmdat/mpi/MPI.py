@@ -3,6 +3,7 @@ this rank, as importing mpi4py.MPI does: it opens an IA, wires up with the job's
 ranks (shmdat/mpi/wireup.py) and closes everything at exit."""
 
 import atexit
+import operator
 import socket
 import threading
 import time
@@ -48,6 +49,38 @@ def Wtick():
 
 def Get_processor_name():
     return socket.gethostname()
+
+
+class _Memory(bytearray):
+    """Alloc_mem's memory: a writable buffer of its size, true while not empty, whose slices
+    take a byte value to fill with (`mem[:] = 0`), as mpi4py's MPI.buffer."""
+
+    def __setitem__(self, key, value):
+        if isinstance(key, slice) and isinstance(value, int):
+            value = bytes([value]) * len(range(*key.indices(len(self))))
+        super().__setitem__(key, value)
+
+
+_allocated = {}         # id -> the memory Alloc_mem gave and Free_mem has not taken back
+
+
+def Alloc_mem(size, info=INFO_NULL):
+    """MPI_Alloc_mem: `size` bytes of memory (zeroed), a writable buffer of len `size`.
+    MPI.Exception ERR_ARG for a negative size; TypeError for a size that is not an int."""
+    size = operator.index(size)
+    if size < 0:
+        raise Exception(ERR_ARG, f"Alloc_mem of {size} bytes")
+    memory = _Memory(size)
+    _allocated[id(memory)] = memory
+    return memory
+
+
+def Free_mem(memory):
+    """MPI_Free_mem: give back memory Alloc_mem gave. MPI.Exception ERR_ARG for anything else
+    (or memory given back already)."""
+    if _allocated.get(id(memory)) is not memory:
+        raise Exception(ERR_ARG, "Free_mem of memory that Alloc_mem did not give")
+    del _allocated[id(memory)]
 
 
 VERSION, SUBVERSION = 3, 1         # the MPI standard's version, as Get_version()

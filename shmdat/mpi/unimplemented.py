@@ -43,7 +43,7 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    AINT Add_error_class Add_error_code Add_error_string Aint_add Aint_diff Alloc_mem
+    AINT Add_error_class Add_error_code Add_error_string Aint_add Aint_diff
     Attach_buffer BFLOAT16_T BSEND_OVERHEAD BUFFER_AUTOMATIC
     BufferAutomaticType CART CHARACTER COMBINER_CONTIGUOUS COMBINER_DARRAY COMBINER_DUP
     COMBINER_F90_COMPLEX COMBINER_F90_INTEGER COMBINER_F90_REAL COMBINER_HINDEXED
@@ -64,7 +64,7 @@ MODULE = frozenset("""
     ERR_SERVICE ERR_SESSION ERR_SPAWN ERR_TOPOLOGY ERR_UNKNOWN ERR_UNSUPPORTED_DATAREP
     ERR_UNSUPPORTED_OPERATION ERR_VALUE_TOO_LARGE Errhandler FILE_NULL FLOAT16_T
     F_BOOL F_COMPLEX F_DOUBLE F_DOUBLE_COMPLEX F_ERROR F_FLOAT F_FLOAT_COMPLEX
-    F_INT F_SOURCE F_STATUS_SIZE F_TAG File Flush_buffer Free_mem GRAPH
+    F_INT F_SOURCE F_STATUS_SIZE F_TAG File Flush_buffer GRAPH
     Get_abi_fortran_info Get_abi_info Get_abi_version Get_address
     Get_hw_resource_info Graphcomm Grequest INFO_ENV INTEGER INTEGER1 INTEGER16 INTEGER2
     INTEGER4 INTEGER8 Iflush_buffer InPlaceType Intercomm

@@ -15,6 +15,7 @@ import pytest
 from shmdat.verbs import libibverbs_enums as e
 from shmdat.verbs.pyverbs_error import PyverbsRDMAError
 from shmdat.verbs.qp import QP, QPAttr, QPInitAttr
+from shmdat.verbs.wr import SendWR
 
 from tests.verbs_ends import End, bounded
 
@@ -132,6 +133,14 @@ def test_each_event_goes_to_one_thread():
         attr.dest_qp_num = c.qp.qp_num
         second.to_rts(attr)
         c.connect(second.qp_num)
+        # A message on each of a's connections: both have joined their peers before the
+        # peers leave (a QP that never reached its peer learns nothing of its leaving: with
+        # no send outstanding there is nothing to fail, as on a wire; CI saw that race).
+        b.recv(1)
+        a.send(1, b"b")
+        c.recv(2)
+        second.post_send(SendWR(wr_id=2, num_sge=1, sg=[a.sge(0, 1)]))
+        assert (b.completion().wr_id, c.completion().wr_id) == (1, 2)
         got = []
         threads = [threading.Thread(target=lambda: got.append(a.ctx.get_async_event()))
                    for _ in range(2)]

@@ -336,17 +336,6 @@ os.write(1, f"rank {c.rank}: ok\\n".encode())    # one write: the ranks share th
 """
 
 
-@pytest.mark.parametrize("n", [1, 3])
-def test_groups_under_shmdat(tmp_path, n):
-    r = mpi_launch.launch(tmp_path, n, GROUPS, launcher=("--mpi4py", "--"))
-    mpi_launch.check_every_rank_agrees(r, n)
-
-
-@mpi_launch.needs_mpiexec
-def test_groups_under_mpi4py(tmp_path):
-    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 3, GROUPS), 3)
-
-
 # Ops as mpi4py's handles: OP_NULL and Op() (false; calling it TypeError or ValueError),
 # Op(op), is_predefined, pickling, Free; REPLACE and NO_OP called on objects.
 OPS = """
@@ -379,15 +368,6 @@ mine.Free()
 assert mine == MPI.OP_NULL and not mine
 os.write(1, f"rank {MPI.COMM_WORLD.rank}: {checks} checks\\n".encode())    # one write
 """
-
-
-def test_ops_under_shmdat(tmp_path):
-    mpi_launch.check_every_rank_agrees(mpi_launch.launch(tmp_path, 2, OPS, launcher=("--mpi4py", "--")), 2)
-
-
-@mpi_launch.needs_mpiexec
-def test_ops_under_mpi4py(tmp_path):
-    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 2, OPS), 2)
 
 
 # mpi4py's buffer specs with a count alone, a datatype of None, and a displacement, sending
@@ -428,15 +408,6 @@ os.write(1, f"rank {rank}: {checks} checks\\n".encode())    # one write
 """
 
 
-def test_buffer_specs_under_shmdat(tmp_path):
-    mpi_launch.check_every_rank_agrees(mpi_launch.launch(tmp_path, 2, SPECS, launcher=("--mpi4py", "--")), 2)
-
-
-@mpi_launch.needs_mpiexec
-def test_buffer_specs_under_mpi4py(tmp_path):
-    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 2, SPECS), 2)
-
-
 # Alloc_mem and Free_mem: memory of the size asked for, zeroed with mem[:] = 0, a window's
 # memory and a receive buffer.
 MEMORY = """
@@ -474,10 +445,20 @@ os.write(1, f"rank {rank}: {checks + 1} checks\\n".encode())    # one write
 """
 
 
-def test_alloc_mem_under_shmdat(tmp_path):
-    mpi_launch.check_every_rank_agrees(mpi_launch.launch(tmp_path, 3, MEMORY, launcher=("--mpi4py", "--")), 3)
+# Each program above, with the ranks it runs on: the same checks under shmdat and MPICH.
+PROGRAMS = {"groups": (GROUPS, 3), "groups-alone": (GROUPS, 1), "ops": (OPS, 2),
+            "specs": (SPECS, 2), "alloc_mem": (MEMORY, 3)}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_program_under_shmdat(tmp_path, name):
+    program, n = PROGRAMS[name]
+    r = mpi_launch.launch(tmp_path, n, program, launcher=("--mpi4py", "--"))
+    mpi_launch.check_every_rank_agrees(r, n)
 
 
 @mpi_launch.needs_mpiexec
-def test_alloc_mem_under_mpi4py(tmp_path):
-    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 3, MEMORY), 3)
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_program_under_mpi4py(tmp_path, name):
+    program, n = PROGRAMS[name]
+    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, n, program), n)

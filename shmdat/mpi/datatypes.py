@@ -190,6 +190,27 @@ def _contiguous_bytes(buf, writable):
     return view, view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
+def _items(spec, pair):
+    """(buf, count, displ, datatype) of a spec of 2 to 4 items, as mpi4py unpacks one:
+    `[buf, T]`, `[buf, count]`, `[buf, count, T]`, `[buf, count, displ, T]`, a count of
+    type `pair` (2 or 3 items) being `(count, displ)`; None where absent. ValueError for
+    another length."""
+    count = displ = datatype = None
+    if len(spec) == 2:
+        buf, count = spec
+        if isinstance(count, (Datatype, str)):
+            count, datatype = None, count
+    elif len(spec) == 3:
+        buf, count, datatype = spec
+    elif len(spec) == 4:
+        buf, count, displ, datatype = spec
+    else:
+        raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
+    if len(spec) < 4 and isinstance(count, pair):
+        count, displ = count
+    return buf, count, displ, datatype
+
+
 def message(spec, writable, blocks=1):
     """(bytes memoryview of the message, count, datatype) for a buffer spec, as mpi4py reads
     one: `buf`, `[buf, T]`, `[buf, count]`, `[buf, (count, displ)]`, `[buf, count, T]`,
@@ -200,24 +221,13 @@ def message(spec, writable, blocks=1):
     the buffer, a count that cannot be inferred); BufferError (read-only where it must be
     written, not contiguous); MPI.Exception ERR_COUNT for a count beyond the buffer,
     ERR_TYPE."""
-    count = displ = datatype = None
     if isinstance(spec, (list, tuple)):
-        if len(spec) == 2:
-            buf, count = spec
-            if isinstance(count, (Datatype, str)):
-                count, datatype = None, count
-        elif len(spec) == 3:
-            buf, count, datatype = spec
-        elif len(spec) == 4:
-            buf, count, displ, datatype = spec
-        else:
-            raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
-        if len(spec) < 4 and isinstance(count, (list, tuple)):
-            count, displ = count
+        buf, count, displ, datatype = _items(spec, (list, tuple))
         view, data = _contiguous_bytes(buf, writable)
         datatype = _datatype_of(view) if datatype is None else named(datatype)
     else:
         view, data = _contiguous_bytes(spec, writable)
+        count = displ = None
         datatype = _datatype_of(view)
     extent = datatype.extent
     if displ is not None:
@@ -253,18 +263,7 @@ def vector(spec, writable, blocks):
     count or a block beyond the buffer, ERR_ARG for a negative displacement."""
     counts = displs = datatype = None
     if isinstance(spec, (list, tuple)):
-        if len(spec) == 2:
-            buf, counts = spec
-            if isinstance(counts, (Datatype, str)):
-                counts, datatype = None, counts
-        elif len(spec) == 3:
-            buf, counts, datatype = spec
-        elif len(spec) == 4:
-            buf, counts, displs, datatype = spec
-        else:
-            raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
-        if len(spec) < 4 and isinstance(counts, tuple):
-            counts, displs = counts
+        buf, counts, displs, datatype = _items(spec, tuple)    # (a list is the counts)
         if datatype is not None:
             datatype = named(datatype)
         view, data = _contiguous_bytes(buf, writable)

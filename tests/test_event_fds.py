@@ -69,8 +69,3 @@ def test_a_module_that_says_where_its_fd_is_is_taken_at_its_word(fifo):
         assert fd == obj.fds[1] and os.get_blocking(fd) is False
     finally:
         obj.close()
-
-
-def test_the_kernels_names_are_rdma_cores():
-    assert event_fds.CM_CHANNEL_LINK == "/dev/infiniband/rdma_cm"
-    assert event_fds.ASYNC_EVENT_LINK == "anon_inode:[infinibandevent]"

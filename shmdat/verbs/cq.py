@@ -166,12 +166,19 @@ class CQ(PyverbsCM):
             num_entries = checks.uint(num_entries, "num_entries")
         if self._closed:
             self._check_open("Failed to poll CQ")
-        if len(self._wcs) < num_entries or not num_entries:
-            self.context.progress()         # the device runs unless the CQ can answer alone
-        return self._take(num_entries)
+        context = self.context
+        lock = context.lock
+        lock.acquire()          # (as a NIC's CQ lock: another thread's round may be appending)
+        try:
+            if len(self._wcs) < num_entries or not num_entries:
+                context._poll()     # the device runs unless the CQ can answer alone
+            return self._take(num_entries)
+        finally:
+            lock.release()
 
     def _take(self, num_entries):
-        """Up to num_entries of the completions there (ibv_poll_cq once the device ran)."""
+        """Up to num_entries of the completions there (ibv_poll_cq once the device ran),
+        under the Context's lock: the device's rounds append to the queue under it."""
         if self.overrun:
             raise PyverbsRDMAError("Failed to poll CQ: it overran", errno.EOVERFLOW)
         wcs = self._wcs
@@ -303,9 +310,10 @@ class CQEX(CQ):
 
     def poll_next(self):
         """ibv_next_poll: 0 and the next completion current, or ENOENT."""
-        if not self._wcs:
-            return errno.ENOENT
-        self._current = self._wcs.popleft()
+        with self.context.lock:
+            if not self._wcs:
+                return errno.ENOENT
+            self._current = self._wcs.popleft()
         return 0
 
     def end_poll(self):

@@ -86,7 +86,8 @@ def poll_cq(cq, num_entries):
         cq._check_open("Failed to poll CQ")
     if not cq._wcs and not cq.overrun:
         return 0, []            # (the commonest answer of a caller that polls many CQs a round)
-    return cq._take(num_entries)
+    with cq.context.lock:
+        return cq._take(num_entries)
 
 
 def block(ctx, ready, deadline):

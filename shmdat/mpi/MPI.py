@@ -12,15 +12,15 @@ import shmdat
 
 from . import datatypes, errors, unimplemented, wireup
 from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # noqa: F401
-                   REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
+                   LASTUSEDCODE, REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
                    Status)
 from .datatypes import BOTTOM, DATATYPE_NULL, IN_PLACE, BottomType, Datatype  # noqa: F401
 from .engine import Engine
-from .errors import (ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_DISP,  # noqa: F401
-                     ERR_GROUP, ERR_INTERN, ERR_KEYVAL, ERR_OP, ERR_OTHER, ERR_RANK, ERR_REQUEST,
-                     ERR_RMA_RANGE, ERR_RMA_SYNC, ERR_ROOT, ERR_SIZE, ERR_TAG, ERR_TRUNCATE,
-                     ERR_TYPE, ERR_WIN, SUCCESS, Exception)
+from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,  # noqa: F401
+                         ERRORS_RETURN, Errhandler)
+from .errors import (SUCCESS, Add_error_class, Add_error_code,  # noqa: F401
+                     Add_error_string, Exception, Get_error_class, Get_error_string)
 from .group import GROUP_EMPTY, GROUP_NULL, Group  # noqa: F401
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
 from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
@@ -29,6 +29,7 @@ from .win import (INFO_NULL, LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa:
                   MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED, NO_OP, REPLACE,
                   Info, Win)
 
+globals().update(errors.NAMES)       # MPI.ERR_ARG, ..., MPI.ERR_LASTCODE
 globals().update(datatypes.NAMED)     # MPI.BYTE, MPI.INT, MPI.DOUBLE, ...
 globals().update(datatypes.ALIASES)   # MPI.UNSIGNED_INT, MPI.SINT32_T, ...
 
@@ -94,16 +95,6 @@ def Is_thread_main():
 
 def Pcontrol(level):
     """MPI_Pcontrol: a profiling hint; there is no profiling layer to tell."""
-
-
-def Get_error_class(errorcode):
-    """MPI_Error_class: the error codes here are their classes."""
-    return errorcode
-
-
-def Get_error_string(errorcode):
-    """MPI_Error_string (MPICH's wording)."""
-    return Exception(errorcode).Get_error_string()
 
 
 def __getattr__(name):

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from . import collectives, errors, unimplemented, wireup
+from .errhandler import ErrorHandling
 from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
 from .engine import Engine, RecvOp, SendOp
@@ -17,8 +18,8 @@ from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .ops import MAX, SUM
 
 # The predefined attribute keys of Get_attr (MPICH's numbers, as mpi4py over MPICH has them).
-TAG_UB, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, APPNUM = (0x64400001, 0x64400005, 0x64400007,
-                                                      0x64400009, 0x6440000d)
+TAG_UB, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, LASTUSEDCODE, APPNUM = (
+    0x64400001, 0x64400005, 0x64400007, 0x64400009, 0x6440000b, 0x6440000d)
 KEYVAL_INVALID = 0x24000000    # no key (MPICH's): Get_attr raises ERR_KEYVAL for it
 _TAG_MAX = 2**31 - 1    # Get_attr(TAG_UB): the largest tag
 WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to point, c + 1
@@ -436,13 +437,14 @@ class _Done:
     done, error, nbytes, source, tag, buf, data = True, 0, 0, PROC_NULL, ANY_TAG, None, None
 
 
-class Comm(unimplemented.Missing):
+class Comm(ErrorHandling, unimplemented.Missing):
     """An intracommunicator: COMM_WORLD, COMM_SELF, or one that Dup or Split made. `ranks`
     maps its ranks to the engine's (world) ranks; `context` tells its point-to-point traffic
     apart, and its collectives use context + 1 (their own channel,
     shmdat/mpi/collectives.py)."""
 
     _unimplemented = unimplemented.COMM
+    _kind = "Comm"
 
     def __new__(cls, engine=None, *args, **kwargs):
         """mpi4py's Comm() (and Intracomm()): a new null communicator, equal to COMM_NULL;
@@ -503,8 +505,9 @@ class Comm(unimplemented.Missing):
     def Get_attr(self, keyval):
         """MPI_Comm_get_attr of a predefined key: TAG_UB (the largest tag), UNIVERSE_SIZE
         (the job's ranks), APPNUM (0: one program), WTIME_IS_GLOBAL (0: each rank's clock),
-        IO (ANY_SOURCE: every rank can do I/O). MPI.Exception ERR_KEYVAL for any other
-        (user keyvals, Create_keyval, are not implemented)."""
+        IO (ANY_SOURCE: every rank can do I/O), LASTUSEDCODE (the last error code or class
+        MPI.Add_error_class or _code gave, ERR_LASTCODE if none). MPI.Exception ERR_KEYVAL
+        for any other (user keyvals, Create_keyval, are not implemented)."""
         if keyval == TAG_UB:
             return _TAG_MAX
         if keyval == UNIVERSE_SIZE:
@@ -513,6 +516,8 @@ class Comm(unimplemented.Missing):
             return 0
         if keyval == IO:
             return ANY_SOURCE
+        if keyval == LASTUSEDCODE:
+            return errors.last_used_code()
         raise MPIException(errors.ERR_KEYVAL, f"keyval {keyval!r}")
 
     def Get_name(self):
@@ -584,6 +589,7 @@ class Comm(unimplemented.Missing):
         complete). MPI.Exception ERR_COMM on COMM_WORLD and COMM_SELF."""
         if self._context in (WORLD_CONTEXT, SELF_CONTEXT):
             raise MPIException(errors.ERR_COMM, f"Free of {self._name}")
+        self._drop_errhandler()
         self.__class__ = _NullComm      # every call now raises ERR_COMM, at no cost to others
 
     def Get_group(self):
@@ -1138,6 +1144,9 @@ class _NullComm(Comm):
 
     def __init__(self, *args):
         pass                            # no engine, no ranks: nothing may use them
+
+    def _check_errhandler_owner(self):
+        raise MPIException(errors.ERR_COMM, "an error handler of COMM_NULL")
 
     def __eq__(self, other):
         return isinstance(other, _NullComm)

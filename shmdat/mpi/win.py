@@ -14,6 +14,7 @@ from shmdat import MemPriv, RmrTriplet
 
 from . import errors, ops, unimplemented
 from .datatypes import BYTE, NAMED, Datatype, message
+from .errhandler import ErrorHandling
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
 from .matching import PROC_NULL
@@ -102,12 +103,13 @@ def _check_op(op, datatype):
     op.check(datatype.dtype)            # ERR_OP where MPI's table has no entry
 
 
-class Win(unimplemented.Missing):
+class Win(ErrorHandling, unimplemented.Missing):
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate, Fence,
     Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all, tomemory, Free. Target ranks are
     the communicator's."""
 
     _unimplemented = unimplemented.WIN
+    _kind = "Win"
 
     COMM_SELF = None    # mpi4py's default communicator, set by MPI.py (it cannot be imported)
 
@@ -346,10 +348,13 @@ class Win(unimplemented.Missing):
         if self._lmr is not None:
             self._lmr.free()
         self._memory = self._lmr = None
+        self._drop_errhandler()
 
     def _check_live(self):
         if self._memory is None:
             _fail(errors.ERR_WIN, "the window has been freed")
+
+    _check_errhandler_owner = _check_live
 
     def _check_rank(self, rank):
         if not isinstance(rank, int) or not 0 <= rank < len(self._ranks):

@@ -58,7 +58,7 @@ class _Handler:
                 _abort(obj, 1)
         elif self is not _RETURN and errorcode != errors.SUCCESS:
             sys.stderr.write(f"shmdat.mpi: {self.name} on a {type(obj).__name__}: "
-                             f"{errors.Get_error_string(errorcode)}\n")
+                             f"{MPIException(errorcode)}\n")     # (str() of any code)
             _abort(obj, errorcode)
 
 

@@ -226,9 +226,9 @@ class Request(unimplemented.Missing):
     @classmethod
     def waitall(cls, requests, statuses=None):
         """Waitall, then the received objects (None for sends and null requests)."""
-        active = [r for r in requests if r._active]
-        if active:
-            active[0]._engine.wait([r._op for r in active])
+        ops, engine = _active(requests)
+        if ops:
+            engine.wait(ops)
         return [r._complete(_status_at(statuses, i)) for i, r in enumerate(requests)]
 
     @classmethod
@@ -240,10 +240,10 @@ class Request(unimplemented.Missing):
     def testall(cls, requests, statuses=None):
         """Testall, then (True, the received objects: None for sends and null requests) or
         (False, None)."""
-        active = [r for r in requests if r._active]
-        if active:
-            active[0]._engine.progress()
-        if not all(r._op.done for r in active):
+        ops, engine = _active(requests)
+        if ops:
+            engine.progress()
+        if not all(op.done for op in ops):
             return False, None
         return True, [r._complete(_status_at(statuses, i)) for i, r in enumerate(requests)]
 
@@ -252,20 +252,20 @@ class Request(unimplemented.Missing):
         """MPI_Waitsome: once one of the active requests is done, the indices of all that are,
         finished (statuses[k] for the k-th of them); None if none is active. MPI.Exception
         only if none of them can ever complete."""
-        active = [r for r in requests if r._active]
-        if not active:
+        ops, engine = _active(requests)
+        if not ops:
             return None
-        active[0]._engine.wait_any([r._op for r in active])
+        engine.wait_any(ops)
         return cls._finish_done(requests, statuses)
 
     @classmethod
     def Testsome(cls, requests, statuses=None):
         """MPI_Testsome: the indices of the requests done now (maybe none), finished; None if
         none is active."""
-        active = [r for r in requests if r._active]
-        if not active:
+        ops, engine = _active(requests)
+        if not ops:
             return None
-        active[0]._engine.progress()
+        engine.progress()
         return cls._finish_done(requests, statuses)
 
     @classmethod
@@ -289,26 +289,25 @@ class Request(unimplemented.Missing):
             requests[i]._finish(_status_at(statuses, k))
         return indices
 
-
     @classmethod
     def Waitany(cls, requests, status=None):
         """MPI_Waitany: the index of a request that has completed (the first done in list
         order), finished; UNDEFINED if none is active. Completed requests count as inactive
         afterwards, so repeated calls return the others in turn."""
-        active = [r for r in requests if r._active]
-        if not active:
+        ops, engine = _active(requests)
+        if not ops:
             return UNDEFINED
-        active[0]._engine.wait_any([r._op for r in active])
+        engine.wait_any(ops)
         return cls._finish_first(requests, status)
 
     @classmethod
     def Testany(cls, requests, status=None):
         """MPI_Testany: (index, True) for a completed request, (UNDEFINED, False) if none
         has completed yet, (UNDEFINED, True) if none is active."""
-        active = [r for r in requests if r._active]
-        if not active:
+        ops, engine = _active(requests)
+        if not ops:
             return UNDEFINED, True
-        active[0]._engine.progress()
+        engine.progress()
         index = cls._finish_first(requests, status)
         return index, index != UNDEFINED
 
@@ -331,6 +330,13 @@ class Request(unimplemented.Missing):
                 r._finish(status)
                 return i
         return UNDEFINED
+
+
+def _active(requests):
+    """The operations of the active ones of `requests`, and the engine they run on (None if
+    none is active)."""
+    active = [r for r in requests if r._active]
+    return [r._op for r in active], active[0]._engine if active else None
 
 
 class Prequest(Request):
@@ -1168,7 +1174,6 @@ for _name, _attr in list(vars(Comm).items()):
     if not _name.startswith("_") and _name not in vars(_NullComm):
         setattr(_NullComm, _name,
                 property(_invalid(_name)) if isinstance(_attr, property) else _invalid(_name))
-
 
 
 def _predefined(context):

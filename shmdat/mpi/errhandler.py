@@ -74,8 +74,8 @@ def _abort(obj, errorcode):
 
 
 _RETURN = _Handler("ERRORS_RETURN", handle=0x54000001)
-_PREDEFINED = {h.name: h for h in (_RETURN, _Handler("ERRORS_ARE_FATAL", handle=0x54000000),
-                                   _Handler("ERRORS_ABORT", handle=0x54000003))}
+_PREDEFINED = (_RETURN, _Handler("ERRORS_ARE_FATAL", handle=0x54000000),
+               _Handler("ERRORS_ABORT", handle=0x54000003))
 _slots_lock = threading.Lock()
 _slots = {"Comm": [], "Win": []}    # kind -> the user handlers alive
 
@@ -165,11 +165,8 @@ class Errhandler(unimplemented.Missing):
 
 
 ERRHANDLER_NULL = Errhandler()
-ERRORS_RETURN = Errhandler._to(_RETURN)
-ERRORS_ARE_FATAL = Errhandler._to(_PREDEFINED["ERRORS_ARE_FATAL"])
-ERRORS_ABORT = Errhandler._to(_PREDEFINED["ERRORS_ABORT"])
-_CONSTANTS = {"ERRORS_RETURN": ERRORS_RETURN, "ERRORS_ARE_FATAL": ERRORS_ARE_FATAL,
-              "ERRORS_ABORT": ERRORS_ABORT}
+_CONSTANTS = {handler.name: Errhandler._to(handler) for handler in _PREDEFINED}  # what pickle names
+ERRORS_RETURN, ERRORS_ARE_FATAL, ERRORS_ABORT = _CONSTANTS.values()
 
 
 class ErrorHandling:

@@ -161,9 +161,6 @@ class Exception(RuntimeError):    # noqa: A001 - mpi4py's name: MPI.Exception
     def __int__(self):
         return self.args[0]
 
-    def __index__(self):
-        return self.args[0]
-
     def __bool__(self):
         return self.args[0] != SUCCESS
 

@@ -8,7 +8,6 @@ pyverbs on a NIC), as mlx5dv's calls fail on a device that is not mlx5.
 """
 
 import errno
-import time
 from typing import NamedTuple
 
 from ....hw import cma
@@ -123,8 +122,7 @@ def watch(ctx):
     PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
     if ctx.__class__ is not Context:
         _shm0(ctx, Context, "ctx", "watch")
-    if time.monotonic() >= ctx._next_liveness:     # (the device's own test, without its call)
-        ctx.watch()
+    ctx.watch()
     return events_queued.value
 
 

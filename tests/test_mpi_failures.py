@@ -48,7 +48,8 @@ for i in range(50):
 
 def test_a_receive_from_a_rank_that_has_exited_raises_instead_of_blocking(tmp_path):
     # No launcher help here: rank 1 exits cleanly (status 0) without sending, and rank 0's
-    # receive from it must fail on its own.
+    # receive from it must fail on its own: rank 1's finalize said so (its BYE comes before
+    # its connection ends).
     r = launch(tmp_path, 2, HEAD + """
 if rank == 0:
     try:
@@ -57,7 +58,7 @@ if rank == 0:
         print("rank 0:", e.Get_error_class() == MPI.ERR_OTHER, e, flush=True)
 """)
     assert r.returncode == 0, r.stderr
-    assert "rank 0: True" in r.stdout and "rank 1 has gone" in r.stdout
+    assert "rank 0: True" in r.stdout and "rank 1 has finalized" in r.stdout
     assert leftovers(pids(r.stdout)) == []
 
 
@@ -161,7 +162,8 @@ def test_a_rank_that_raises_inside_a_collective_ends_the_job(tmp_path, body):
 
 
 def test_waitany_completes_a_live_request_when_another_waits_on_a_rank_gone(tmp_path):
-    # Rank 1 exits without sending; rank 2 sends to rank 0 once it knows rank 1 has gone.
+    # Rank 1 exits without sending (its finalize tells the others); rank 2 sends to rank 0
+    # once it knows rank 1 will not send.
     # Rank 0's Waitany must return rank 2's message, whenever it notices rank 1's end.
     r = launch(tmp_path, 3, HEAD + """
 if rank == 0:
@@ -170,7 +172,7 @@ if rank == 0:
     try:
         reqs[0].wait()
     except MPI.Exception as e:
-        print("then:", "rank 1 has gone" in str(e), flush=True)
+        print("then:", "rank 1 has finalized" in str(e), flush=True)
 elif rank == 2:
     try:
         comm.recv(source=1)

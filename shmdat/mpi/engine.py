@@ -25,6 +25,7 @@ from shmdat import DtoOp, DtoStatus, EpAttr, EventNumber, EvdFlags, LmrTriplet, 
 from . import errors
 from .errors import Exception as MPIException
 from .matching import ANY_SOURCE, Matcher, Message
+from .memory import BOUNCE_LIMIT, BounceArena, RegistrationCache
 
 SLOT = 65536                        # one eager slot: header and payload
 HEADER = struct.Struct("<BxxxiiIq")  # kind, comm, tag, seq, length
@@ -33,6 +34,7 @@ RTS_BODY = struct.Struct(f"<{RmrTriplet.SIZE}sq")  # the sender's buffer, its re
 FIN_BODY = struct.Struct("<q")       # the sender's request id (also a SYNC's prefix)
 _tuple_new = tuple.__new__          # LmrTriplet(...) without namedtuple's Python-level __new__
 EAGER, RTS, FIN, SYNC = 0, 1, 2, 3
+BYE = 7                             # the sender has begun to close: nothing new will come
 WIN_ACC, WIN_LOCK, WIN_UNLOCK = 4, 5, 6  # a window's messages, handled by the window
 WIN_BODY_LIMIT = EAGER_LIMIT - FIN_BODY.size  # a window message's body (after its request id)
 SYNC_LIMIT = EAGER_LIMIT - FIN_BODY.size  # larger synchronous sends go by rendezvous
@@ -43,18 +45,18 @@ MAX_RMA = 8                         # a window's RDMA writes and reads outstandi
 WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers this often
 WAKE_EVENTS = 16                    # room in the EVD for _wake's software events
 POLL_SECONDS = 0.002                # a waiting rank polls this long before it sleeps
-CACHE_ENTRIES = 16                  # registrations kept in the cache
 SEND_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.REMOTE_READ
 RECV_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE
 
 
 class SendOp:
     """A send in progress: `done` once the user's buffer may be reused and nothing more is
-    owed to the receiver."""
-    __slots__ = ("dest", "done", "error", "registration")
+    owed to the receiver. A rendezvous send holds its data in `registration` (the user
+    buffer's LMR) or at `bounce` (its region of the bounce arena) until its FIN."""
+    __slots__ = ("dest", "done", "error", "registration", "bounce")
 
     def __init__(self, dest, done=False):
-        self.dest, self.done, self.error, self.registration = dest, done, 0, None
+        self.dest, self.done, self.error, self.registration, self.bounce = dest, done, 0, None, None
 
 
 class RmaOp(SendOp):
@@ -94,50 +96,19 @@ class Peer:
         self.recv_iovs = [[recv_lmr.triplet(slot * SLOT, SLOT)] for slot in range(RECV_SLOTS)]
         self.send_context, self.send_address = send_lmr.triplet(0, 0)[:2]
         self.free_slots = list(range(SEND_SLOTS))
-        self.backlog = collections.deque()   # control messages (bytes) waiting for a slot
+        self.backlog = collections.deque()   # control messages (kind, body) waiting for a slot
         self.reads = collections.deque()     # (Message, RecvOp) waiting for a read's room
         self.reads_in_flight = 0
+        self.bounced = 0                     # rendezvous sends in the bounce arena, unread
         self.rma_in_flight = 0               # a window's RDMA writes and reads
         self.seq_out = self.seq_in = 0
         self.gone = None                     # why the connection ended, once it has
+        self.closing = False                 # it has sent BYE
 
 
 def _check_live(peer):
     if peer.gone:
         raise MPIException(errors.ERR_OTHER, f"rank {peer.rank} has gone ({peer.gone})")
-
-
-class RegistrationCache:
-    """LMRs of user buffers, least recently used dropped first. An LMR keeps its buffer
-    alive, so a cached (address, length, privileges) cannot name another buffer."""
-
-    def __init__(self, ia, pz):
-        self.ia, self.pz = ia, pz
-        self.entries = collections.OrderedDict()   # key -> [lmr, users]
-
-    def get(self, view, privileges):
-        """An LMR covering the byte memoryview `view`, with `privileges`; release() it after."""
-        array = np.frombuffer(view, np.uint8)
-        key = (array.ctypes.data, len(view), privileges)
-        entry = self.entries.get(key)
-        if entry is None:
-            entry = self.entries[key] = [self.ia.lmr_create(self.pz, array, privileges), 0]
-            self._trim()
-        self.entries.move_to_end(key)
-        entry[1] += 1
-        return entry[0]
-
-    def release(self, lmr):
-        for entry in self.entries.values():
-            if entry[0] is lmr:
-                entry[1] -= 1
-                break
-        self._trim()
-
-    def _trim(self):
-        idle = [k for k, (_, users) in self.entries.items() if users == 0]
-        for key in idle[:max(0, len(self.entries) - CACHE_ENTRIES)]:
-            self.entries.pop(key)[0].free()
 
 
 def _threads():
@@ -183,6 +154,8 @@ class Engine:
         self.peers = [None] * size
         self.matcher = Matcher()
         self.cache = RegistrationCache(self.ia, self.pz)
+        self.bounce = BounceArena(self.ia, self.pz, SEND_PRIVILEGES)
+        self.closing = False       # close() has begun: no receive will be posted now
         self.rendezvous = {}       # request id -> SendOp waiting for its FIN
         self.next_id = 0
         self.windows = {}          # window id -> its Win (shmdat/mpi/win.py): on_message()
@@ -203,11 +176,21 @@ class Engine:
 
     @_entry
     def close(self):
-        """At exit: let every eager send reach its peer (closing the IA under one would
-        lose it), then close the IA."""
+        """At exit (MPI_Finalize): tell every peer (BYE), and answer every rendezvous and
+        synchronous send no receive will match now, so that no peer's exit waits on this
+        one (and a receive a peer posts for this rank then fails instead of hanging); then wait
+        until every eager send has reached its peer and every peer has read the sends held
+        in the bounce arena (or has gone), and close the IA."""
+        self.closing = True
         live = [p for p in self.peers if p is not None]
-        self._wait_until(lambda: all(p.gone or len(p.free_slots) == SEND_SLOTS
-                                     and not p.backlog for p in live), [])
+        for peer in live:
+            self._post_control(peer, BYE, b"")
+        unexpected = self.matcher.unexpected
+        for msg in [m for m in unexpected if m.rts is not None or m.ack is not None]:
+            unexpected.remove(msg)
+            self.answer(msg.source, msg.ack if msg.rts is None else msg.rts[1])
+        self._wait_until(lambda: all(p.gone or len(p.free_slots) == SEND_SLOTS and not p.backlog
+                                     and not p.bounced for p in live), [])
         self.ia.close()
 
     # Starting operations.
@@ -231,12 +214,22 @@ class Engine:
             self._post(peer, SYNC, comm, tag, len(view),
                        FIN_BODY.pack(self._await_fin(op)) + bytes(view))
             return op
-        # A rendezvous send is synchronous already: its FIN comes after the match.
+        # Rendezvous: the receiver reads the data once matched, then sends FIN. Copied into
+        # the bounce arena, the send is done at once (a synchronous one at its FIN), and the
+        # read is a copy from memory the receiver maps; read from the user's buffer (too
+        # large, or the arena full), the send is done at the FIN.
+        nbytes = len(view)
         op = SendOp(dest)
-        op.registration = self.cache.get(view, SEND_PRIVILEGES)
-        body = RTS_BODY.pack(op.registration.rmr_triplet(0, len(view)).pack(),
-                             self._await_fin(op))
-        self._post(peer, RTS, comm, tag, len(view), body)
+        start = self.bounce.alloc(nbytes) if nbytes <= BOUNCE_LIMIT else None
+        if start is None:
+            op.registration = self.cache.get(view, SEND_PRIVILEGES)
+            rmr = op.registration.rmr_triplet(0, nbytes)
+        else:
+            self.bounce.view[start:start + nbytes] = view
+            op.bounce, op.done = start, not sync
+            peer.bounced += 1
+            rmr = self.bounce.lmr.rmr_triplet(start, nbytes)
+        self._post(peer, RTS, comm, tag, nbytes, RTS_BODY.pack(rmr.pack(), self._await_fin(op)))
         return op
 
     def _await_fin(self, op):
@@ -259,6 +252,10 @@ class Engine:
         if op.registration is not None:
             self.cache.release(op.registration)
             op.registration = None
+        elif op.bounce is not None:
+            self.bounce.free(op.bounce)
+            op.bounce = None
+            self.peers[op.dest].bounced -= 1
         if data:                   # a window message's answer (Get_accumulate's old values)
             op.result[:len(data)] = data
         op.done = True
@@ -271,7 +268,7 @@ class Engine:
             self._on_fin(request_id, data)
             self._wake()
         else:
-            self._post_control(self.peers[source], FIN_BODY.pack(request_id) + data)
+            self._post_control(self.peers[source], FIN, FIN_BODY.pack(request_id) + data)
 
     @_entry
     def post_recv(self, comm, source, tag, buf):
@@ -497,10 +494,13 @@ class Engine:
                 "a receive from this rank itself that no send posted before it can match: it "
                 "would never complete")
         if op.source == ANY_SOURCE:
-            if all(p is None or p.gone for p in self.peers):
-                return "a receive from ANY_SOURCE, and every other rank has gone"
+            if all(p is None or p.gone or p.closing for p in self.peers):
+                return "a receive from ANY_SOURCE, and every other rank has gone or finalized"
             return None
         peer = self.peers[op.source]
+        if peer.closing and op in self.matcher.posted:    # (matched: its read is under way)
+            return (f"rank {op.source} has finalized and sent no message this receive "
+                    "matches: it would never complete")
         return f"rank {op.source} has gone ({peer.gone})" if peer.gone else None
 
     # Progress.
@@ -563,6 +563,8 @@ class Engine:
                          FIN_BODY.unpack_from(body)[0])
         elif kind == FIN:
             self._on_fin(FIN_BODY.unpack_from(body)[0], body[FIN_BODY.size:])
+        elif kind == BYE:
+            peer.closing = True
         else:                      # a window's message: its request id, then the window's body
             self.windows[comm].on_message(kind, peer.rank, FIN_BODY.unpack_from(body)[0],
                                           body[FIN_BODY.size:])
@@ -573,6 +575,9 @@ class Engine:
         eager payload copied out of its slot). `ack`: a synchronous send's request id."""
         op = self.matcher.take_posted(comm, source, tag)
         if op is None:
+            if self.closing and (rts is not None or ack is not None):   # nothing will match it
+                self.answer(source, ack if rts is None else rts[1])
+                return
             self.matcher.unexpected.append(
                 Message(source, comm, tag, nbytes, None if rts else bytes(payload), rts, ack))
         elif rts is None:
@@ -609,7 +614,7 @@ class Engine:
             if msg.length > len(op.buf):
                 # Truncated: the data is not read, but the sender must still hear FIN.
                 op.error, op.done = errors.ERR_TRUNCATE, True
-                self._post_control(peer, FIN_BODY.pack(request_id))
+                self._post_control(peer, FIN, FIN_BODY.pack(request_id))
                 continue
             lmr = self.cache.get(op.buf[:msg.length], RECV_PRIVILEGES)
             peer.reads_in_flight += 1
@@ -621,20 +626,21 @@ class Engine:
         self.cache.release(lmr)
         op.done = True
         peer.reads_in_flight -= 1
-        self._post_control(peer, FIN_BODY.pack(request_id))
+        self._post_control(peer, FIN, FIN_BODY.pack(request_id))
         self._post_reads(peer)
 
     def _on_send_done(self, peer, slot):
         peer.free_slots.append(slot)
         if peer.backlog:
-            self._post(peer, FIN, 0, 0, 0, peer.backlog.popleft())
+            self._post(peer, *peer.backlog.popleft())
 
-    def _post_control(self, peer, body):
-        """A FIN: posted now if a slot is free, else when one frees (progress never blocks)."""
+    def _post_control(self, peer, kind, body):
+        """A FIN or BYE: posted now if a slot is free, else when one frees (progress never
+        blocks)."""
         if peer.free_slots:
-            self._post(peer, FIN, 0, 0, 0, body)
+            self._post(peer, kind, 0, 0, 0, body)
         else:
-            peer.backlog.append(body)
+            peer.backlog.append((kind, 0, 0, 0, body))
 
     def _post(self, peer, kind, comm, tag, nbytes, body):
         if peer.gone:

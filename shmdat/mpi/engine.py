@@ -528,6 +528,7 @@ class Engine:
         if done.status != DtoStatus.SUCCESS:
             if peer.gone is None:
                 peer.gone = f"{done.operation.name} completed {done.status.name}"
+                self._free_bounces(peer)
             if type(what) is RmaOp:
                 self._end_rma(peer, what)  # never done: its waiter learns the peer has gone
             elif done.operation == DtoOp.RDMA_READ:
@@ -544,6 +545,15 @@ class Engine:
             self._on_read_done(peer, what)
         if self.schedules:
             self._advance_schedules()
+
+    def _free_bounces(self, peer):
+        """`peer` has gone: the sends to it in the bounce arena will never be read (else
+        their regions would hold the arena's tail for ever)."""
+        for op in self.rendezvous.values():
+            if op.dest == peer.rank and op.bounce is not None:
+                self.bounce.free(op.bounce)
+                op.bounce = None
+        peer.bounced = 0
 
     def _on_receive(self, peer, slot, length):
         base = slot * SLOT

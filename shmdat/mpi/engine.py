@@ -1,11 +1,13 @@
 """The progress engine of one rank: its IA, one DTO EVD for every EP, eager slots,
-rendezvous by one RDMA read, and the registration cache. Only shmdat's public DAT API.
+rendezvous by one RDMA read (of the bounce arena or the user's buffer: memory.py), and
+finalize. Only shmdat's public DAT API.
 
 Every message starts with HEADER {kind, comm, tag, seq, length}; its source is the EP it
 came on. EAGER carries its payload; SYNC (a synchronous send's eager message) carries the
 sender's request id, then its payload, and is answered by FIN once matched; RTS carries
-the sender's RmrTriplet and request id (the receiver RDMA-reads the data, then sends FIN
-with that id); FIN completes a rendezvous or synchronous send. A window's messages (WIN_ACC,
+an RmrTriplet of the data and the sender's request id (the receiver RDMA-reads the data,
+then sends FIN with that id); FIN completes a rendezvous or synchronous send, or frees its
+bounce region; BYE says the sender has begun to finalize. A window's messages (WIN_ACC,
 WIN_LOCK, WIN_UNLOCK; comm: the window's id) carry a request id, then the window's own body,
 and are answered by FIN with that id and the answer's data (shmdat/mpi/win.py); a window's
 Put and Get are one RDMA write or read. docs/design/mpi.md has the whole protocol."""

@@ -36,6 +36,8 @@ class Channel:
         self._scratch = bytearray()
         self._started = 0           # non-blocking collectives started on this channel
         self.schedule = None        # a non-blocking channel's collective, once started
+        self.flags = None           # the channel of its small blocking collectives, made at
+        #                             the first (flags.FlagChannel: Comm._flags)
 
     def nonblocking(self):
         """A channel for one non-blocking collective: its own tag and scratch (others may run

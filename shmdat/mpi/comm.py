@@ -13,6 +13,7 @@ from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
 from .engine import Engine, RecvOp, SendOp
 from .errors import Exception as MPIException
+from .flags import SLOT_PAYLOAD, FlagChannel
 from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .ops import MAX, SUM
@@ -596,6 +597,8 @@ class Comm(ErrorHandling, unimplemented.Missing):
         if self._context in (WORLD_CONTEXT, SELF_CONTEXT):
             raise MPIException(errors.ERR_COMM, f"Free of {self._name}")
         self._drop_errhandler()
+        if self._channel.flags is not None:
+            self._channel.flags.close()
         self.__class__ = _NullComm      # every call now raises ERR_COMM, at no cost to others
 
     def Get_group(self):
@@ -818,8 +821,20 @@ class Comm(ErrorHandling, unimplemented.Missing):
     # Synchronization.
 
     def _barrier(self, ch):
-        """MPI_Barrier by dissemination: ceil(log2 size) rounds of empty messages."""
-        collectives.barrier(ch)
+        """MPI_Barrier by dissemination: ceil(log2 size) rounds (blocking: of flag writes,
+        flags.py; non-blocking: of empty messages)."""
+        collectives.barrier(self._flags(ch))
+
+    def _flags(self, ch):
+        """The channel for a small collective on `ch`: the communicator's FlagChannel (made
+        by the first, on every rank) if `ch` is its blocking channel and there are other
+        ranks, else `ch` itself; its epoch begun."""
+        if ch is not self._channel or self._size == 1:
+            return ch
+        if ch.flags is None:
+            ch.flags = FlagChannel.open(ch)
+        ch.flags.begin()
+        return ch.flags
 
     Barrier, Ibarrier = _blocking(_barrier), _nonblocking(_barrier)
     barrier = Barrier
@@ -854,14 +869,18 @@ class Comm(ErrorHandling, unimplemented.Missing):
     Reduce, Ireduce = _blocking(_reduce), _nonblocking(_reduce)
 
     def _allreduce(self, ch, sendbuf, recvbuf, op=SUM):
-        """MPI_Allreduce: recursive doubling; on more than 2 ranks from ALLREDUCE_LARGE
-        bytes with a commutative op, reduce-scatter + allgather. `sendbuf` may be IN_PLACE."""
+        """MPI_Allreduce: recursive doubling (blocking, up to SLOT_PAYLOAD bytes: of flag
+        writes, flags.py); on more than 2 ranks from ALLREDUCE_LARGE bytes with a
+        commutative op, reduce-scatter + allgather. `sendbuf` may be IN_PLACE."""
         acc, datatype = _accumulator(sendbuf, recvbuf)
         if self._size > 2 and acc.nbytes >= collectives.ALLREDUCE_LARGE and \
                 op.Is_commutative():
             collectives.allreduce_large(ch, acc, op, datatype)
         else:
-            collectives.allreduce(ch, acc, Arrays(op, acc, datatype))
+            codec = Arrays(op, acc, datatype)       # (checks the op before any message)
+            if acc.nbytes <= SLOT_PAYLOAD:
+                ch = self._flags(ch)
+            collectives.allreduce(ch, acc, codec)
 
     Allreduce, Iallreduce = _blocking(_allreduce), _nonblocking(_allreduce)
 

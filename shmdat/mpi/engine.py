@@ -22,7 +22,8 @@ import time
 import numpy as np
 
 import shmdat
-from shmdat import DtoOp, DtoStatus, EpAttr, EventNumber, EvdFlags, LmrTriplet, MemPriv, RmrTriplet
+from shmdat import (CompletionFlags, DtoOp, DtoStatus, EpAttr, EventNumber, EvdFlags, LmrTriplet,
+                    MemPriv, RmrTriplet)
 
 from . import errors
 from .errors import Exception as MPIException
@@ -34,6 +35,7 @@ HEADER = struct.Struct("<BxxxiiIq")  # kind, comm, tag, seq, length
 EAGER_LIMIT = SLOT - HEADER.size     # larger messages go by rendezvous
 RTS_BODY = struct.Struct(f"<{RmrTriplet.SIZE}sq")  # the sender's buffer, its request id
 FIN_BODY = struct.Struct("<q")       # the sender's request id (also a SYNC's prefix)
+_SUPPRESS = int(CompletionFlags.SUPPRESS)   # (a plain int: the post's fast path)
 _tuple_new = tuple.__new__          # LmrTriplet(...) without namedtuple's Python-level __new__
 EAGER, RTS, FIN, SYNC = 0, 1, 2, 3
 BYE = 7                             # the sender has begun to close: nothing new will come
@@ -44,6 +46,7 @@ RECV_SLOTS = 8                      # receives kept posted per peer
 SEND_SLOTS = 8                      # eager sends outstanding per peer
 MAX_READS = 8                       # rendezvous RDMA reads outstanding per peer
 MAX_RMA = 8                         # a window's RDMA writes and reads outstanding per peer
+FLAG_WRITES = 4                     # a collective's flag writes (flags.py) in the request queue
 WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers this often
 WAKE_EVENTS = 16                    # room in the EVD for _wake's software events
 POLL_SECONDS = 0.002                # a waiting rank polls this long before it sleeps
@@ -148,7 +151,7 @@ class Engine:
         self.ia = shmdat.ia_open()
         self.pz = self.ia.pz_create()
         self.evd = self.ia.evd_create(
-            (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS + MAX_RMA) + WAKE_EVENTS,
+            (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS + MAX_RMA + FLAG_WRITES) + WAKE_EVENTS,
             EvdFlags.DTO | EvdFlags.SOFTWARE)       # (software events: _wake)
         # Connection requests and connection events share one EVD: the wire-up waits on one.
         self.cm_evd = self.ia.evd_create(4 * size + 8, EvdFlags.CR | EvdFlags.CONNECTION)
@@ -165,7 +168,7 @@ class Engine:
         self.advancing = False     # (their rounds' sends may wait, handling events meanwhile)
         self.next_window = 0       # the lowest window id this rank has not used
         attr = EpAttr(max_recv_dtos=RECV_SLOTS,
-                      max_request_dtos=SEND_SLOTS + MAX_READS + MAX_RMA,
+                      max_request_dtos=SEND_SLOTS + MAX_READS + MAX_RMA + FLAG_WRITES,
                       max_recv_iov=1, max_request_iov=1)
         for r in range(size):
             if r != rank:
@@ -336,6 +339,21 @@ class Engine:
             peer.ep.post_rdma_read(local, (peer, op), rmr)
         return op
 
+    @_entry
+    def write_flag(self, dest, local_iov, rmr):
+        """An RDMA write of `local_iov` to `rmr` at rank `dest`, completion suppressed (a
+        collective's flag slot: flags.py); MPI.Exception ERR_OTHER if `dest` has gone."""
+        peer = self.peers[dest]
+        _check_live(peer)
+        peer.ep.post_rdma_write(local_iov, (peer, None), rmr, _SUPPRESS)
+
+    @_entry
+    def nap(self, timeout_us):
+        """Wait up to `timeout_us` for an event and handle it (at once if another thread
+        waits on the EVD): the wait of something no event announces (flags.py's slots)."""
+        if not self.waiting:
+            self._wait_event(timeout_us)
+
     def _end_rma(self, peer, op):
         peer.rma_in_flight -= 1
         self.cache.release(op.registration)
@@ -401,19 +419,24 @@ class Engine:
                 finally:
                     self.sleepers -= 1
                 continue
-            self.waiting = True
-            saved = self.lock._release_save()   # (held once per entry point on the stack)
-            try:
-                event, _ = self.evd.wait(WAIT_SLICE_US)
-            except shmdat.TimeoutExpired:
-                continue
-            finally:
-                self.lock._acquire_restore(saved)
-                self.waiting = False
-                if self.sleepers:
-                    self.turns.notify_all()
-            if event.number != EventNumber.SOFTWARE_EVENT:
-                self._handle(event.data)
+            self._wait_event(WAIT_SLICE_US)
+
+    def _wait_event(self, timeout_us):
+        """Be the EVD's waiter for up to `timeout_us` (the lock let go meanwhile) and handle
+        the event that comes, if one does."""
+        self.waiting = True
+        saved = self.lock._release_save()   # (held once per entry point on the stack)
+        try:
+            event, _ = self.evd.wait(timeout_us)
+        except shmdat.TimeoutExpired:
+            return
+        finally:
+            self.lock._acquire_restore(saved)
+            self.waiting = False
+            if self.sleepers:
+                self.turns.notify_all()
+        if event.number != EventNumber.SOFTWARE_EVENT:
+            self._handle(event.data)
 
     def _wake(self):
         """Operations have completed outside the EVD's events (a message from this rank to

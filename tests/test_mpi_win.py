@@ -226,3 +226,81 @@ def test_the_same_program_under_mpi4py_and_mpich(tmp_path):
     assert theirs.returncode == 0, theirs.stderr
     assert ours.returncode == 0, ours.stderr
     assert _lines(ours.stdout) != [] and _lines(ours.stdout) == _lines(theirs.stdout)
+
+
+# Attributes, group, name, WIN_NULL and handles; the lines printed (one write per rank, so
+# that ranks' lines do not interleave) are compared with MPICH's.
+ATTRIBUTES = FAILS + """
+import os, pickle, sys
+import numpy as np
+if sys.argv[1:] == ["mpi4py"]:
+    from mpi4py import MPI
+else:
+    from shmdat.mpi import MPI
+SHMDAT = MPI.__name__.startswith("shmdat")
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+out = []
+mem = np.zeros(5 + rank, np.int32)
+win = MPI.Win.Create(mem, 4, comm=comm)
+assert win.Get_attr(MPI.WIN_BASE) == mem.ctypes.data and win.attrs[0] == mem.ctypes.data
+assert win.attrs[1:] == (4 * (5 + rank), 4) == (win.Get_attr(MPI.WIN_SIZE),
+                                                win.Get_attr(MPI.WIN_DISP_UNIT))
+out.append(("create", win.flavor == win.Get_attr(MPI.WIN_CREATE_FLAVOR) == MPI.WIN_FLAVOR_CREATE,
+            win.model == win.Get_attr(MPI.WIN_MODEL) == MPI.WIN_UNIFIED))
+group = win.Get_group()
+assert MPI.Group.Compare(group, comm.Get_group()) == MPI.IDENT
+assert (group.size, group.rank) == (size, rank) == (win.group_size, win.group_rank)
+group.Free()
+out.append(("name", win.Get_name(), MPI.WIN_NULL.Get_name()))
+win.name = "mine"
+out.append(("named", win.name))
+out.append(("null", bool(MPI.WIN_NULL), MPI.Win() == MPI.WIN_NULL, MPI.Win() is MPI.WIN_NULL,
+            bool(win), win == MPI.WIN_NULL, win != MPI.WIN_NULL, MPI.Win(win) == win))
+out.append(("pickle", pickle.loads(pickle.dumps(MPI.WIN_NULL)) is MPI.WIN_NULL))
+fails(ValueError, pickle.dumps, win)
+fails(TypeError, MPI.Win, 3)
+fails(MPI.ERR_KEYVAL, win.Get_attr, MPI.TAG_UB)
+alloc = MPI.Win.Allocate(8 * (rank + 1), 8, comm=MPI.COMM_SELF)
+out.append(("allocate", alloc.flavor == MPI.WIN_FLAVOR_ALLOCATE, alloc.attrs[1:],
+            alloc.group_size, alloc.group_rank))
+assert alloc.attrs[0] == np.frombuffer(alloc.tomemory(), np.uint8).ctypes.data
+alloc.Free()
+bottom = MPI.Win.Create(MPI.BOTTOM, 1, MPI.INFO_NULL, MPI.COMM_SELF)
+out.append(("bottom", bottom.attrs))
+bottom.Free()
+win.Free()
+out.append(("freed", win == MPI.WIN_NULL, bool(win), win.Get_name()))
+for call in (win.Fence, win.Free, win.Get_group, MPI.WIN_NULL.Get_group):
+    fails(MPI.ERR_WIN, call)
+fails(MPI.ERR_WIN, win.Get_attr, MPI.WIN_SIZE)
+if SHMDAT:    # mpi4py's copy keeps the freed C handle; here it names the window's state
+    copy = MPI.Win.Create(np.zeros(1), comm=comm)
+    other = MPI.Win(copy)
+    copy.Free()
+    assert other == MPI.WIN_NULL and not other
+os.write(1, "".join(" ".join(map(str, (rank, *line))) + "\\n" for line in out).encode())
+"""
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_attributes_group_name_and_win_null(tmp_path, n):
+    r = launch(tmp_path, n, ATTRIBUTES)
+    assert r.returncode == 0, r.stderr
+    assert len(_lines(r.stdout)) == 8 * n and r.stderr == ""
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (mpi4py + MPICH) installed")
+def test_attributes_the_same_under_mpi4py_and_mpich(tmp_path):
+    pytest.importorskip("mpi4py")
+    _same_under_mpich(tmp_path, ATTRIBUTES)
+
+
+def _same_under_mpich(tmp_path, program):
+    ours = launch(tmp_path, 3, program, timeout=100)
+    theirs = subprocess.run([MPIEXEC, "-n", "3", sys.executable, write(tmp_path, program),
+                             "mpi4py"], capture_output=True, text=True, timeout=TIMEOUT,
+                            env=env())
+    assert theirs.returncode == 0, theirs.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert _lines(ours.stdout) != [] and _lines(ours.stdout) == _lines(theirs.stdout)

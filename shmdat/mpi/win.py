@@ -13,7 +13,7 @@ import numpy as np
 from shmdat import MemPriv, RmrTriplet
 
 from . import errors, ops, unimplemented
-from .datatypes import BYTE, NAMED, Datatype, message
+from .datatypes import BYTE, NAMED, BottomType, Datatype, message
 from .errhandler import ErrorHandling
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
@@ -26,6 +26,12 @@ WINDOW_PRIVILEGES = (MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE | MemPriv.REMOTE_R
                      | MemPriv.REMOTE_WRITE)
 ACC_BODY = struct.Struct("<qHH?")   # target byte offset, op, datatype, answer the old values
 LOCK_BODY = struct.Struct("<?")     # exclusive (WIN_LOCK and WIN_UNLOCK)
+# Get_attr's predefined keys and their values (MPICH's numbers, as mpi4py over MPICH has them).
+WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL = (
+    0x66000001, 0x66000003, 0x66000005, 0x66000007, 0x66000009)
+WIN_FLAVOR = WIN_CREATE_FLAVOR
+WIN_FLAVOR_CREATE, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED = 1, 2, 3, 4
+WIN_SEPARATE, WIN_UNIFIED = 1, 2
 
 
 class Info(unimplemented.Missing):
@@ -105,17 +111,34 @@ def _check_op(op, datatype):
 
 class Win(ErrorHandling, unimplemented.Missing):
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate, Fence,
-    Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all, tomemory, Free. Target ranks are
-    the communicator's."""
+    Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all, tomemory, Free; the attributes,
+    group and name. Target ranks are the communicator's. A handle whose window is freed, or
+    Win(), is null: equal to WIN_NULL."""
 
     _unimplemented = unimplemented.WIN
     _kind = "Win"
 
     COMM_SELF = None    # mpi4py's default communicator, set by MPI.py (it cannot be imported)
 
-    def __init__(self, memory, lmr, disp_unit, comm):
+    def __init__(self, win=None):
+        """mpi4py's Win(win=None): a null handle (equal to WIN_NULL, false), or another handle
+        to `win`'s window: the same state (its very __dict__), so that a Free through either
+        makes both null. TypeError for anything else."""
+        if win is None:
+            self._memory = None         # null: every call but Get_name raises ERR_WIN
+        elif isinstance(win, Win):
+            self.__dict__ = win.__dict__
+        else:
+            raise TypeError(f"expected a Win, not {type(win).__name__}")
+
+    @classmethod
+    def _open(cls, memory, lmr, disp_unit, comm, flavor):
+        """The window over `memory` (registered as `lmr`, None if empty) of every member of
+        `comm` (collective): ids and triplets agreed, registered with the engine."""
+        self = cls.__new__(cls)
         engine = self._engine = comm._engine
-        self._memory, self._lmr, self._comm = memory, lmr, comm
+        self._memory, self._lmr, self._comm, self._flavor = memory, lmr, comm, flavor
+        self._name = ""
         mine = (engine.next_window, tuple(lmr.rmr_triplet()) if lmr else (0, 0, 0), disp_unit)
         self._ranks = [comm._ranks[r] for r in range(comm.size)]
         self._rank, members = comm.rank, comm.allgather(mine)
@@ -129,20 +152,41 @@ class Win(ErrorHandling, unimplemented.Missing):
         self._waiting = collections.deque()       # lock requests not yet granted
         engine.windows[self._id] = self
         comm.Barrier()          # every member has registered the window before any message
+        return self
+
+    def __eq__(self, other):
+        """As mpi4py's handles: equal if both name the same window, or both are null (WIN_NULL,
+        a freed window). Unhashable, as mpi4py's."""
+        if not isinstance(other, Win):
+            return NotImplemented
+        return self.__dict__ is other.__dict__ or self._memory is None and other._memory is None
+
+    __hash__ = None
+
+    def __bool__(self):
+        return self._memory is not None
+
+    def __reduce__(self):
+        """pickle: WIN_NULL (and a null handle) only, as mpi4py; a window is ValueError."""
+        if self._memory is not None:
+            raise ValueError("cannot serialize a window: only WIN_NULL can be pickled")
+        return "WIN_NULL" if self is WIN_NULL else (Win, ())
 
     @classmethod
     def Create(cls, memory, disp_unit=1, info=INFO_NULL, comm=None):
         """MPI_Win_create: a window over `memory` (a writable contiguous buffer), registered
         for remote reads and writes; collective over `comm` (None: COMM_SELF). Displacements
-        at a target count in its `disp_unit` bytes. BufferError (read-only or not contiguous,
-        as mpi4py), MPI.Exception ERR_DISP (disp_unit below 1)."""
+        at a target count in its `disp_unit` bytes; MPI.BOTTOM (or None) gives no memory.
+        BufferError (read-only or not contiguous, as mpi4py), MPI.Exception ERR_DISP
+        (disp_unit below 1)."""
         _check_disp_unit(disp_unit)
         comm = cls.COMM_SELF if comm is None else comm
         engine = comm._engine
-        data = message([memory, BYTE], True)[0]
+        data = memoryview(bytearray()) if isinstance(memory, BottomType) \
+            else message([memory, BYTE], True)[0]
         lmr = engine.ia.lmr_create(engine.pz, np.frombuffer(data, np.uint8),
                                    WINDOW_PRIVILEGES) if len(data) else None
-        return cls(data, lmr, disp_unit, comm)
+        return cls._open(data, lmr, disp_unit, comm, WIN_FLAVOR_CREATE)
 
     @classmethod
     def Allocate(cls, size, disp_unit=1, info=INFO_NULL, comm=None):
@@ -155,13 +199,79 @@ class Win(ErrorHandling, unimplemented.Missing):
         comm = cls.COMM_SELF if comm is None else comm
         engine = comm._engine
         lmr = engine.ia.lmr_create(engine.pz, size, WINDOW_PRIVILEGES) if size else None
-        return cls(memoryview(lmr.buffer) if lmr else memoryview(bytearray()), lmr, disp_unit,
-                   comm)
+        return cls._open(memoryview(lmr.buffer) if lmr else memoryview(bytearray()), lmr,
+                         disp_unit, comm, WIN_FLAVOR_ALLOCATE)
 
     def tomemory(self):
         """This rank's window memory, as a byte memoryview."""
         self._check_live()
         return self._memory
+
+    # The window's attributes, group and name.
+
+    def Get_attr(self, keyval):
+        """MPI_Win_get_attr of a predefined key: WIN_BASE (the address of this rank's window
+        memory, 0 if it has none), WIN_SIZE (its bytes), WIN_DISP_UNIT, WIN_CREATE_FLAVOR
+        (WIN_FLAVOR_CREATE or WIN_FLAVOR_ALLOCATE), WIN_MODEL (WIN_UNIFIED: RDMA reaches the
+        memory a rank reads). MPI.Exception ERR_WIN, ERR_KEYVAL for any other key (user
+        keyvals, Create_keyval, are not implemented)."""
+        self._check_live()
+        if keyval == WIN_BASE:
+            return np.frombuffer(self._memory, np.uint8).ctypes.data if self._memory else 0
+        if keyval == WIN_SIZE:
+            return len(self._memory)
+        if keyval == WIN_DISP_UNIT:
+            return self._targets[self._rank][1]
+        if keyval == WIN_CREATE_FLAVOR:
+            return self._flavor
+        if keyval == WIN_MODEL:
+            return WIN_UNIFIED
+        _fail(errors.ERR_KEYVAL, f"keyval {keyval!r}")
+
+    @property
+    def attrs(self):
+        """mpi4py's attrs: (WIN_BASE, WIN_SIZE, WIN_DISP_UNIT)."""
+        return tuple(self.Get_attr(key) for key in (WIN_BASE, WIN_SIZE, WIN_DISP_UNIT))
+
+    @property
+    def flavor(self):
+        return self.Get_attr(WIN_CREATE_FLAVOR)
+
+    @property
+    def model(self):
+        return self.Get_attr(WIN_MODEL)
+
+    def Get_group(self):
+        """MPI_Win_get_group: the group of the communicator the window was made over, a new
+        Group. MPI.Exception ERR_WIN."""
+        self._check_live()
+        return self._comm.Get_group()
+
+    group = property(Get_group)
+
+    @property
+    def group_size(self):
+        self._check_live()
+        return len(self._ranks)
+
+    @property
+    def group_rank(self):
+        self._check_live()
+        return self._rank
+
+    def Get_name(self):
+        """MPI_Win_get_name: what Set_name gave ('' at first), MPI_WIN_NULL on a null one."""
+        return "MPI_WIN_NULL" if self._memory is None else self._name
+
+    def Set_name(self, name):
+        """MPI_Win_set_name (this process's handle only). MPI.Exception ERR_WIN; TypeError if
+        `name` is not a str."""
+        self._check_live()
+        if not isinstance(name, str):
+            raise TypeError(f"a window's name is a str, not {type(name).__name__}")
+        self._name = name
+
+    name = property(Get_name, Set_name)
 
     # Communication.
 
@@ -336,8 +446,8 @@ class Win(ErrorHandling, unimplemented.Missing):
     def Free(self):
         """MPI_Win_free (collective): complete this rank's operations, wait for every
         member (so none accesses this window any more), unregister the memory. Any call on
-        the window afterwards raises ERR_WIN. MPI.Exception ERR_WIN, ERR_RMA_SYNC (a lock is
-        still held)."""
+        the window afterwards raises ERR_WIN, and every handle to it is equal to WIN_NULL.
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (a lock is still held)."""
         self._check_live()
         if self._locks or self._lock_all:
             _fail(errors.ERR_RMA_SYNC, "Free while locks are held (Unlock first)")
@@ -352,7 +462,7 @@ class Win(ErrorHandling, unimplemented.Missing):
 
     def _check_live(self):
         if self._memory is None:
-            _fail(errors.ERR_WIN, "the window has been freed")
+            _fail(errors.ERR_WIN, "the window is WIN_NULL (or freed)")
 
     _check_errhandler_owner = _check_live
 
@@ -412,3 +522,6 @@ class Win(ErrorHandling, unimplemented.Missing):
             else:
                 self._shared += 1
             self._engine.answer(source, request_id)
+
+
+WIN_NULL = Win()

@@ -304,3 +304,128 @@ def _same_under_mpich(tmp_path, program):
     assert theirs.returncode == 0, theirs.stderr
     assert ours.returncode == 0, ours.stderr
     assert _lines(ours.stdout) != [] and _lines(ours.stdout) == _lines(theirs.stdout)
+
+
+# Fetch_and_op, Compare_and_swap, the request-based calls, Flush_local, Sync: results that
+# are exact only if each operation is atomic at the target, checked against numpy.
+ATOMICS = FAILS + """
+import os, sys
+import numpy as np
+if sys.argv[1:] == ["mpi4py"]:
+    from mpi4py import MPI
+else:
+    from shmdat.mpi import MPI
+SHMDAT = MPI.__name__.startswith("shmdat")
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+right = (rank + 1) % size
+ROUNDS = 20
+win = MPI.Win.Allocate(8 * 16, 8, comm=comm)
+here = np.frombuffer(win.tomemory(), np.int64)
+here[:] = 0
+here[5] = 1000
+comm.Barrier()
+
+# Fetch_and_op SUM on rank 0's counter from every rank at once: the old values are the
+# numbers 0 .. size * ROUNDS - 1, each once, only if every fetch-and-add is atomic.
+win.Lock_all()
+olds, one = [], np.ones(1, np.int64)
+for _ in range(ROUNDS):
+    old = np.zeros(1, np.int64)
+    win.Fetch_and_op(one, old, 0, 0)
+    win.Flush_local(0)
+    olds.append(int(old[0]))
+every = sorted(sum(comm.allgather(olds), []))
+assert every == list(range(size * ROUNDS)), every
+# MAX, REPLACE, NO_OP (a fetch): rank 0's element 5 ends as numpy says.
+old = np.zeros(1, np.int64)
+win.Fetch_and_op(np.array([1000 + rank], np.int64), old, 0, 5, op=MPI.MAX)
+win.Flush_all()
+comm.Barrier()
+win.Fetch_and_op(np.zeros(1, np.int64), old, 0, 5, op=MPI.NO_OP)
+win.Flush_local_all()
+assert old[0] == np.max(1000 + np.arange(size)), old
+comm.Barrier()
+# Compare_and_swap: every rank tries to put rank + 1 where 0 is; exactly one wins.
+seen = np.full(1, -1, np.int64)
+win.Compare_and_swap(np.array([rank + 1], np.int64), np.zeros(1, np.int64), seen, 0, 1)
+win.Flush(0)
+seen = comm.allgather(int(seen[0]))
+winner = [r for r in range(size) if seen[r] == 0]
+assert len(winner) == 1 and all(s in (0, winner[0] + 1) for s in seen), seen
+win.Sync()
+win.Unlock_all()
+comm.Barrier()
+if rank == 0:
+    assert here[0] == size * ROUNDS and here[1] == winner[0] + 1, here
+comm.Barrier()
+
+# Requests: Rput and Rget to the right neighbour under an exclusive lock, Raccumulate and
+# Rget_accumulate on rank 0 under shared locks; Wait, Waitall, Test after Flush.
+win.Lock(right)
+mine = np.arange(3, dtype=np.int64) + 10 * rank
+request = win.Rput(mine, right, 8)
+request.Wait()
+back = np.zeros(3, np.int64)
+MPI.Request.Waitall([win.Rget(back, right, (8, 3, MPI.INT64_T))])
+assert back.tolist() == mine.tolist(), back
+request = win.Rput(np.array([rank], np.int64), right, 11)
+win.Flush(right)
+assert request.Test()
+win.Unlock(right)
+comm.Barrier()
+left = (rank - 1) % size
+assert here[8:12].tolist() == [10 * left, 10 * left + 1, 10 * left + 2, left], here
+comm.Barrier()
+win.Lock(0, MPI.LOCK_SHARED)
+adds = np.full(2, rank + 1, np.int64)
+request = win.Raccumulate(adds, 0, 12)
+olds = np.zeros(2, np.int64)
+fetch = win.Rget_accumulate(np.zeros(2, np.int64), olds, 0, (14, 2), op=MPI.NO_OP)
+MPI.Request.Waitall([request, fetch])
+null = win.Rput(None, MPI.PROC_NULL)
+null.Wait()
+win.Unlock(0)
+comm.Barrier()
+if rank == 0:
+    assert here[12:14].tolist() == [size * (size + 1) // 2] * 2 and olds.tolist() == [0, 0]
+
+# Errors, as MPICH: no passive epoch open for the request-based calls, flushes and Sync.
+checks = 0
+zero = np.zeros(1, np.int64)
+checks += fails(MPI.ERR_RMA_SYNC, win.Rput, zero, 0)
+checks += fails(MPI.ERR_RMA_SYNC, win.Rget_accumulate, zero, zero, 0)
+checks += fails(MPI.ERR_RMA_SYNC, win.Fetch_and_op, zero, zero, 0)
+for call, *args in ((win.Flush_local, 0), (win.Flush_local_all,), (win.Sync,)):
+    checks += fails(MPI.ERR_RMA_SYNC, call, *args)
+win.Fence()
+checks += fails(MPI.ERR_RMA_SYNC, win.Flush, 0)      # a Fence epoch is no lock's
+checks += fails(MPI.ERR_RMA_SYNC, win.Flush_local_all)
+win.Fetch_and_op(zero, np.zeros(1, np.int64), 0)     # atomics in a Fence epoch too
+win.Fence()
+if SHMDAT:     # (MPICH lets them run in a Fence epoch; MPI does not): not counted
+    fails(MPI.ERR_RMA_SYNC, win.Rget, zero, 0)
+    fails(MPI.ERR_RMA_SYNC, win.Raccumulate, zero, 0)
+win.Fence(MPI.MODE_NOSUCCEED)
+win.Lock(0)
+checks += fails(ValueError, win.Fetch_and_op, np.zeros(2, np.int64), zero, 0)
+checks += fails(ValueError, win.Fetch_and_op, zero, np.zeros(1, np.int32), 0)
+checks += fails(ValueError, win.Compare_and_swap, zero, zero, np.zeros(2, np.int64), 0)
+checks += fails(ValueError, win.Compare_and_swap, zero, np.zeros(1, np.int32), zero, 0)
+checks += fails(MPI.ERR_TYPE, win.Compare_and_swap, np.zeros(1), np.zeros(1), np.zeros(1), 0)
+checks += fails(MPI.ERR_OP, win.Fetch_and_op, zero, zero, 0, 0, MPI.Op.Create(lambda a, b, t: None))
+win.Unlock(0)
+win.Free()
+os.write(1, f"rank {rank}: {checks} checks\\n".encode())
+"""
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_atomics_and_requests(tmp_path, n):
+    check_every_rank_agrees(launch(tmp_path, n, ATOMICS, timeout=100), n)
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (mpi4py + MPICH) installed")
+def test_atomics_the_same_under_mpi4py_and_mpich(tmp_path):
+    pytest.importorskip("mpi4py")
+    _same_under_mpich(tmp_path, ATOMICS)

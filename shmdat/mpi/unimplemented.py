@@ -92,10 +92,9 @@ REQUEST = frozenset("""
 """.split())
 
 WIN = frozenset("""
-    Allocate_shared Attach Compare_and_swap Complete Create_dynamic Create_keyval
-    Delete_attr Detach Fetch_and_op Flush_local Flush_local_all Free_keyval Get_info Post
-    Raccumulate Rget Rget_accumulate Rput Set_attr Set_info Shared_query Start Sync Test
-    Wait f2py free fromhandle fromint handle info py2f toint
+    Allocate_shared Attach Complete Create_dynamic Create_keyval Delete_attr Detach
+    Free_keyval Get_info Post Set_attr Set_info Shared_query Start Test Wait f2py free
+    fromhandle fromint handle info py2f toint
 """.split())
 
 STATUS = frozenset("""

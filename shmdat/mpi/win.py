@@ -1,8 +1,9 @@
 """mpi4py's Win: one-sided communication on a window of each member's memory, on the engine
 (shmdat/mpi/engine.py). Put is one RDMA write and Get one RDMA read, done by the origin alone;
-Accumulate, Get_accumulate and the passive-target locks are window messages that the target's
-progress engine handles in order (any MPI call the target makes serves them), so an
-accumulate is applied whole before the next one: atomic per element, as MPI asks.
+Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap and the passive-target locks are
+window messages that the target's progress engine handles in order (any MPI call the target
+makes serves them), so an accumulate is applied whole before the next one: atomic per
+element, as MPI asks. The request-based calls (Rput...) give a Request on the same operations.
 docs/design/mpi.md has the protocol."""
 
 import collections
@@ -13,11 +14,12 @@ import numpy as np
 from shmdat import MemPriv, RmrTriplet
 
 from . import errors, ops, unimplemented
+from .comm import Request
 from .datatypes import BYTE, NAMED, BottomType, Datatype, message
 from .errhandler import ErrorHandling
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
-from .matching import PROC_NULL
+from .matching import ANY_TAG, PROC_NULL
 
 LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235          # MPICH's values, as mpi4py over MPICH has them
 MODE_NOCHECK, MODE_NOSTORE, MODE_NOPUT = 1024, 2048, 4096
@@ -68,6 +70,8 @@ _OPS = [ops.SUM, ops.PROD, ops.MAX, ops.MIN, ops.LAND, ops.LOR, ops.LXOR, ops.BA
 _OP_INDEX = {op: i for i, op in enumerate(_OPS)}
 _TYPES = list(NAMED.values())
 _TYPE_INDEX = {datatype: i for i, datatype in enumerate(_TYPES)}
+# Compare_and_swap's op on the wire: the body holds the origin, then the compare element.
+_COMPARE_AND_SWAP = len(_OPS)
 
 
 def _fail(error_class, detail):
@@ -95,6 +99,33 @@ def _target_spec(target, count, datatype):
     return disp, count, datatype
 
 
+def _check_single(**messages):
+    """mpi4py's checks of Fetch_and_op and Compare_and_swap, made before MPI is called:
+    ValueError unless each of `messages` ((view, count, datatype) by name, the origin's
+    first) is one element of the origin's datatype."""
+    for name, (_, count, _) in messages.items():
+        if count != 1:
+            raise ValueError(f"{name}: expecting a single element, got {count}")
+    datatype = messages["origin"][2]
+    for name, (_, _, other) in messages.items():
+        if other is not datatype:
+            raise ValueError(f"mismatch in origin and {name} MPI datatypes")
+
+
+class _Operations:
+    """What a request-based call (Rput, Rget, Raccumulate, Rget_accumulate) gives its
+    Request to wait on: done once all its RmaOps are (one target's); `ops` is what the
+    engine looks at to tell whether one can still complete. Its status is empty."""
+    source, tag, error, nbytes = PROC_NULL, ANY_TAG, errors.SUCCESS, 0
+
+    def __init__(self, started):
+        self.ops = started
+
+    @property
+    def done(self):
+        return all(op.done for op in self.ops)
+
+
 def _check_disp_unit(disp_unit):
     if not isinstance(disp_unit, int) or disp_unit < 1:
         _fail(errors.ERR_DISP, f"disp_unit must be a positive int, not {disp_unit!r}")
@@ -110,9 +141,10 @@ def _check_op(op, datatype):
 
 
 class Win(ErrorHandling, unimplemented.Missing):
-    """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate, Fence,
-    Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all, tomemory, Free; the attributes,
-    group and name. Target ranks are the communicator's. A handle whose window is freed, or
+    """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate,
+    Fetch_and_op, Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate, Fence, Lock,
+    Unlock, Lock_all, Unlock_all, Flush, Flush_all, Flush_local, Flush_local_all, Sync,
+    tomemory, Free; the attributes, group and name. Target ranks are the communicator's. A handle whose window is freed, or
     Win(), is null: equal to WIN_NULL."""
 
     _unimplemented = unimplemented.WIN
@@ -281,73 +313,136 @@ class Win(ErrorHandling, unimplemented.Missing):
         Unlock. MPI.Exception ERR_WIN (freed), ERR_RANK, ERR_RMA_SYNC (no epoch open on
         target_rank), ERR_DISP, ERR_COUNT, ERR_TYPE (target and origin sizes differ),
         ERR_RMA_RANGE (outside the target's window); BufferError (as mpi4py)."""
-        view, count, datatype = message(origin, False)
-        offset = self._locate(target_rank, target, count, datatype, len(view))
-        if offset is None or not view:
-            return
-        if target_rank == self._rank:
-            self._memory[offset:offset + len(view)] = view
-        else:
-            self._pending[target_rank].append(self._engine.rdma(
-                self._ranks[target_rank], True, view, self._rmr(target_rank, offset, len(view))))
+        self._transfer(True, origin, target_rank, target)
 
     def Get(self, origin, target_rank, target=None):
         """MPI_Get: one RDMA read of target_rank's window at `target` into `origin`; its data
         is there after the next Fence, Flush or Unlock. MPI.Exception as Put."""
-        view, count, datatype = message(origin, True)
-        offset = self._locate(target_rank, target, count, datatype, len(view))
-        if offset is None or not view:
-            return
-        if target_rank == self._rank:
-            view[:] = self._memory[offset:offset + len(view)]
-        else:
-            self._pending[target_rank].append(self._engine.rdma(
-                self._ranks[target_rank], False, view, self._rmr(target_rank, offset, len(view))))
+        self._transfer(False, origin, target_rank, target)
 
     def Accumulate(self, origin, target_rank, target=None, op=ops.SUM):
         """MPI_Accumulate: target = target op origin, elementwise, applied by the target (atomic
         per element against every other accumulate); complete at the next Fence, Flush or
         Unlock. MPI.Exception as Put, and ERR_OP (not a predefined op, REPLACE or NO_OP, or
         not one of the datatype's), ERR_TYPE (the target's datatype is not the origin's)."""
-        view, count, datatype = message(origin, False)
-        self._accumulate(view, count, datatype, None, target_rank, target, op)
+        self._accumulate(message(origin, False), None, target_rank, target, op)
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
         """MPI_Get_accumulate: as Accumulate, and `result` gets the target's values from just
         before (after the next Fence, Flush or Unlock). MPI.Exception as Accumulate, and
         ERR_TYPE (result not the origin's size)."""
-        view, count, datatype = message(origin, False)
-        out = message(result, True)[0]
-        if len(out) != len(view):
-            _fail(errors.ERR_TYPE, f"result holds {len(out)} bytes, the origin {len(view)}")
-        self._accumulate(view, count, datatype, out, target_rank, target, op)
+        self._accumulate(message(origin, False), message(result, True)[0], target_rank, target,
+                         op)
 
-    def _accumulate(self, view, count, datatype, result, target_rank, target, op):
-        """Accumulate `view` (count of datatype) in messages of at most WIN_BODY_LIMIT bytes
-        (whole elements); with `result`, the old values come back into it."""
-        offset = self._locate(target_rank, target, count, datatype, len(view), same_type=True)
+    def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=ops.SUM):
+        """MPI_Fetch_and_op: Get_accumulate of one element at displacement `target_disp`.
+        ValueError (as mpi4py: origin or result not one element, or not of one datatype);
+        MPI.Exception as Get_accumulate."""
+        origin, result = message(origin, False), message(result, True)
+        if target_rank != PROC_NULL:
+            _check_single(origin=origin, result=result)
+        self._accumulate(origin, result[0], target_rank, target_disp, op)
+
+    def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
+        """MPI_Compare_and_swap: `result` gets the element at `target_disp` of target_rank's
+        window, which becomes `origin` if it was equal to `compare`; atomic at the target as
+        an accumulate, complete as one. ValueError (as mpi4py: a buffer not one element, or
+        datatypes that differ); MPI.Exception as Put, and ERR_TYPE (not an integer, logical
+        or byte datatype)."""
+        view, count, datatype = origin = message(origin, False)
+        if target_rank != PROC_NULL:
+            compare, result = message(compare, False), message(result, True)
+            _check_single(origin=origin, compare=compare, result=result)
+            if datatype.dtype.kind not in "iub":
+                _fail(errors.ERR_TYPE, f"Compare_and_swap of {datatype.Get_name()}: an "
+                                       f"integer, logical or byte datatype is due")
+        offset = self._locate(target_rank, target_disp, count, datatype, len(view))
+        if offset is not None:
+            self._acc_messages(target_rank, offset, _COMPARE_AND_SWAP, datatype,
+                               bytes(view) + bytes(compare[0]), result[0])
+
+    def Rput(self, origin, target_rank, target=None):
+        """MPI_Rput: Put, and a Request that completes with it (Wait, Test...); in a
+        passive-target epoch on target_rank only (Lock or Lock_all). MPI.Exception as Put."""
+        return self._request(self._transfer(True, origin, target_rank, target, passive=True))
+
+    def Rget(self, origin, target_rank, target=None):
+        """MPI_Rget: Get, and a Request that completes once `origin` holds the data; in a
+        passive-target epoch on target_rank only. MPI.Exception as Get."""
+        return self._request(self._transfer(False, origin, target_rank, target, passive=True))
+
+    def Raccumulate(self, origin, target_rank, target=None, op=ops.SUM):
+        """MPI_Raccumulate: Accumulate, and a Request that completes with it; in a
+        passive-target epoch on target_rank only. MPI.Exception as Accumulate."""
+        return self._request(self._accumulate(message(origin, False), None, target_rank, target,
+                                              op, passive=True))
+
+    def Rget_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
+        """MPI_Rget_accumulate: Get_accumulate, and a Request that completes once `result`
+        holds the old values; in a passive-target epoch on target_rank only. MPI.Exception
+        as Get_accumulate."""
+        return self._request(self._accumulate(message(origin, False), message(result, True)[0],
+                                              target_rank, target, op, passive=True))
+
+    def _request(self, started):
+        return Request(self._engine, self._comm._rank_of, _Operations(started))
+
+    def _transfer(self, write, origin, target_rank, target, passive=False):
+        """Put (`write`) or Get: the RmaOps started (none for PROC_NULL, for nothing to move,
+        or on this rank's own window, where it is a copy)."""
+        view, count, datatype = message(origin, not write)
+        offset = self._locate(target_rank, target, count, datatype, len(view), passive=passive)
+        if offset is None or not view:
+            return []
+        if target_rank == self._rank:
+            if write:
+                self._memory[offset:offset + len(view)] = view
+            else:
+                view[:] = self._memory[offset:offset + len(view)]
+            return []
+        op = self._engine.rdma(self._ranks[target_rank], write, view,
+                               self._rmr(target_rank, offset, len(view)))
+        self._pending[target_rank].append(op)
+        return [op]
+
+    def _accumulate(self, origin, result, target_rank, target, op, passive=False):
+        """Accumulate the message `origin` (view, count, datatype); with `result` (a byte
+        view), the old values come back into it. The RmaOps started."""
+        view, count, datatype = origin
+        if result is not None and len(result) != len(view):
+            _fail(errors.ERR_TYPE, f"result holds {len(result)} bytes, the origin {len(view)}")
+        offset = self._locate(target_rank, target, count, datatype, len(view), same_type=True,
+                              passive=passive)
         _check_op(op, datatype)
         if offset is None:
-            return
-        step = (WIN_BODY_LIMIT - ACC_BODY.size) // datatype.extent * datatype.extent
-        head = (_OP_INDEX[op], _TYPE_INDEX[datatype], result is not None)
-        for start in range(0, len(view), step):
-            part = view[start:start + step]
-            self._pending[target_rank].append(self._engine.window_message(
-                self._ranks[target_rank], WIN_ACC, self._id,
-                ACC_BODY.pack(offset + start, *head) + part,
-                None if result is None else result[start:start + step]))
+            return []
+        return self._acc_messages(target_rank, offset, _OP_INDEX[op], datatype, view, result)
 
-    def _locate(self, target_rank, target, count, datatype, nbytes, same_type=False):
+    def _acc_messages(self, target_rank, offset, op, datatype, data, result):
+        """WIN_ACC messages applying op (an index of _OPS, or _COMPARE_AND_SWAP) with `data`
+        at byte `offset` of target_rank's window, in messages of at most WIN_BODY_LIMIT
+        bytes (whole elements); with `result`, the old values come back into it. The RmaOps
+        started."""
+        step = (WIN_BODY_LIMIT - ACC_BODY.size) // datatype.extent * datatype.extent
+        head = (op, _TYPE_INDEX[datatype], result is not None)
+        started = [self._engine.window_message(
+            self._ranks[target_rank], WIN_ACC, self._id,
+            ACC_BODY.pack(offset + start, *head) + data[start:start + step],
+            None if result is None else result[start:start + step])
+            for start in range(0, len(data), step)]
+        self._pending[target_rank].extend(started)
+        return started
+
+    def _locate(self, target_rank, target, count, datatype, nbytes, same_type=False,
+                passive=False):
         """The byte offset in target_rank's window of an access of the origin's `nbytes`
-        (count of datatype) at `target`; None for PROC_NULL. Raises what Put lists."""
+        (count of datatype) at `target`; None for PROC_NULL. `passive`: only a lock's epoch
+        allows it. Raises what Put lists."""
         self._check_live()
         if target_rank == PROC_NULL:
             return None
         self._check_rank(target_rank)
-        if not (self._fence_open or self._lock_all or target_rank in self._locks):
-            _fail(errors.ERR_RMA_SYNC, f"no access epoch is open on rank {target_rank} (Fence, "
-                                       f"Lock or Lock_all first)")
+        self._check_epoch(target_rank, passive)
         disp, tcount, tdatatype = _target_spec(target, count, datatype)
         if disp < 0:
             _fail(errors.ERR_DISP, f"target displacement {disp}")
@@ -363,6 +458,14 @@ class Win(ErrorHandling, unimplemented.Missing):
             _fail(errors.ERR_RMA_RANGE, f"bytes {offset} to {offset + length} of rank "
                                         f"{target_rank}'s window of {rmr.segment_length}")
         return offset
+
+    def _check_epoch(self, target_rank, passive=False):
+        """MPI.Exception ERR_RMA_SYNC unless an access epoch is open on target_rank (with
+        `passive`, a lock's: Lock or Lock_all)."""
+        if not (self._lock_all or target_rank in self._locks or self._fence_open and not passive):
+            _fail(errors.ERR_RMA_SYNC, f"no {'passive-target ' if passive else ''}access epoch "
+                                       f"is open on rank {target_rank} (Lock or Lock_all"
+                                       f"{'' if passive else ', or Fence'} first)")
 
     def _rmr(self, target_rank, offset, length):
         rmr = self._targets[target_rank][0]
@@ -432,16 +535,42 @@ class Win(ErrorHandling, unimplemented.Missing):
     def Flush(self, rank):
         """MPI_Win_flush: complete this rank's operations on `rank` (its Gets' data is here,
         its Puts and Accumulates are in the target's memory). MPI.Exception ERR_WIN,
-        ERR_RANK."""
+        ERR_RANK, ERR_RMA_SYNC (no lock's epoch open on `rank`, as MPICH)."""
         self._check_live()
         if rank != PROC_NULL:
             self._check_rank(rank)
+            self._check_epoch(rank, passive=True)
             self._complete(rank)
 
     def Flush_all(self):
-        """MPI_Win_flush_all: complete this rank's operations on every target."""
-        self._check_live()
+        """MPI_Win_flush_all: complete this rank's operations on every target. MPI.Exception
+        ERR_WIN, ERR_RMA_SYNC (no lock held, as MPICH)."""
+        self._check_passive()
         self._complete_all()
+
+    def Flush_local(self, rank):
+        """MPI_Win_flush_local: Flush, as complete at the origin is complete at the target
+        here (an RDMA's completion comes once the target's memory has the data, an
+        accumulate's once the target applied it). MPI.Exception as Flush."""
+        self.Flush(rank)
+
+    def Flush_local_all(self):
+        """MPI_Win_flush_local_all: Flush_all (as Flush_local). MPI.Exception as Flush_all."""
+        self.Flush_all()
+
+    def Sync(self):
+        """MPI_Win_sync: the window's memory is the one RDMA reaches (WIN_UNIFIED), so
+        there is nothing to copy; progress runs, so that the accumulates and lock requests
+        already come are applied (a rank polling its window with Sync sees them).
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (no lock held, as MPICH)."""
+        self._check_passive()
+        self._engine.progress()
+
+    def _check_passive(self):
+        self._check_live()
+        if not (self._locks or self._lock_all):
+            _fail(errors.ERR_RMA_SYNC, "no passive-target epoch is open (Lock or Lock_all "
+                                       "first)")
 
     def Free(self):
         """MPI_Win_free (collective): complete this rank's operations, wait for every
@@ -493,10 +622,15 @@ class Win(ErrorHandling, unimplemented.Missing):
         if kind == WIN_ACC:
             offset, op, datatype, fetch = ACC_BODY.unpack_from(body)
             dtype = _TYPES[datatype].dtype
-            data = body[ACC_BODY.size:]
-            here = np.frombuffer(self._memory, dtype, len(data) // dtype.itemsize, offset)
+            data = np.frombuffer(body[ACC_BODY.size:], dtype)
+            if op == _COMPARE_AND_SWAP:
+                data = data.reshape(2, -1)      # the origin, the compare element
+            here = np.frombuffer(self._memory, dtype, data.shape[-1], offset)
             old = here.tobytes() if fetch else b""
-            _OPS[op].reduce_local(np.frombuffer(data, dtype), here)
+            if op == _COMPARE_AND_SWAP:
+                np.copyto(here, data[0], where=here == data[1])
+            else:
+                _OPS[op].reduce_local(data, here)
             self._engine.answer(source, request_id, old)
         elif kind == WIN_LOCK:
             self._waiting.append((source, request_id, LOCK_BODY.unpack(body)[0]))

@@ -92,9 +92,9 @@ REQUEST = frozenset("""
 """.split())
 
 WIN = frozenset("""
-    Allocate_shared Attach Complete Create_dynamic Create_keyval Delete_attr Detach
-    Free_keyval Get_info Post Set_attr Set_info Shared_query Start Test Wait f2py free
-    fromhandle fromint handle info py2f toint
+    Allocate_shared Attach Create_dynamic Create_keyval Delete_attr Detach Free_keyval
+    Get_info Set_attr Set_info Shared_query f2py free fromhandle fromint handle info py2f
+    toint
 """.split())
 
 STATUS = frozenset("""

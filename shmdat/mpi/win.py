@@ -19,6 +19,7 @@ from .datatypes import BYTE, NAMED, BottomType, Datatype, message
 from .errhandler import ErrorHandling
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
+from .group import UNDEFINED, Group
 from .matching import ANY_TAG, PROC_NULL
 
 LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235          # MPICH's values, as mpi4py over MPICH has them
@@ -28,6 +29,8 @@ WINDOW_PRIVILEGES = (MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE | MemPriv.REMOTE_R
                      | MemPriv.REMOTE_WRITE)
 ACC_BODY = struct.Struct("<qHH?")   # target byte offset, op, datatype, answer the old values
 LOCK_BODY = struct.Struct("<?")     # exclusive (WIN_LOCK and WIN_UNLOCK)
+POST_TAG, COMPLETE_TAG = 1, 2       # Post's and Complete's messages (on the window's own comm)
+_NOTHING = b""
 # Get_attr's predefined keys and their values (MPICH's numbers, as mpi4py over MPICH has them).
 WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL = (
     0x66000001, 0x66000003, 0x66000005, 0x66000007, 0x66000009)
@@ -142,10 +145,11 @@ def _check_op(op, datatype):
 
 class Win(ErrorHandling, unimplemented.Missing):
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate,
-    Fetch_and_op, Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate, Fence, Lock,
-    Unlock, Lock_all, Unlock_all, Flush, Flush_all, Flush_local, Flush_local_all, Sync,
-    tomemory, Free; the attributes, group and name. Target ranks are the communicator's. A handle whose window is freed, or
-    Win(), is null: equal to WIN_NULL."""
+    Fetch_and_op, Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate, Fence, Post,
+    Start, Complete, Wait, Test, Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all,
+    Flush_local, Flush_local_all, Sync, tomemory, Free; the attributes, group and name.
+    Target ranks are the communicator's. A handle whose window is freed, or Win(), is null:
+    equal to WIN_NULL."""
 
     _unimplemented = unimplemented.WIN
     _kind = "Win"
@@ -182,6 +186,9 @@ class Win(ErrorHandling, unimplemented.Missing):
         self._locks = {}                          # target -> lock type: this rank's epochs
         self._exclusive, self._shared = False, 0  # the lock on this rank's window
         self._waiting = collections.deque()       # lock requests not yet granted
+        self._started = None                      # Start's targets, while its epoch is open
+        self._exposure = None                     # Post's receives of Complete, while open
+        self._sync = comm.Dup()                   # Post's and Complete's messages
         engine.windows[self._id] = self
         comm.Barrier()          # every member has registered the window before any message
         return self
@@ -460,12 +467,13 @@ class Win(ErrorHandling, unimplemented.Missing):
         return offset
 
     def _check_epoch(self, target_rank, passive=False):
-        """MPI.Exception ERR_RMA_SYNC unless an access epoch is open on target_rank (with
-        `passive`, a lock's: Lock or Lock_all)."""
-        if not (self._lock_all or target_rank in self._locks or self._fence_open and not passive):
-            _fail(errors.ERR_RMA_SYNC, f"no {'passive-target ' if passive else ''}access epoch "
-                                       f"is open on rank {target_rank} (Lock or Lock_all"
-                                       f"{'' if passive else ', or Fence'} first)")
+        """MPI.Exception ERR_RMA_SYNC unless an access epoch is open on target_rank (Fence,
+        Start, Lock, Lock_all; with `passive`, a lock's only)."""
+        if not (self._lock_all or target_rank in self._locks
+                or not passive and (self._fence_open or target_rank in (self._started or ()))):
+            _fail(errors.ERR_RMA_SYNC, f"no {'passive-target ' if passive else ''}access "
+                                       f"epoch is open on rank {target_rank} (Lock or Lock_all"
+                                       f"{'' if passive else ', Fence or Start'} first)")
 
     def _rmr(self, target_rank, offset, length):
         rmr = self._targets[target_rank][0]
@@ -483,6 +491,82 @@ class Win(ErrorHandling, unimplemented.Missing):
             self._comm.Barrier()
         self._fence_open = not assertion & MODE_NOSUCCEED
 
+    # General active target: Post and Start, Complete and Wait. Their messages go on the
+    # window's own communicator (`_sync`), empty: Post tells each origin of its group that
+    # it may access this rank's window (Start waits for that), Complete tells each target
+    # that this rank's operations on it are done (Wait waits for that).
+
+    def Post(self, group, assertion=0):
+        """MPI_Win_post: an exposure epoch of this rank's window to the processes of `group`
+        (each of which may then Start on it); Wait or Test ends it once each has called
+        Complete. `assertion` is not needed. TypeError (not a Group); MPI.Exception ERR_WIN,
+        ERR_GROUP (GROUP_NULL, or a process not in the window), ERR_RMA_SYNC (an exposure
+        epoch is open already)."""
+        origins = self._window_ranks(group)
+        if self._exposure is not None:
+            _fail(errors.ERR_RMA_SYNC, "Post while Post's epoch is open (Wait first)")
+        for rank in origins:
+            self._sync.Send(_NOTHING, rank, POST_TAG)           # (empty: eager, done at once)
+        self._exposure = [self._sync.Irecv(bytearray(), rank, COMPLETE_TAG) for rank in origins]
+
+    def Start(self, group, assertion=0):
+        """MPI_Win_start: an access epoch on the windows of `group`'s processes; returns once
+        each has called Post (MPI lets Start wait for them; progress runs meanwhile, so this
+        rank's window serves others). `assertion` is not needed. TypeError (not a Group);
+        MPI.Exception ERR_WIN, ERR_GROUP, ERR_RMA_SYNC (an access epoch of Start, Lock or
+        Lock_all is open)."""
+        targets = self._window_ranks(group)
+        if self._started is not None or self._locks or self._lock_all:
+            _fail(errors.ERR_RMA_SYNC, "Start while Start's epoch or a lock is open")
+        Request.Waitall([self._sync.Irecv(bytearray(), rank, POST_TAG) for rank in targets])
+        self._started = frozenset(targets)
+
+    def Complete(self):
+        """MPI_Win_complete: complete this rank's operations on Start's targets, tell each
+        of them, end the access epoch (without waiting for the targets' Wait).
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (no Start)."""
+        self._check_live()
+        if self._started is None:
+            _fail(errors.ERR_RMA_SYNC, "Complete without Start")
+        for rank in sorted(self._started):
+            self._complete(rank)
+            self._sync.Send(_NOTHING, rank, COMPLETE_TAG)
+        self._started = None
+
+    def Wait(self):
+        """MPI_Win_wait: end Post's exposure epoch once every process of its group has
+        called Complete (their operations are then in this rank's window); True.
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (no Post)."""
+        Request.Waitall(self._exposed())
+        self._exposure = None
+        return True
+
+    def Test(self):
+        """MPI_Win_test: Wait if every process of Post's group has called Complete (True),
+        else False and the epoch stays open. MPI.Exception as Wait."""
+        done = Request.Testall(self._exposed())
+        if done:
+            self._exposure = None
+        return done
+
+    def _exposed(self):
+        """The receives of Post's epoch; MPI.Exception ERR_WIN, ERR_RMA_SYNC (no Post)."""
+        self._check_live()
+        if self._exposure is None:
+            _fail(errors.ERR_RMA_SYNC, "Wait or Test without Post")
+        return self._exposure
+
+    def _window_ranks(self, group):
+        """The window's ranks of `group`'s processes. TypeError (not a Group);
+        MPI.Exception ERR_WIN, ERR_GROUP (GROUP_NULL, a process not in the window)."""
+        self._check_live()
+        if not isinstance(group, Group):
+            raise TypeError(f"expected a Group, not {type(group).__name__}")
+        ranks = group.Translate_ranks(None, self._comm.Get_group())
+        if UNDEFINED in ranks:
+            _fail(errors.ERR_GROUP, "the group has processes that the window has not")
+        return ranks
+
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
         """MPI_Win_lock: an access epoch on `rank`'s window; returns once the lock is granted
         (the target's progress engine grants it: any MPI call it makes). MPI.Exception
@@ -494,8 +578,9 @@ class Win(ErrorHandling, unimplemented.Missing):
         self._check_rank(rank)
         if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
             _fail(errors.ERR_ARG, f"lock_type {lock_type!r}")
-        if rank in self._locks or self._lock_all:
-            _fail(errors.ERR_RMA_SYNC, f"rank {rank} is locked already")
+        if rank in self._locks or self._lock_all or self._started is not None:
+            _fail(errors.ERR_RMA_SYNC, f"rank {rank} is locked already, or Start's epoch is "
+                                       f"open")
         self._engine.wait([self._lock_message(WIN_LOCK, rank, lock_type)])
         self._locks[rank] = lock_type
 
@@ -513,10 +598,10 @@ class Win(ErrorHandling, unimplemented.Missing):
 
     def Lock_all(self, assertion=0):
         """MPI_Win_lock_all: a shared lock on every member's window. MPI.Exception ERR_WIN,
-        ERR_RMA_SYNC (a lock is held already)."""
+        ERR_RMA_SYNC (a lock is held already, or Start's epoch is open)."""
         self._check_live()
-        if self._locks or self._lock_all:
-            _fail(errors.ERR_RMA_SYNC, "Lock_all while locks are held")
+        if self._locks or self._lock_all or self._started is not None:
+            _fail(errors.ERR_RMA_SYNC, "Lock_all while locks are held or Start's epoch is open")
         self._engine.wait([self._lock_message(WIN_LOCK, r, LOCK_SHARED)
                            for r in range(len(self._ranks))])
         self._lock_all = True
@@ -576,13 +661,17 @@ class Win(ErrorHandling, unimplemented.Missing):
         """MPI_Win_free (collective): complete this rank's operations, wait for every
         member (so none accesses this window any more), unregister the memory. Any call on
         the window afterwards raises ERR_WIN, and every handle to it is equal to WIN_NULL.
-        MPI.Exception ERR_WIN, ERR_RMA_SYNC (a lock is still held)."""
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (a lock is still held, or an epoch of Start or
+        Post is open)."""
         self._check_live()
-        if self._locks or self._lock_all:
-            _fail(errors.ERR_RMA_SYNC, "Free while locks are held (Unlock first)")
+        if self._locks or self._lock_all or self._started is not None \
+                or self._exposure is not None:
+            _fail(errors.ERR_RMA_SYNC, "Free while locks are held (Unlock first) or an epoch "
+                                       "of Start or Post is open (Complete, Wait)")
         self._complete_all()
         if self._comm is not None:
             self._comm.Barrier()
+        self._sync.Free()
         del self._engine.windows[self._id]
         if self._lmr is not None:
             self._lmr.free()

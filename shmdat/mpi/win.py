@@ -4,7 +4,8 @@ Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap and the passive-targe
 window messages that the target's progress engine handles in order (any MPI call the target
 makes serves them), so an accumulate is applied whole before the next one: atomic per
 element, as MPI asks. The request-based calls (Rput...) give a Request on the same operations.
-docs/design/mpi.md has the protocol."""
+General active target (Post, Start, Complete, Wait) sends empty messages on the window's own
+communicator. docs/design/mpi.md has the protocol."""
 
 import collections
 import struct
@@ -30,7 +31,6 @@ WINDOW_PRIVILEGES = (MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE | MemPriv.REMOTE_R
 ACC_BODY = struct.Struct("<qHH?")   # target byte offset, op, datatype, answer the old values
 LOCK_BODY = struct.Struct("<?")     # exclusive (WIN_LOCK and WIN_UNLOCK)
 POST_TAG, COMPLETE_TAG = 1, 2       # Post's and Complete's messages (on the window's own comm)
-_NOTHING = b""
 # Get_attr's predefined keys and their values (MPICH's numbers, as mpi4py over MPICH has them).
 WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL = (
     0x66000001, 0x66000003, 0x66000005, 0x66000007, 0x66000009)
@@ -256,7 +256,7 @@ class Win(ErrorHandling, unimplemented.Missing):
         keyvals, Create_keyval, are not implemented)."""
         self._check_live()
         if keyval == WIN_BASE:
-            return np.frombuffer(self._memory, np.uint8).ctypes.data if self._memory else 0
+            return np.frombuffer(self._memory, np.uint8).ctypes.data if len(self._memory) else 0
         if keyval == WIN_SIZE:
             return len(self._memory)
         if keyval == WIN_DISP_UNIT:
@@ -506,7 +506,7 @@ class Win(ErrorHandling, unimplemented.Missing):
         if self._exposure is not None:
             _fail(errors.ERR_RMA_SYNC, "Post while Post's epoch is open (Wait first)")
         for rank in origins:
-            self._sync.Send(_NOTHING, rank, POST_TAG)           # (empty: eager, done at once)
+            self._sync.Send(b"", rank, POST_TAG)        # (empty: eager, done at once)
         self._exposure = [self._sync.Irecv(bytearray(), rank, COMPLETE_TAG) for rank in origins]
 
     def Start(self, group, assertion=0):
@@ -530,7 +530,7 @@ class Win(ErrorHandling, unimplemented.Missing):
             _fail(errors.ERR_RMA_SYNC, "Complete without Start")
         for rank in sorted(self._started):
             self._complete(rank)
-            self._sync.Send(_NOTHING, rank, COMPLETE_TAG)
+            self._sync.Send(b"", rank, COMPLETE_TAG)
         self._started = None
 
     def Wait(self):

@@ -27,7 +27,9 @@ from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  #
                   OP_NULL, PROD, SUM, Op)
 from .win import (INFO_NULL, LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa: F401
                   MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED, NO_OP, REPLACE,
-                  Info, Win)
+                  WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR, WIN_FLAVOR_ALLOCATE,
+                  WIN_FLAVOR_CREATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED, WIN_MODEL,
+                  WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Info, Win)
 
 globals().update(errors.NAMES)       # MPI.ERR_ARG, ..., MPI.ERR_LASTCODE
 globals().update(datatypes.NAMED)     # MPI.BYTE, MPI.INT, MPI.DOUBLE, ...

@@ -67,10 +67,7 @@ MODULE = frozenset("""
     PACKED Pickle Publish_name REAL REAL16 REAL2 REAL4 REAL8 ROOT Register_datarep
     Remove_error_class Remove_error_code Remove_error_string SEEK_CUR SEEK_END SEEK_SET
     SESSION_NULL Session TYPECLASS_COMPLEX TYPECLASS_INTEGER TYPECLASS_LOGICAL
-    TYPECLASS_REAL Topocomm UNWEIGHTED Unpublish_name WEIGHTS_EMPTY WIN_BASE
-    WIN_CREATE_FLAVOR WIN_DISP_UNIT WIN_FLAVOR WIN_FLAVOR_ALLOCATE WIN_FLAVOR_CREATE
-    WIN_FLAVOR_DYNAMIC WIN_FLAVOR_SHARED WIN_MODEL WIN_NULL WIN_SEPARATE WIN_SIZE
-    WIN_UNIFIED buffer memory pickle
+    TYPECLASS_REAL Topocomm UNWEIGHTED Unpublish_name WEIGHTS_EMPTY buffer memory pickle
 """.split())
 
 COMM = frozenset("""
@@ -95,11 +92,9 @@ REQUEST = frozenset("""
 """.split())
 
 WIN = frozenset("""
-    Allocate_shared Attach Compare_and_swap Complete Create_dynamic Create_keyval
-    Delete_attr Detach Fetch_and_op Flush_local Flush_local_all Free_keyval Get_attr
-    Get_group Get_info Get_name Post Raccumulate Rget Rget_accumulate Rput Set_attr
-    Set_info Set_name Shared_query Start Sync Test Wait attrs f2py flavor free fromhandle
-    fromint group group_rank group_size handle info model name py2f toint
+    Allocate_shared Attach Create_dynamic Create_keyval Delete_attr Detach Free_keyval
+    Get_info Set_attr Set_info Shared_query f2py free fromhandle fromint handle info py2f
+    toint
 """.split())
 
 STATUS = frozenset("""

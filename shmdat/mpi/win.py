@@ -1,9 +1,11 @@
 """mpi4py's Win: one-sided communication on a window of each member's memory, on the engine
 (shmdat/mpi/engine.py). Put is one RDMA write and Get one RDMA read, done by the origin alone;
-Accumulate, Get_accumulate and the passive-target locks are window messages that the target's
-progress engine handles in order (any MPI call the target makes serves them), so an
-accumulate is applied whole before the next one: atomic per element, as MPI asks.
-docs/design/mpi.md has the protocol."""
+Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap and the passive-target locks are
+window messages that the target's progress engine handles in order (any MPI call the target
+makes serves them), so an accumulate is applied whole before the next one: atomic per
+element, as MPI asks. The request-based calls (Rput...) give a Request on the same operations.
+General active target (Post, Start, Complete, Wait) sends empty messages on the window's own
+communicator. docs/design/mpi.md has the protocol."""
 
 import collections
 import struct
@@ -13,11 +15,13 @@ import numpy as np
 from shmdat import MemPriv, RmrTriplet
 
 from . import errors, ops, unimplemented
-from .datatypes import BYTE, NAMED, Datatype, message
+from .comm import Request
+from .datatypes import BYTE, NAMED, BottomType, Datatype, message
 from .errhandler import ErrorHandling
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
-from .matching import PROC_NULL
+from .group import UNDEFINED, Group
+from .matching import ANY_TAG, PROC_NULL
 
 LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235          # MPICH's values, as mpi4py over MPICH has them
 MODE_NOCHECK, MODE_NOSTORE, MODE_NOPUT = 1024, 2048, 4096
@@ -26,6 +30,13 @@ WINDOW_PRIVILEGES = (MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE | MemPriv.REMOTE_R
                      | MemPriv.REMOTE_WRITE)
 ACC_BODY = struct.Struct("<qHH?")   # target byte offset, op, datatype, answer the old values
 LOCK_BODY = struct.Struct("<?")     # exclusive (WIN_LOCK and WIN_UNLOCK)
+POST_TAG, COMPLETE_TAG = 1, 2       # Post's and Complete's messages (on the window's own comm)
+# Get_attr's predefined keys and their values (MPICH's numbers, as mpi4py over MPICH has them).
+WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL = (
+    0x66000001, 0x66000003, 0x66000005, 0x66000007, 0x66000009)
+WIN_FLAVOR = WIN_CREATE_FLAVOR
+WIN_FLAVOR_CREATE, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED = 1, 2, 3, 4
+WIN_SEPARATE, WIN_UNIFIED = 1, 2
 
 
 class Info(unimplemented.Missing):
@@ -62,6 +73,8 @@ _OPS = [ops.SUM, ops.PROD, ops.MAX, ops.MIN, ops.LAND, ops.LOR, ops.LXOR, ops.BA
 _OP_INDEX = {op: i for i, op in enumerate(_OPS)}
 _TYPES = list(NAMED.values())
 _TYPE_INDEX = {datatype: i for i, datatype in enumerate(_TYPES)}
+# Compare_and_swap's op on the wire: the body holds the origin, then the compare element.
+_COMPARE_AND_SWAP = len(_OPS)
 
 
 def _fail(error_class, detail):
@@ -89,6 +102,33 @@ def _target_spec(target, count, datatype):
     return disp, count, datatype
 
 
+def _check_single(**messages):
+    """mpi4py's checks of Fetch_and_op and Compare_and_swap, made before MPI is called:
+    ValueError unless each of `messages` ((view, count, datatype) by name, the origin's
+    first) is one element of the origin's datatype."""
+    for name, (_, count, _) in messages.items():
+        if count != 1:
+            raise ValueError(f"{name}: expecting a single element, got {count}")
+    datatype = messages["origin"][2]
+    for name, (_, _, other) in messages.items():
+        if other is not datatype:
+            raise ValueError(f"mismatch in origin and {name} MPI datatypes")
+
+
+class _Operations:
+    """What a request-based call (Rput, Rget, Raccumulate, Rget_accumulate) gives its
+    Request to wait on: done once all its RmaOps are (one target's); `ops` is what the
+    engine looks at to tell whether one can still complete. Its status is empty."""
+    source, tag, error, nbytes = PROC_NULL, ANY_TAG, errors.SUCCESS, 0
+
+    def __init__(self, started):
+        self.ops = started
+
+    @property
+    def done(self):
+        return all(op.done for op in self.ops)
+
+
 def _check_disp_unit(disp_unit):
     if not isinstance(disp_unit, int) or disp_unit < 1:
         _fail(errors.ERR_DISP, f"disp_unit must be a positive int, not {disp_unit!r}")
@@ -104,18 +144,37 @@ def _check_op(op, datatype):
 
 
 class Win(ErrorHandling, unimplemented.Missing):
-    """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate, Fence,
-    Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all, tomemory, Free. Target ranks are
-    the communicator's."""
+    """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate,
+    Fetch_and_op, Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate, Fence, Post,
+    Start, Complete, Wait, Test, Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all,
+    Flush_local, Flush_local_all, Sync, tomemory, Free; the attributes, group and name.
+    Target ranks are the communicator's. A handle whose window is freed, or Win(), is null:
+    equal to WIN_NULL."""
 
     _unimplemented = unimplemented.WIN
     _kind = "Win"
 
     COMM_SELF = None    # mpi4py's default communicator, set by MPI.py (it cannot be imported)
 
-    def __init__(self, memory, lmr, disp_unit, comm):
+    def __init__(self, win=None):
+        """mpi4py's Win(win=None): a null handle (equal to WIN_NULL, false), or another handle
+        to `win`'s window: the same state (its very __dict__), so that a Free through either
+        makes both null. TypeError for anything else."""
+        if win is None:
+            self._memory = None         # null: every call but Get_name raises ERR_WIN
+        elif isinstance(win, Win):
+            self.__dict__ = win.__dict__
+        else:
+            raise TypeError(f"expected a Win, not {type(win).__name__}")
+
+    @classmethod
+    def _open(cls, memory, lmr, disp_unit, comm, flavor):
+        """The window over `memory` (registered as `lmr`, None if empty) of every member of
+        `comm` (collective): ids and triplets agreed, registered with the engine."""
+        self = cls.__new__(cls)
         engine = self._engine = comm._engine
-        self._memory, self._lmr, self._comm = memory, lmr, comm
+        self._memory, self._lmr, self._comm, self._flavor = memory, lmr, comm, flavor
+        self._name = ""
         mine = (engine.next_window, tuple(lmr.rmr_triplet()) if lmr else (0, 0, 0), disp_unit)
         self._ranks = [comm._ranks[r] for r in range(comm.size)]
         self._rank, members = comm.rank, comm.allgather(mine)
@@ -127,22 +186,46 @@ class Win(ErrorHandling, unimplemented.Missing):
         self._locks = {}                          # target -> lock type: this rank's epochs
         self._exclusive, self._shared = False, 0  # the lock on this rank's window
         self._waiting = collections.deque()       # lock requests not yet granted
+        self._started = None                      # Start's targets, while its epoch is open
+        self._exposure = None                     # Post's receives of Complete, while open
+        self._sync = comm.Dup()                   # Post's and Complete's messages
         engine.windows[self._id] = self
         comm.Barrier()          # every member has registered the window before any message
+        return self
+
+    def __eq__(self, other):
+        """As mpi4py's handles: equal if both name the same window, or both are null (WIN_NULL,
+        a freed window). Unhashable, as mpi4py's."""
+        if not isinstance(other, Win):
+            return NotImplemented
+        return self.__dict__ is other.__dict__ or self._memory is None and other._memory is None
+
+    __hash__ = None
+
+    def __bool__(self):
+        return self._memory is not None
+
+    def __reduce__(self):
+        """pickle: WIN_NULL (and a null handle) only, as mpi4py; a window is ValueError."""
+        if self._memory is not None:
+            raise ValueError("cannot serialize a window: only WIN_NULL can be pickled")
+        return "WIN_NULL" if self is WIN_NULL else (Win, ())
 
     @classmethod
     def Create(cls, memory, disp_unit=1, info=INFO_NULL, comm=None):
         """MPI_Win_create: a window over `memory` (a writable contiguous buffer), registered
         for remote reads and writes; collective over `comm` (None: COMM_SELF). Displacements
-        at a target count in its `disp_unit` bytes. BufferError (read-only or not contiguous,
-        as mpi4py), MPI.Exception ERR_DISP (disp_unit below 1)."""
+        at a target count in its `disp_unit` bytes; MPI.BOTTOM (or None) gives no memory.
+        BufferError (read-only or not contiguous, as mpi4py), MPI.Exception ERR_DISP
+        (disp_unit below 1)."""
         _check_disp_unit(disp_unit)
         comm = cls.COMM_SELF if comm is None else comm
         engine = comm._engine
-        data = message([memory, BYTE], True)[0]
+        data = memoryview(bytearray()) if isinstance(memory, BottomType) \
+            else message([memory, BYTE], True)[0]
         lmr = engine.ia.lmr_create(engine.pz, np.frombuffer(data, np.uint8),
                                    WINDOW_PRIVILEGES) if len(data) else None
-        return cls(data, lmr, disp_unit, comm)
+        return cls._open(data, lmr, disp_unit, comm, WIN_FLAVOR_CREATE)
 
     @classmethod
     def Allocate(cls, size, disp_unit=1, info=INFO_NULL, comm=None):
@@ -155,13 +238,79 @@ class Win(ErrorHandling, unimplemented.Missing):
         comm = cls.COMM_SELF if comm is None else comm
         engine = comm._engine
         lmr = engine.ia.lmr_create(engine.pz, size, WINDOW_PRIVILEGES) if size else None
-        return cls(memoryview(lmr.buffer) if lmr else memoryview(bytearray()), lmr, disp_unit,
-                   comm)
+        return cls._open(memoryview(lmr.buffer) if lmr else memoryview(bytearray()), lmr,
+                         disp_unit, comm, WIN_FLAVOR_ALLOCATE)
 
     def tomemory(self):
         """This rank's window memory, as a byte memoryview."""
         self._check_live()
         return self._memory
+
+    # The window's attributes, group and name.
+
+    def Get_attr(self, keyval):
+        """MPI_Win_get_attr of a predefined key: WIN_BASE (the address of this rank's window
+        memory, 0 if it has none), WIN_SIZE (its bytes), WIN_DISP_UNIT, WIN_CREATE_FLAVOR
+        (WIN_FLAVOR_CREATE or WIN_FLAVOR_ALLOCATE), WIN_MODEL (WIN_UNIFIED: RDMA reaches the
+        memory a rank reads). MPI.Exception ERR_WIN, ERR_KEYVAL for any other key (user
+        keyvals, Create_keyval, are not implemented)."""
+        self._check_live()
+        if keyval == WIN_BASE:
+            return np.frombuffer(self._memory, np.uint8).ctypes.data if len(self._memory) else 0
+        if keyval == WIN_SIZE:
+            return len(self._memory)
+        if keyval == WIN_DISP_UNIT:
+            return self._targets[self._rank][1]
+        if keyval == WIN_CREATE_FLAVOR:
+            return self._flavor
+        if keyval == WIN_MODEL:
+            return WIN_UNIFIED
+        _fail(errors.ERR_KEYVAL, f"keyval {keyval!r}")
+
+    @property
+    def attrs(self):
+        """mpi4py's attrs: (WIN_BASE, WIN_SIZE, WIN_DISP_UNIT)."""
+        return tuple(self.Get_attr(key) for key in (WIN_BASE, WIN_SIZE, WIN_DISP_UNIT))
+
+    @property
+    def flavor(self):
+        return self.Get_attr(WIN_CREATE_FLAVOR)
+
+    @property
+    def model(self):
+        return self.Get_attr(WIN_MODEL)
+
+    def Get_group(self):
+        """MPI_Win_get_group: the group of the communicator the window was made over, a new
+        Group. MPI.Exception ERR_WIN."""
+        self._check_live()
+        return self._comm.Get_group()
+
+    group = property(Get_group)
+
+    @property
+    def group_size(self):
+        self._check_live()
+        return len(self._ranks)
+
+    @property
+    def group_rank(self):
+        self._check_live()
+        return self._rank
+
+    def Get_name(self):
+        """MPI_Win_get_name: what Set_name gave ('' at first), MPI_WIN_NULL on a null one."""
+        return "MPI_WIN_NULL" if self._memory is None else self._name
+
+    def Set_name(self, name):
+        """MPI_Win_set_name (this process's handle only). MPI.Exception ERR_WIN; TypeError if
+        `name` is not a str."""
+        self._check_live()
+        if not isinstance(name, str):
+            raise TypeError(f"a window's name is a str, not {type(name).__name__}")
+        self._name = name
+
+    name = property(Get_name, Set_name)
 
     # Communication.
 
@@ -171,73 +320,136 @@ class Win(ErrorHandling, unimplemented.Missing):
         Unlock. MPI.Exception ERR_WIN (freed), ERR_RANK, ERR_RMA_SYNC (no epoch open on
         target_rank), ERR_DISP, ERR_COUNT, ERR_TYPE (target and origin sizes differ),
         ERR_RMA_RANGE (outside the target's window); BufferError (as mpi4py)."""
-        view, count, datatype = message(origin, False)
-        offset = self._locate(target_rank, target, count, datatype, len(view))
-        if offset is None or not view:
-            return
-        if target_rank == self._rank:
-            self._memory[offset:offset + len(view)] = view
-        else:
-            self._pending[target_rank].append(self._engine.rdma(
-                self._ranks[target_rank], True, view, self._rmr(target_rank, offset, len(view))))
+        self._transfer(True, origin, target_rank, target)
 
     def Get(self, origin, target_rank, target=None):
         """MPI_Get: one RDMA read of target_rank's window at `target` into `origin`; its data
         is there after the next Fence, Flush or Unlock. MPI.Exception as Put."""
-        view, count, datatype = message(origin, True)
-        offset = self._locate(target_rank, target, count, datatype, len(view))
-        if offset is None or not view:
-            return
-        if target_rank == self._rank:
-            view[:] = self._memory[offset:offset + len(view)]
-        else:
-            self._pending[target_rank].append(self._engine.rdma(
-                self._ranks[target_rank], False, view, self._rmr(target_rank, offset, len(view))))
+        self._transfer(False, origin, target_rank, target)
 
     def Accumulate(self, origin, target_rank, target=None, op=ops.SUM):
         """MPI_Accumulate: target = target op origin, elementwise, applied by the target (atomic
         per element against every other accumulate); complete at the next Fence, Flush or
         Unlock. MPI.Exception as Put, and ERR_OP (not a predefined op, REPLACE or NO_OP, or
         not one of the datatype's), ERR_TYPE (the target's datatype is not the origin's)."""
-        view, count, datatype = message(origin, False)
-        self._accumulate(view, count, datatype, None, target_rank, target, op)
+        self._accumulate(message(origin, False), None, target_rank, target, op)
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
         """MPI_Get_accumulate: as Accumulate, and `result` gets the target's values from just
         before (after the next Fence, Flush or Unlock). MPI.Exception as Accumulate, and
         ERR_TYPE (result not the origin's size)."""
-        view, count, datatype = message(origin, False)
-        out = message(result, True)[0]
-        if len(out) != len(view):
-            _fail(errors.ERR_TYPE, f"result holds {len(out)} bytes, the origin {len(view)}")
-        self._accumulate(view, count, datatype, out, target_rank, target, op)
+        self._accumulate(message(origin, False), message(result, True)[0], target_rank, target,
+                         op)
 
-    def _accumulate(self, view, count, datatype, result, target_rank, target, op):
-        """Accumulate `view` (count of datatype) in messages of at most WIN_BODY_LIMIT bytes
-        (whole elements); with `result`, the old values come back into it."""
-        offset = self._locate(target_rank, target, count, datatype, len(view), same_type=True)
+    def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=ops.SUM):
+        """MPI_Fetch_and_op: Get_accumulate of one element at displacement `target_disp`.
+        ValueError (as mpi4py: origin or result not one element, or not of one datatype);
+        MPI.Exception as Get_accumulate."""
+        origin, result = message(origin, False), message(result, True)
+        if target_rank != PROC_NULL:
+            _check_single(origin=origin, result=result)
+        self._accumulate(origin, result[0], target_rank, target_disp, op)
+
+    def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
+        """MPI_Compare_and_swap: `result` gets the element at `target_disp` of target_rank's
+        window, which becomes `origin` if it was equal to `compare`; atomic at the target as
+        an accumulate, complete as one. ValueError (as mpi4py: a buffer not one element, or
+        datatypes that differ); MPI.Exception as Put, and ERR_TYPE (not an integer, logical
+        or byte datatype)."""
+        view, count, datatype = origin = message(origin, False)
+        if target_rank != PROC_NULL:
+            compare, result = message(compare, False), message(result, True)
+            _check_single(origin=origin, compare=compare, result=result)
+            if datatype.dtype.kind not in "iub":
+                _fail(errors.ERR_TYPE, f"Compare_and_swap of {datatype.Get_name()}: an "
+                                       f"integer, logical or byte datatype is due")
+        offset = self._locate(target_rank, target_disp, count, datatype, len(view))
+        if offset is not None:
+            self._acc_messages(target_rank, offset, _COMPARE_AND_SWAP, datatype,
+                               bytes(view) + bytes(compare[0]), result[0])
+
+    def Rput(self, origin, target_rank, target=None):
+        """MPI_Rput: Put, and a Request that completes with it (Wait, Test...); in a
+        passive-target epoch on target_rank only (Lock or Lock_all). MPI.Exception as Put."""
+        return self._request(self._transfer(True, origin, target_rank, target, passive=True))
+
+    def Rget(self, origin, target_rank, target=None):
+        """MPI_Rget: Get, and a Request that completes once `origin` holds the data; in a
+        passive-target epoch on target_rank only. MPI.Exception as Get."""
+        return self._request(self._transfer(False, origin, target_rank, target, passive=True))
+
+    def Raccumulate(self, origin, target_rank, target=None, op=ops.SUM):
+        """MPI_Raccumulate: Accumulate, and a Request that completes with it; in a
+        passive-target epoch on target_rank only. MPI.Exception as Accumulate."""
+        return self._request(self._accumulate(message(origin, False), None, target_rank, target,
+                                              op, passive=True))
+
+    def Rget_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
+        """MPI_Rget_accumulate: Get_accumulate, and a Request that completes once `result`
+        holds the old values; in a passive-target epoch on target_rank only. MPI.Exception
+        as Get_accumulate."""
+        return self._request(self._accumulate(message(origin, False), message(result, True)[0],
+                                              target_rank, target, op, passive=True))
+
+    def _request(self, started):
+        return Request(self._engine, self._comm._rank_of, _Operations(started))
+
+    def _transfer(self, write, origin, target_rank, target, passive=False):
+        """Put (`write`) or Get: the RmaOps started (none for PROC_NULL, for nothing to move,
+        or on this rank's own window, where it is a copy)."""
+        view, count, datatype = message(origin, not write)
+        offset = self._locate(target_rank, target, count, datatype, len(view), passive=passive)
+        if offset is None or not view:
+            return []
+        if target_rank == self._rank:
+            if write:
+                self._memory[offset:offset + len(view)] = view
+            else:
+                view[:] = self._memory[offset:offset + len(view)]
+            return []
+        op = self._engine.rdma(self._ranks[target_rank], write, view,
+                               self._rmr(target_rank, offset, len(view)))
+        self._pending[target_rank].append(op)
+        return [op]
+
+    def _accumulate(self, origin, result, target_rank, target, op, passive=False):
+        """Accumulate the message `origin` (view, count, datatype); with `result` (a byte
+        view), the old values come back into it. The RmaOps started."""
+        view, count, datatype = origin
+        if result is not None and len(result) != len(view):
+            _fail(errors.ERR_TYPE, f"result holds {len(result)} bytes, the origin {len(view)}")
+        offset = self._locate(target_rank, target, count, datatype, len(view), same_type=True,
+                              passive=passive)
         _check_op(op, datatype)
         if offset is None:
-            return
-        step = (WIN_BODY_LIMIT - ACC_BODY.size) // datatype.extent * datatype.extent
-        head = (_OP_INDEX[op], _TYPE_INDEX[datatype], result is not None)
-        for start in range(0, len(view), step):
-            part = view[start:start + step]
-            self._pending[target_rank].append(self._engine.window_message(
-                self._ranks[target_rank], WIN_ACC, self._id,
-                ACC_BODY.pack(offset + start, *head) + part,
-                None if result is None else result[start:start + step]))
+            return []
+        return self._acc_messages(target_rank, offset, _OP_INDEX[op], datatype, view, result)
 
-    def _locate(self, target_rank, target, count, datatype, nbytes, same_type=False):
+    def _acc_messages(self, target_rank, offset, op, datatype, data, result):
+        """WIN_ACC messages applying op (an index of _OPS, or _COMPARE_AND_SWAP) with `data`
+        at byte `offset` of target_rank's window, in messages of at most WIN_BODY_LIMIT
+        bytes (whole elements); with `result`, the old values come back into it. The RmaOps
+        started."""
+        step = (WIN_BODY_LIMIT - ACC_BODY.size) // datatype.extent * datatype.extent
+        head = (op, _TYPE_INDEX[datatype], result is not None)
+        started = [self._engine.window_message(
+            self._ranks[target_rank], WIN_ACC, self._id,
+            ACC_BODY.pack(offset + start, *head) + data[start:start + step],
+            None if result is None else result[start:start + step])
+            for start in range(0, len(data), step)]
+        self._pending[target_rank].extend(started)
+        return started
+
+    def _locate(self, target_rank, target, count, datatype, nbytes, same_type=False,
+                passive=False):
         """The byte offset in target_rank's window of an access of the origin's `nbytes`
-        (count of datatype) at `target`; None for PROC_NULL. Raises what Put lists."""
+        (count of datatype) at `target`; None for PROC_NULL. `passive`: only a lock's epoch
+        allows it. Raises what Put lists."""
         self._check_live()
         if target_rank == PROC_NULL:
             return None
         self._check_rank(target_rank)
-        if not (self._fence_open or self._lock_all or target_rank in self._locks):
-            _fail(errors.ERR_RMA_SYNC, f"no access epoch is open on rank {target_rank} (Fence, "
-                                       f"Lock or Lock_all first)")
+        self._check_epoch(target_rank, passive)
         disp, tcount, tdatatype = _target_spec(target, count, datatype)
         if disp < 0:
             _fail(errors.ERR_DISP, f"target displacement {disp}")
@@ -253,6 +465,15 @@ class Win(ErrorHandling, unimplemented.Missing):
             _fail(errors.ERR_RMA_RANGE, f"bytes {offset} to {offset + length} of rank "
                                         f"{target_rank}'s window of {rmr.segment_length}")
         return offset
+
+    def _check_epoch(self, target_rank, passive=False):
+        """MPI.Exception ERR_RMA_SYNC unless an access epoch is open on target_rank (Fence,
+        Start, Lock, Lock_all; with `passive`, a lock's only)."""
+        if not (self._lock_all or target_rank in self._locks
+                or not passive and (self._fence_open or target_rank in (self._started or ()))):
+            _fail(errors.ERR_RMA_SYNC, f"no {'passive-target ' if passive else ''}access "
+                                       f"epoch is open on rank {target_rank} (Lock or Lock_all"
+                                       f"{'' if passive else ', Fence or Start'} first)")
 
     def _rmr(self, target_rank, offset, length):
         rmr = self._targets[target_rank][0]
@@ -270,6 +491,82 @@ class Win(ErrorHandling, unimplemented.Missing):
             self._comm.Barrier()
         self._fence_open = not assertion & MODE_NOSUCCEED
 
+    # General active target: Post and Start, Complete and Wait. Their messages go on the
+    # window's own communicator (`_sync`), empty: Post tells each origin of its group that
+    # it may access this rank's window (Start waits for that), Complete tells each target
+    # that this rank's operations on it are done (Wait waits for that).
+
+    def Post(self, group, assertion=0):
+        """MPI_Win_post: an exposure epoch of this rank's window to the processes of `group`
+        (each of which may then Start on it); Wait or Test ends it once each has called
+        Complete. `assertion` is not needed. TypeError (not a Group); MPI.Exception ERR_WIN,
+        ERR_GROUP (GROUP_NULL, or a process not in the window), ERR_RMA_SYNC (an exposure
+        epoch is open already)."""
+        origins = self._window_ranks(group)
+        if self._exposure is not None:
+            _fail(errors.ERR_RMA_SYNC, "Post while Post's epoch is open (Wait first)")
+        for rank in origins:
+            self._sync.Send(b"", rank, POST_TAG)        # (empty: eager, done at once)
+        self._exposure = [self._sync.Irecv(bytearray(), rank, COMPLETE_TAG) for rank in origins]
+
+    def Start(self, group, assertion=0):
+        """MPI_Win_start: an access epoch on the windows of `group`'s processes; returns once
+        each has called Post (MPI lets Start wait for them; progress runs meanwhile, so this
+        rank's window serves others). `assertion` is not needed. TypeError (not a Group);
+        MPI.Exception ERR_WIN, ERR_GROUP, ERR_RMA_SYNC (an access epoch of Start, Lock or
+        Lock_all is open)."""
+        targets = self._window_ranks(group)
+        if self._started is not None or self._locks or self._lock_all:
+            _fail(errors.ERR_RMA_SYNC, "Start while Start's epoch or a lock is open")
+        Request.Waitall([self._sync.Irecv(bytearray(), rank, POST_TAG) for rank in targets])
+        self._started = frozenset(targets)
+
+    def Complete(self):
+        """MPI_Win_complete: complete this rank's operations on Start's targets, tell each
+        of them, end the access epoch (without waiting for the targets' Wait).
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (no Start)."""
+        self._check_live()
+        if self._started is None:
+            _fail(errors.ERR_RMA_SYNC, "Complete without Start")
+        for rank in sorted(self._started):
+            self._complete(rank)
+            self._sync.Send(b"", rank, COMPLETE_TAG)
+        self._started = None
+
+    def Wait(self):
+        """MPI_Win_wait: end Post's exposure epoch once every process of its group has
+        called Complete (their operations are then in this rank's window); True.
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (no Post)."""
+        Request.Waitall(self._exposed())
+        self._exposure = None
+        return True
+
+    def Test(self):
+        """MPI_Win_test: Wait if every process of Post's group has called Complete (True),
+        else False and the epoch stays open. MPI.Exception as Wait."""
+        done = Request.Testall(self._exposed())
+        if done:
+            self._exposure = None
+        return done
+
+    def _exposed(self):
+        """The receives of Post's epoch; MPI.Exception ERR_WIN, ERR_RMA_SYNC (no Post)."""
+        self._check_live()
+        if self._exposure is None:
+            _fail(errors.ERR_RMA_SYNC, "Wait or Test without Post")
+        return self._exposure
+
+    def _window_ranks(self, group):
+        """The window's ranks of `group`'s processes. TypeError (not a Group);
+        MPI.Exception ERR_WIN, ERR_GROUP (GROUP_NULL, a process not in the window)."""
+        self._check_live()
+        if not isinstance(group, Group):
+            raise TypeError(f"expected a Group, not {type(group).__name__}")
+        ranks = group.Translate_ranks(None, self._comm.Get_group())
+        if UNDEFINED in ranks:
+            _fail(errors.ERR_GROUP, "the group has processes that the window has not")
+        return ranks
+
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
         """MPI_Win_lock: an access epoch on `rank`'s window; returns once the lock is granted
         (the target's progress engine grants it: any MPI call it makes). MPI.Exception
@@ -281,8 +578,9 @@ class Win(ErrorHandling, unimplemented.Missing):
         self._check_rank(rank)
         if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
             _fail(errors.ERR_ARG, f"lock_type {lock_type!r}")
-        if rank in self._locks or self._lock_all:
-            _fail(errors.ERR_RMA_SYNC, f"rank {rank} is locked already")
+        if rank in self._locks or self._lock_all or self._started is not None:
+            _fail(errors.ERR_RMA_SYNC, f"rank {rank} is locked already, or Start's epoch is "
+                                       f"open")
         self._engine.wait([self._lock_message(WIN_LOCK, rank, lock_type)])
         self._locks[rank] = lock_type
 
@@ -300,10 +598,10 @@ class Win(ErrorHandling, unimplemented.Missing):
 
     def Lock_all(self, assertion=0):
         """MPI_Win_lock_all: a shared lock on every member's window. MPI.Exception ERR_WIN,
-        ERR_RMA_SYNC (a lock is held already)."""
+        ERR_RMA_SYNC (a lock is held already, or Start's epoch is open)."""
         self._check_live()
-        if self._locks or self._lock_all:
-            _fail(errors.ERR_RMA_SYNC, "Lock_all while locks are held")
+        if self._locks or self._lock_all or self._started is not None:
+            _fail(errors.ERR_RMA_SYNC, "Lock_all while locks are held or Start's epoch is open")
         self._engine.wait([self._lock_message(WIN_LOCK, r, LOCK_SHARED)
                            for r in range(len(self._ranks))])
         self._lock_all = True
@@ -322,28 +620,58 @@ class Win(ErrorHandling, unimplemented.Missing):
     def Flush(self, rank):
         """MPI_Win_flush: complete this rank's operations on `rank` (its Gets' data is here,
         its Puts and Accumulates are in the target's memory). MPI.Exception ERR_WIN,
-        ERR_RANK."""
+        ERR_RANK, ERR_RMA_SYNC (no lock's epoch open on `rank`, as MPICH)."""
         self._check_live()
         if rank != PROC_NULL:
             self._check_rank(rank)
+            self._check_epoch(rank, passive=True)
             self._complete(rank)
 
     def Flush_all(self):
-        """MPI_Win_flush_all: complete this rank's operations on every target."""
-        self._check_live()
+        """MPI_Win_flush_all: complete this rank's operations on every target. MPI.Exception
+        ERR_WIN, ERR_RMA_SYNC (no lock held, as MPICH)."""
+        self._check_passive()
         self._complete_all()
+
+    def Flush_local(self, rank):
+        """MPI_Win_flush_local: Flush, as complete at the origin is complete at the target
+        here (an RDMA's completion comes once the target's memory has the data, an
+        accumulate's once the target applied it). MPI.Exception as Flush."""
+        self.Flush(rank)
+
+    def Flush_local_all(self):
+        """MPI_Win_flush_local_all: Flush_all (as Flush_local). MPI.Exception as Flush_all."""
+        self.Flush_all()
+
+    def Sync(self):
+        """MPI_Win_sync: the window's memory is the one RDMA reaches (WIN_UNIFIED), so
+        there is nothing to copy; progress runs, so that the accumulates and lock requests
+        already come are applied (a rank polling its window with Sync sees them).
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (no lock held, as MPICH)."""
+        self._check_passive()
+        self._engine.progress()
+
+    def _check_passive(self):
+        self._check_live()
+        if not (self._locks or self._lock_all):
+            _fail(errors.ERR_RMA_SYNC, "no passive-target epoch is open (Lock or Lock_all "
+                                       "first)")
 
     def Free(self):
         """MPI_Win_free (collective): complete this rank's operations, wait for every
         member (so none accesses this window any more), unregister the memory. Any call on
-        the window afterwards raises ERR_WIN. MPI.Exception ERR_WIN, ERR_RMA_SYNC (a lock is
-        still held)."""
+        the window afterwards raises ERR_WIN, and every handle to it is equal to WIN_NULL.
+        MPI.Exception ERR_WIN, ERR_RMA_SYNC (a lock is still held, or an epoch of Start or
+        Post is open)."""
         self._check_live()
-        if self._locks or self._lock_all:
-            _fail(errors.ERR_RMA_SYNC, "Free while locks are held (Unlock first)")
+        if self._locks or self._lock_all or self._started is not None \
+                or self._exposure is not None:
+            _fail(errors.ERR_RMA_SYNC, "Free while locks are held (Unlock first) or an epoch "
+                                       "of Start or Post is open (Complete, Wait)")
         self._complete_all()
         if self._comm is not None:
             self._comm.Barrier()
+        self._sync.Free()
         del self._engine.windows[self._id]
         if self._lmr is not None:
             self._lmr.free()
@@ -352,7 +680,7 @@ class Win(ErrorHandling, unimplemented.Missing):
 
     def _check_live(self):
         if self._memory is None:
-            _fail(errors.ERR_WIN, "the window has been freed")
+            _fail(errors.ERR_WIN, "the window is WIN_NULL (or freed)")
 
     _check_errhandler_owner = _check_live
 
@@ -383,10 +711,15 @@ class Win(ErrorHandling, unimplemented.Missing):
         if kind == WIN_ACC:
             offset, op, datatype, fetch = ACC_BODY.unpack_from(body)
             dtype = _TYPES[datatype].dtype
-            data = body[ACC_BODY.size:]
-            here = np.frombuffer(self._memory, dtype, len(data) // dtype.itemsize, offset)
+            data = np.frombuffer(body[ACC_BODY.size:], dtype)
+            if op == _COMPARE_AND_SWAP:
+                data = data.reshape(2, -1)      # the origin, the compare element
+            here = np.frombuffer(self._memory, dtype, data.shape[-1], offset)
             old = here.tobytes() if fetch else b""
-            _OPS[op].reduce_local(np.frombuffer(data, dtype), here)
+            if op == _COMPARE_AND_SWAP:
+                np.copyto(here, data[0], where=here == data[1])
+            else:
+                _OPS[op].reduce_local(data, here)
             self._engine.answer(source, request_id, old)
         elif kind == WIN_LOCK:
             self._waiting.append((source, request_id, LOCK_BODY.unpack(body)[0]))
@@ -412,3 +745,6 @@ class Win(ErrorHandling, unimplemented.Missing):
             else:
                 self._shared += 1
             self._engine.answer(source, request_id)
+
+
+WIN_NULL = Win()

@@ -23,6 +23,7 @@ from .errors import (SUCCESS, Add_error_class, Add_error_code,  # noqa: F401
                      Add_error_string, Exception, Get_error_class, Get_error_string)
 from .group import GROUP_EMPTY, GROUP_NULL, Group  # noqa: F401
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
+from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
                   OP_NULL, PROD, SUM, Op)
 from .win import (INFO_NULL, LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa: F401
@@ -171,4 +172,5 @@ _finalized = False
 COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
 COMM_SELF = Comm(_engine, SELF_CONTEXT, [_engine.rank], "MPI_COMM_SELF")
 Win.COMM_SELF = COMM_SELF   # Win.Create's and Allocate's default communicator
+Message.COMM_SELF = COMM_SELF   # where MESSAGE_NO_PROC's receives from PROC_NULL run
 del errors

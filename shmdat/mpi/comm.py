@@ -15,6 +15,7 @@ from .engine import Engine, RecvOp, SendOp
 from .errors import Exception as MPIException
 from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
+from .message import MESSAGE_NO_PROC, Message
 from .ops import MAX, SUM
 
 # The predefined attribute keys of Get_attr (MPICH's numbers, as mpi4py over MPICH has them).
@@ -125,6 +126,15 @@ class Request(unimplemented.Missing):
 
     def __bool__(self):
         return not self._is_null()
+
+    def __reduce__(self):
+        """pickle: REQUEST_NULL by name, another null request as a new one, as mpi4py;
+        ValueError for a request under way (its operation is this process's)."""
+        if self is REQUEST_NULL:
+            return "REQUEST_NULL"
+        if self._is_null():
+            return type(self), ()
+        raise ValueError(f"cannot serialize a {type(self).__name__} under way (as mpi4py)")
 
     def _fill(self, status):
         """Fill `status` from the done operation (a receive's source, tag, error, count; a
@@ -732,6 +742,42 @@ class Comm(ErrorHandling, unimplemented.Missing):
 
     probe = Probe
     iprobe = Iprobe
+
+    # Matched probes: the message taken, received through its Message (shmdat/mpi/message.py).
+
+    def _mprobe(self, source, tag, status, block):
+        source = self._engine_rank(source, "source", wildcard=True)
+        self._check_tag(tag, wildcard=True)
+        if source == PROC_NULL:
+            _probed(status, _Done(), self._rank_of)
+            return Message(MESSAGE_NO_PROC)
+        msg = self._engine.matched_probe(self._context, source, tag, block)
+        if msg is None:
+            return None
+        _probed(status, msg, self._rank_of)
+        return Message._of(self, msg)
+
+    def Mprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """MPI_Mprobe: block until a message (source, tag) has come, and take it: only a
+        receive through the Message returned can get it (a handle equal to MESSAGE_NO_PROC
+        for PROC_NULL). `status` gets its source, tag and count. MPI.Exception ERR_RANK,
+        ERR_TAG, ERR_OTHER (the source has gone)."""
+        return self._mprobe(source, tag, status, True)
+
+    def Improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """MPI_Improbe: as Mprobe if a message (source, tag) has come, else None (`status`
+        left as it was)."""
+        return self._mprobe(source, tag, status, False)
+
+    mprobe = Mprobe
+    improbe = Improbe
+
+    def _receive_matched(self, msg, view, decode):
+        """The Request of the receive of `msg`, a message matched_probe took here (None: a
+        receive from PROC_NULL), into the byte memoryview `view` (None: into new bytes);
+        `decode`: wait() returns the unpickled object."""
+        op = _Done() if msg is None else self._engine.receive_matched(msg, view)
+        return Request(self._engine, self._rank_of, op, decode)
 
     # Persistent requests: the buffer, peer and tag bound once; each Start posts anew.
 

@@ -61,9 +61,9 @@ MODULE = frozenset("""
     InPlaceType Intercomm LOGICAL LOGICAL1 LOGICAL16 LOGICAL2 LOGICAL4 LOGICAL8 Lookup_name
     MAX_DATAREP_STRING MAX_ERROR_STRING MAX_INFO_KEY MAX_INFO_VAL
     MAX_LIBRARY_VERSION_STRING MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME
-    MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN MESSAGE_NO_PROC MESSAGE_NULL MODE_APPEND
+    MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN MODE_APPEND
     MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR MODE_SEQUENTIAL
-    MODE_UNIQUE_OPEN MODE_WRONLY Message OFFSET ORDER_C ORDER_F ORDER_FORTRAN Open_port
+    MODE_UNIQUE_OPEN MODE_WRONLY OFFSET ORDER_C ORDER_F ORDER_FORTRAN Open_port
     PACKED Pickle Publish_name REAL REAL16 REAL2 REAL4 REAL8 ROOT Register_datarep
     Remove_error_class Remove_error_code Remove_error_string SEEK_CUR SEEK_END SEEK_SET
     SESSION_NULL Session TYPECLASS_COMPLEX TYPECLASS_INTEGER TYPECLASS_LOGICAL
@@ -80,11 +80,11 @@ COMM = frozenset("""
     Create_from_group Create_graph Create_group Create_intercomm Create_keyval Delete_attr
     Detach_buffer Disconnect Dup_with_info Exscan_init Flush_buffer Free_keyval Gather_init
     Gatherv_init Get_failed Get_info Get_parent Get_topology Graph_map Iagree Ialltoallw
-    Ibsend Idup Idup_with_info Iflush_buffer Improbe Ireduce_scatter Is_revoked Isendrecv
-    Isendrecv_replace Ishrink Join Mprobe Precv_init Psend_init Reduce_init
+    Ibsend Idup Idup_with_info Iflush_buffer Ireduce_scatter Is_revoked Isendrecv
+    Isendrecv_replace Ishrink Join Precv_init Psend_init Reduce_init
     Reduce_scatter_block_init Reduce_scatter_init Revoke Rsend_init Scan_init Scatter_init
     Scatterv_init Set_attr Set_info Shrink Spawn Spawn_multiple Split_type bsend f2py free
-    fromhandle fromint handle ibsend improbe info is_topo mprobe py2f toint topology
+    fromhandle fromint handle ibsend info is_topo py2f toint topology
 """.split())
 
 REQUEST = frozenset("""
@@ -123,6 +123,10 @@ OP = frozenset("""
 
 GROUP = frozenset("""
     Create_from_session_pset f2py free fromhandle fromint handle py2f toint
+""".split())
+
+MESSAGE = frozenset("""
+    fromhandle free handle
 """.split())
 
 ERRHANDLER = frozenset("""

@@ -1,0 +1,187 @@
+"""shmdat.mpi matched probes (Comm.Mprobe/Improbe/mprobe/improbe, MPI.Message) by real
+launches: handles (MESSAGE_NULL, MESSAGE_NO_PROC, copies, pickle, toint/fromint), PROC_NULL,
+wildcards and statuses, eager and rendezvous sizes, a matched message that no other receive
+can take (also with threads), truncation and the errors. The programs run unchanged under
+mpi4py + MPICH too (the import aside), which is where their expectations come from."""
+
+import pytest
+
+from tests import mpi_launch
+from tests.mpi_launch import FAILS, check_every_rank_agrees, launch
+
+HEAD = FAILS + """
+import os
+import pickle
+import threading
+import numpy as np
+from shmdat.mpi import MPI
+
+comm = MPI.COMM_WORLD.Dup()
+rank, size = comm.rank, comm.size
+right, left = (rank + 1) % size, (rank - 1) % size
+LARGE = 300_000              # bytes: above shmdat's eager limit (a rendezvous)
+checks = 0
+"""
+
+TAIL = """
+comm.Barrier()
+comm.Free()
+os.write(1, f"rank {rank}: {checks} checks\\n".encode())    # (one write: ranks share the pipe)
+"""
+
+MATCHED = HEAD + """
+# Handles.
+null, noproc = MPI.MESSAGE_NULL, MPI.MESSAGE_NO_PROC
+assert not null and noproc and null != noproc
+assert MPI.Message() == null and MPI.Message(null) == null and MPI.Message(noproc) == noproc
+for message in (null, noproc):
+    assert pickle.loads(pickle.dumps(message)) is message
+    copy = pickle.loads(pickle.dumps(MPI.Message(message)))
+    assert copy == message and copy is not message
+    assert MPI.Message.fromint(message.toint()) == message
+checks += fails(TypeError, MPI.Message, 5)
+checks += fails(TypeError, hash, noproc)
+
+# PROC_NULL: MESSAGE_NO_PROC, which receives nothing; a handle to it becomes MESSAGE_NULL,
+# the constant stays.
+status = MPI.Status()
+m = comm.Mprobe(MPI.PROC_NULL, 3, status)
+assert m == noproc and (status.source, status.tag, status.Get_count()) == (MPI.PROC_NULL,
+                                                                           MPI.ANY_TAG, 0)
+assert comm.Improbe(MPI.PROC_NULL) == noproc and comm.improbe(MPI.PROC_NULL) == noproc
+m.Recv(None, status)
+assert m == null and status.source == MPI.PROC_NULL
+noproc.Recv(None)
+noproc.Irecv(None).Wait()
+assert noproc.recv() is None and noproc.irecv().wait() is None and noproc
+request = comm.mprobe(MPI.PROC_NULL).irecv()
+assert request != MPI.REQUEST_NULL and request.wait() is None and request == MPI.REQUEST_NULL
+
+# Receives through a null handle or a message received already are ERR_REQUEST.
+for call in (null.Recv, null.Irecv):
+    checks += fails(MPI.ERR_REQUEST, call, bytearray(1))
+for call in (null.recv, null.irecv):
+    checks += fails(MPI.ERR_REQUEST, call)
+checks += fails(MPI.ERR_RANK, comm.Mprobe, size + 3)
+checks += fails(MPI.ERR_TAG, comm.Improbe, MPI.ANY_SOURCE, -5)
+
+# Nothing has come: Improbe is None and leaves the status as it was.
+status = MPI.Status()
+assert comm.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status) is None
+assert (status.source, status.tag, status.error) == (MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.SUCCESS)
+assert MPI.Message.Iprobe(comm) is None and MPI.Message.iprobe(comm) is None
+comm.Barrier()           # (nobody sends before every rank has looked)
+
+# Eager and rendezvous arrays, objects, with wildcards: the status says what came; the
+# message is out of the queue once matched.
+small, large = np.arange(10, dtype="i4") + rank, np.full(LARGE // 8, float(rank))
+sends = [comm.Isend(small, right, 1), comm.Isend(large, right, 2),
+         comm.isend({"from": rank}, right, 3), comm.isend(list(range(LARGE // 4)), right, 4)]
+status = MPI.Status()
+m = comm.Mprobe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+assert m and (status.source, status.tag, status.Get_count(MPI.INT)) == (left, 1, 10)
+got = np.zeros(10, "i4")
+m.Recv(got, status)
+assert not m and (got == np.arange(10) + left).all() and status.tag == 1
+m = MPI.Message.Probe(comm, left, 2, status)
+assert status.Get_count(MPI.DOUBLE) == LARGE // 8
+assert not comm.Iprobe(left, 2)                 # taken: no other receive can match it
+got = np.zeros(LARGE // 8)
+request = m.Irecv(got)
+assert not m
+request.Wait(status)
+assert (got == left).all() and (status.source, status.tag) == (left, 2)
+while (m := comm.improbe(left, 3)) is None:
+    pass
+assert m.recv() == {"from": left}
+m = comm.mprobe(left, MPI.ANY_TAG, status)
+assert status.tag == 4 and m.irecv().wait() == list(range(LARGE // 4))
+MPI.Request.Waitall(sends)
+
+# A matched message is no other receive's: the second one sent goes to the receive after it.
+comm.send("first", right, 5)
+comm.send("second", right, 5)
+m = comm.mprobe(left, 5)
+second = MPI.Message(m)                         # another handle to the same message
+assert comm.recv(source=left, tag=5) == "second" and m.recv() == "first"
+if MPI.get_vendor()[0] == "shmdat":    # (MPI leaves it undefined; MPICH's is ERR_ARG by chance)
+    checks += fails(MPI.ERR_REQUEST, second.recv)
+
+# A synchronous send completes once a matched probe's receive has taken it.
+request = comm.Issend(b"sync", right, 6)
+buf = bytearray(4)
+comm.Mprobe(left, 6).Recv(buf)
+request.Wait()
+assert buf == b"sync"
+
+# Truncation, as Recv's: ERR_TRUNCATE (the eager and the rendezvous sender still complete).
+sends = [comm.Isend(b"0123456789", right, 7), comm.Isend(bytes(LARGE), right, 8)]
+checks += fails(MPI.ERR_TRUNCATE, comm.Mprobe(left, 7).Recv, bytearray(4))
+checks += fails(MPI.ERR_TRUNCATE, comm.Mprobe(left, 8).Irecv(bytearray(10)).Wait)
+MPI.Request.Waitall(sends)
+
+# Threads: each takes whole messages, so the count its matched probe saw is the one it
+# receives (with Probe and then Recv, another thread's receive could take it first).
+K = 20
+sends = [comm.Isend(bytes([i]) * (i + 1), right, 9) for i in range(2 * K)]
+taken = []
+def take():
+    for _ in range(K):
+        status = MPI.Status()
+        m = comm.Mprobe(left, 9, status)
+        n = status.Get_count()
+        buf = bytearray(n)
+        m.Recv(buf)
+        assert buf == bytes([n - 1]) * n, (n, buf[:4])
+        taken.append(n)
+threads = [threading.Thread(target=take) for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(30)
+    assert not t.is_alive()
+assert sorted(taken) == list(range(1, 2 * K + 1)), taken
+MPI.Request.Waitall(sends)
+""" + TAIL
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_matched_probes(tmp_path, n):
+    check_every_rank_agrees(launch(tmp_path, n, MATCHED), n)
+
+
+@mpi_launch.needs_mpiexec
+def test_matched_probes_under_mpi4py(tmp_path):
+    r = mpi_launch.launch_mpiexec(tmp_path, 3, MATCHED.replace("from shmdat.mpi import MPI",
+                                                               "from mpi4py import MPI"))
+    check_every_rank_agrees(r, 3)
+
+
+def test_a_matched_probe_of_a_rank_gone_raises(tmp_path):
+    r = launch(tmp_path, 2, FAILS + """
+        import os
+        from shmdat.mpi import MPI
+        comm = MPI.COMM_WORLD
+        comm.Barrier()
+        if comm.rank == 1:
+            os._exit(0)
+        fails(MPI.ERR_OTHER, comm.Mprobe, 1)
+        print("raised")
+    """.replace("\n        ", "\n"))
+    assert "raised" in r.stdout, r.stdout + r.stderr
+
+
+def test_every_mpi4py_message_name_is_implemented_or_listed(tmp_path):
+    """mpi4py 4.1.2's Message: each public name is here or in unimplemented.MESSAGE."""
+    pytest.importorskip("mpi4py")
+    r = launch(tmp_path, 1, """
+        import sys
+        from mpi4py import MPI as real
+        from shmdat.mpi import MPI, unimplemented
+        if sys.modules["mpi4py"].__version__ == "4.1.2":
+            for name in dir(real.Message):
+                if not name.startswith("_"):
+                    assert hasattr(MPI.MESSAGE_NULL, name) != (name in unimplemented.MESSAGE), name
+        print("ok")
+    """.replace("\n        ", "\n"))
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stdout + r.stderr

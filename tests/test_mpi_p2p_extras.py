@@ -1,8 +1,12 @@
-"""shmdat.mpi matched probes (Comm.Mprobe/Improbe/mprobe/improbe, MPI.Message) by real
-launches: handles (MESSAGE_NULL, MESSAGE_NO_PROC, copies, pickle, toint/fromint), PROC_NULL,
-wildcards and statuses, eager and rendezvous sizes, a matched message that no other receive
-can take (also with threads), truncation and the errors. The programs run unchanged under
-mpi4py + MPICH too (the import aside), which is where their expectations come from."""
+"""shmdat.mpi matched probes and buffered sends, by real launches. Matched probes
+(Comm.Mprobe/Improbe/mprobe/improbe, MPI.Message): handles (MESSAGE_NULL, MESSAGE_NO_PROC,
+copies, pickle, toint/fromint), PROC_NULL, wildcards and statuses, eager and rendezvous sizes,
+a matched message that no other receive can take (also with threads), truncation, errors.
+Buffered sends (Attach_buffer/Detach_buffer/Flush_buffer of the process and of a
+communicator, BUFFER_AUTOMATIC, Bsend/Ibsend/Bsend_init/bsend/ibsend): the data copied, the
+room a send holds until it has left, ERR_BUFFER without it, the errors. The programs run
+unchanged under mpi4py + MPICH too (the import aside), which is where their expectations
+come from."""
 
 import pytest
 
@@ -143,6 +147,102 @@ for t in threads:
 assert sorted(taken) == list(range(1, 2 * K + 1)), taken
 MPI.Request.Waitall(sends)
 """ + TAIL
+
+
+BUFFERED = HEAD + """
+OVERHEAD = MPI.BSEND_OVERHEAD
+assert OVERHEAD > 0 and repr(MPI.BUFFER_AUTOMATIC) == "BUFFER_AUTOMATIC"
+assert MPI.BUFFER_AUTOMATIC and int(MPI.BUFFER_AUTOMATIC) == -2 and MPI.BUFFER_AUTOMATIC == -2
+assert pickle.loads(pickle.dumps(MPI.BUFFER_AUTOMATIC)) is MPI.BUFFER_AUTOMATIC
+assert len(MPI.Detach_buffer()) == 0            # none attached: an empty buffer
+
+# No buffer attached: ERR_BUFFER (at Start for Bsend_init); PROC_NULL needs none.
+checks += fails(MPI.ERR_BUFFER, comm.Bsend, b"x", right)
+checks += fails(MPI.ERR_BUFFER, comm.Ibsend, b"x", right)
+checks += fails(MPI.ERR_BUFFER, comm.bsend, "x", right)
+checks += fails(MPI.ERR_BUFFER, comm.Bsend_init(b"x", right).Start)
+comm.Bsend(b"x", MPI.PROC_NULL)
+checks += fails(MPI.ERR_RANK, comm.Bsend, b"x", size + 3)
+checks += fails(MPI.ERR_TAG, comm.Ibsend, b"x", right, -3)
+checks += fails(BufferError, MPI.Attach_buffer, b"read-only")
+checks += fails(MPI.ERR_BUFFER, MPI.Attach_buffer, bytearray(OVERHEAD - 1))
+MPI.Detach_buffer()             # (MPICH keeps the buffer it refused attached; shmdat does not)
+
+# Buffer, array, object, persistent: the data is copied at the call.
+buf = bytearray(4 * (100 + OVERHEAD))
+MPI.Attach_buffer(buf)
+checks += fails(MPI.ERR_OTHER, MPI.Attach_buffer, bytearray(1000))   # one at a time
+a = np.arange(25, dtype="i4") + rank
+comm.Bsend(a, right, 1)
+request = comm.Ibsend(a * 2, right, 2)
+a[:] = -1                                       # (the copies went)
+comm.bsend({"from": rank}, right, 3)
+request.Wait()
+assert comm.ibsend([rank], right, 4).Test()     # (done at once: the data is copied)
+b = np.zeros(25, "i4")
+persistent = comm.Bsend_init(b, right, 5)
+for i in range(2):
+    b[:] = i
+    persistent.Start()
+    persistent.Wait()
+persistent.Free()
+got = np.zeros(25, "i4")
+comm.Recv(got, left, 1)
+assert (got == np.arange(25) + left).all()
+comm.Recv(got, left, 2)
+assert (got == 2 * (np.arange(25) + left)).all()
+assert comm.recv(source=left, tag=3) == {"from": left} and comm.recv(source=left, tag=4) == [left]
+for i in range(2):
+    comm.Recv(got, left, 5)
+    assert (got == i).all()
+assert MPI.Detach_buffer() is buf               # once every buffered send has left
+assert len(MPI.Detach_buffer()) == 0
+
+# A send holds its room until it has left: a rendezvous one until its receive took it.
+if size > 1:
+    buf = np.zeros(LARGE + OVERHEAD, "u1")
+    MPI.Attach_buffer(buf)
+    comm.Bsend(np.full(LARGE, rank % 256, "u1"), right, 6)
+    checks += fails(MPI.ERR_BUFFER, comm.Bsend, b"x", right, 7)   # no room while it is out
+    got = np.zeros(LARGE, "u1")
+    comm.Recv(got, left, 6)
+    assert (got == left % 256).all()
+    assert MPI.Detach_buffer() is buf
+    comm.Barrier()       # (every rank's large message has left: its room is free)
+
+# BUFFER_AUTOMATIC (and None): no limit.
+MPI.Attach_buffer(None)
+for tag in range(3):
+    comm.Bsend(np.full(LARGE, tag, "u1"), right, tag)
+for tag in range(3):
+    comm.Recv(got := np.zeros(LARGE, "u1"), left, tag)
+    assert (got == tag).all()
+MPI.Flush_buffer()
+assert MPI.Detach_buffer() is MPI.BUFFER_AUTOMATIC
+
+# A communicator's own buffer: its sends use it, other communicators' do not.
+assert len(comm.Detach_buffer()) == 0
+mine = bytearray(100 + OVERHEAD)
+comm.Attach_buffer(mine)
+checks += fails(MPI.ERR_BUFFER, MPI.COMM_WORLD.Bsend, b"x", right)
+comm.Bsend(bytes(100), right, 8)
+comm.Recv(bytearray(100), left, 8)
+comm.Flush_buffer()
+assert comm.Detach_buffer() is mine
+""" + TAIL
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_buffered_sends(tmp_path, n):
+    check_every_rank_agrees(launch(tmp_path, n, BUFFERED), n)
+
+
+@mpi_launch.needs_mpiexec
+@pytest.mark.parametrize("n", [2, 3])
+def test_buffered_sends_under_mpi4py(tmp_path, n):
+    r = mpi_launch.launch_mpiexec(tmp_path, n, BUFFERED.replace("from shmdat.mpi import MPI",
+                                                                "from mpi4py import MPI"))
+    check_every_rank_agrees(r, n)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])

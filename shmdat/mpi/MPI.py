@@ -10,11 +10,12 @@ import time
 
 import shmdat
 
-from . import datatypes, errors, unimplemented, wireup
+from . import bsend, datatypes, errors, unimplemented, wireup
 from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # noqa: F401
                    LASTUSEDCODE, REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
                    Status)
+from .bsend import BSEND_OVERHEAD, BUFFER_AUTOMATIC, BufferAutomaticType  # noqa: F401
 from .datatypes import BOTTOM, DATATYPE_NULL, IN_PLACE, BottomType, Datatype  # noqa: F401
 from .engine import Engine
 from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,  # noqa: F401
@@ -83,6 +84,24 @@ def Free_mem(memory):
     if _allocated.get(id(memory)) is not memory:
         raise Exception(ERR_ARG, "Free_mem of memory that Alloc_mem did not give")
     del _allocated[id(memory)]
+
+
+def Attach_buffer(buf):
+    """MPI_Buffer_attach: `buf` (a writable buffer; BUFFER_AUTOMATIC or None: automatic) for
+    buffered sends (Bsend, ...). MPI.Exception ERR_OTHER if one is attached already,
+    ERR_BUFFER if it is smaller than BSEND_OVERHEAD; BufferError if read-only."""
+    bsend.attach(None, buf)
+
+
+def Detach_buffer():
+    """MPI_Buffer_detach: once every buffered send has left, the buffer attached
+    (BUFFER_AUTOMATIC if automatic, an empty bytearray if none is)."""
+    return bsend.detach(None, _engine)
+
+
+def Flush_buffer():
+    """MPI_Buffer_flush: wait until every buffered send has left."""
+    bsend.flush(None, _engine)
 
 
 VERSION, SUBVERSION = 3, 1         # the MPI standard's version, as Get_version()

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from . import collectives, errors, unimplemented, wireup
+from . import bsend, collectives, errors, unimplemented, wireup
 from .errhandler import ErrorHandling
 from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
@@ -691,6 +691,44 @@ class Comm(ErrorHandling, unimplemented.Missing):
         """MPI_Ssend: returns once a receive has matched the message."""
         self.Issend(buf, dest, tag).Wait()
 
+    # Buffered mode (shmdat/mpi/bsend.py): the payload copied, its room in the attached
+    # buffer held until the send has left.
+
+    def Attach_buffer(self, buf):
+        """MPI_Comm_attach_buffer: `buf` (or BUFFER_AUTOMATIC) for this communicator's
+        buffered sends. Errors as MPI.Attach_buffer."""
+        bsend.attach(self._context, buf)
+
+    def Detach_buffer(self):
+        """MPI_Comm_detach_buffer: once this communicator's buffered sends have left, its
+        buffer (an empty bytearray if none is attached)."""
+        return bsend.detach(self._context, self._engine)
+
+    def Flush_buffer(self):
+        """MPI_Comm_flush_buffer: wait until this communicator's buffered sends have left."""
+        bsend.flush(self._context, self._engine)
+
+    def _bsend(self, view, dest, tag):
+        """A buffered send of the byte memoryview `view`: done at once (the data is copied;
+        to PROC_NULL nothing is)."""
+        dest = self._engine_rank(dest, "dest")
+        self._check_tag(tag)
+        if dest != PROC_NULL:
+            bsend.attached_to(self._context).send(self._engine, view, functools.partial(
+                self._engine.send, dest, self._context, tag))
+        return SendOp(dest, done=True)
+
+    def Ibsend(self, buf, dest, tag=0):
+        """MPI_Ibsend: a Request done at once, the data copied into the attached buffer's
+        room. MPI.Exception ERR_BUFFER if no buffer is attached or it has not the room
+        (len + BSEND_OVERHEAD bytes) while earlier buffered sends are under way; as Isend's."""
+        return Request(self._engine, self._rank_of,
+                       self._bsend(message(buf, False)[0], dest, tag))
+
+    def Bsend(self, buf, dest, tag=0):
+        """MPI_Bsend: returns once the data is copied. Errors as Ibsend."""
+        self._bsend(message(buf, False)[0], dest, tag)
+
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """MPI_Recv; `status` gets source, tag and count."""
         self.Irecv(buf, source, tag).Wait(status)
@@ -798,6 +836,14 @@ class Comm(ErrorHandling, unimplemented.Missing):
         """MPI_Ssend_init: as Send_init, each send synchronous (as Issend)."""
         return self._send_init(buf, dest, tag, True)
 
+    def Bsend_init(self, buf, dest, tag=0):
+        """MPI_Bsend_init: as Send_init, each send buffered (as Ibsend: ERR_BUFFER at Start).
+        MPI.Exception: ERR_RANK, ERR_TAG, buffer errors, here."""
+        self._engine_rank(dest, "dest")
+        self._check_tag(tag)
+        return Prequest(self._engine, self._rank_of,
+                        functools.partial(self._bsend, message(buf, False)[0], dest, tag))
+
     def Recv_init(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """MPI_Recv_init: a Prequest that receives into `buf`. MPI.Exception: ERR_RANK,
         ERR_TAG, buffer errors, here; ERR_TRUNCATE at Wait."""
@@ -836,8 +882,17 @@ class Comm(ErrorHandling, unimplemented.Missing):
         return Request(self._engine, self._rank_of,
                        self._isend(memoryview(data), dest, tag, self._context, sync=True))
 
+    def ibsend(self, obj, dest, tag=0):
+        """Buffered isend (as Ibsend): the request is done at once."""
+        return Request(self._engine, self._rank_of, self._bsend(
+            memoryview(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)), dest, tag))
+
     def send(self, obj, dest, tag=0):
         self.isend(obj, dest, tag).wait()
+
+    def bsend(self, obj, dest, tag=0):
+        """Buffered send (as Bsend): returns once the pickle is copied."""
+        self.ibsend(obj, dest, tag)
 
     def ssend(self, obj, dest, tag=0):
         self.issend(obj, dest, tag).wait()

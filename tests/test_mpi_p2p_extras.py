@@ -4,7 +4,9 @@ copies, pickle, toint/fromint), PROC_NULL, wildcards and statuses, eager and ren
 a matched message that no other receive can take (also with threads), truncation, errors.
 Buffered sends (Attach_buffer/Detach_buffer/Flush_buffer of the process and of a
 communicator, BUFFER_AUTOMATIC, Bsend/Ibsend/Bsend_init/bsend/ibsend): the data copied, the
-room a send holds until it has left, ERR_BUFFER without it, the errors. The programs run
+room a send holds until it has left, ERR_BUFFER without it, the errors. And the small calls
+of the namespace: Get_address, Aint_add/Aint_diff, Compute_dims, Comm.Ireduce_scatter. The
+programs run
 unchanged under mpi4py + MPICH too (the import aside), which is where their expectations
 come from."""
 
@@ -230,6 +232,71 @@ comm.Recv(bytearray(100), left, 8)
 comm.Flush_buffer()
 assert comm.Detach_buffer() is mine
 """ + TAIL
+
+
+SMALL_CALLS = HEAD + """
+# Addresses: an int, the buffer's first byte (BOTTOM's and None's 0); MPI_Aint arithmetic.
+a = np.arange(10, dtype="f8")
+assert MPI.Get_address(a) == a.ctypes.data and MPI.Get_address(a[3:]) - MPI.Get_address(a) == 24
+b = bytearray(b"xyz")
+assert MPI.Get_address(memoryview(b)[1:]) == MPI.Get_address(b) + 1
+assert MPI.Get_address(MPI.BOTTOM) == 0 and MPI.Get_address(None) == 0
+assert MPI.Aint_add(MPI.Get_address(a), 8) == MPI.Get_address(a[1:])
+assert MPI.Aint_diff(MPI.Get_address(a[4:]), MPI.Get_address(a)) == 32
+assert MPI.Aint_diff(28, 100) == -72 and MPI.Aint_add(2**63 - 1, 1) == -2**63
+checks += fails(TypeError, MPI.Get_address, [1, 2])
+checks += fails(BufferError, MPI.Get_address, a[::2])
+checks += fails(TypeError, MPI.Aint_add, "a", 1)
+try:
+    MPI.Aint_add(2**63, 1)
+    raise AssertionError("Aint_add beyond 64 bits")
+except OverflowError:
+    checks += 1
+
+# Compute_dims: the most balanced grid, non-increasing (what MPICH answers for these).
+for nnodes, dims, want in ((6, 2, [3, 2]), (7, 2, [7, 1]), (12, 3, [3, 2, 2]), (16, 3, [4, 2, 2]),
+                           (20, 4, [5, 2, 2, 1]), (72, 2, [9, 8]), (1, 3, [1, 1, 1]),
+                           (12, [0, 3, 0], [2, 3, 2]), (12, [2, 0, 0], [2, 3, 2]),
+                           (6, (0, 3), [2, 3]), (6, [3, 2], [3, 2]), (5, 0, []), (0, [2], [2]),
+                           (240, 2, [16, 15]), (1000, 3, [10, 10, 10])):
+    assert MPI.Compute_dims(nnodes, dims) == want, (nnodes, dims, MPI.Compute_dims(nnodes, dims))
+checks += fails(MPI.ERR_DIMS, MPI.Compute_dims, 12, [5, 0])
+checks += fails(MPI.ERR_DIMS, MPI.Compute_dims, 6, [2, 2])
+checks += fails(MPI.ERR_DIMS, MPI.Compute_dims, 12, [0, -1])
+checks += fails(MPI.ERR_ARG, MPI.Compute_dims, -1, 2)
+checks += fails(ValueError, MPI.Compute_dims, 4, -1)
+
+# Ireduce_scatter: counts given (block i: i + 1 elements), gathered (None), IN_PLACE.
+counts = [i + 1 for i in range(size)]
+send = np.arange(sum(counts), dtype="i8") * (rank + 1)
+out = np.zeros(rank + 1, "i8")
+request = comm.Ireduce_scatter(send, out, counts, MPI.SUM)
+assert isinstance(request, MPI.Request)
+request.Wait()
+first = sum(counts[:rank])
+total = size * (size + 1) // 2
+assert (out == np.arange(first, first + rank + 1) * total).all(), out
+out[:] = 0
+comm.Ireduce_scatter(send, out, None, MPI.MAX).Wait()
+assert (out == np.arange(first, first + rank + 1) * size).all(), out
+buf = np.arange(2 * size, dtype="f8") + rank
+comm.Ireduce_scatter(MPI.IN_PLACE, buf, [2] * size).Wait()
+assert (buf[:2] == np.arange(2 * rank, 2 * rank + 2) * size + total - size).all(), buf
+checks += fails(ValueError, comm.Ireduce_scatter, send, out, [size + 5] * size)
+checks += fails(TypeError, comm.Ireduce_scatter, MPI.IN_PLACE, buf)
+""" + TAIL
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_addresses_dims_and_ireduce_scatter(tmp_path, n):
+    check_every_rank_agrees(launch(tmp_path, n, SMALL_CALLS), n)
+
+
+@mpi_launch.needs_mpiexec
+def test_addresses_dims_and_ireduce_scatter_under_mpi4py(tmp_path):
+    r = mpi_launch.launch_mpiexec(tmp_path, 3, SMALL_CALLS.replace("from shmdat.mpi import MPI",
+                                                                   "from mpi4py import MPI"))
+    check_every_rank_agrees(r, 3)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])

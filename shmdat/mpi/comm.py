@@ -1036,10 +1036,11 @@ class Comm(ErrorHandling, unimplemented.Missing):
     Reduce_scatter_block = _blocking(_reduce_scatter_block)
     Ireduce_scatter_block = _nonblocking(_reduce_scatter_block)
 
-    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
+    def _reduce_scatter(self, ch, sendbuf, recvbuf, recvcounts=None, op=SUM):
         """MPI_Reduce_scatter: block i (recvcounts[i] elements) of the reduction to rank i
         (pairwise exchange; reduce then scatterv for an op that does not commute).
-        `recvcounts` None: each rank's recvbuf count (gathered first). With `sendbuf`
+        `recvcounts` None: each rank's recvbuf count (gathered first, by a blocking allgather
+        also for Ireduce_scatter, as mpi4py's). With `sendbuf`
         IN_PLACE, recvbuf holds the whole vector and gets the result in its first elements
         (recvcounts then needed). ValueError for counts that do not add up, as mpi4py;
         MPI.Exception ERR_COUNT for a negative count, ERR_OP."""
@@ -1066,7 +1067,9 @@ class Comm(ErrorHandling, unimplemented.Missing):
         send = np.frombuffer(view, datatype.dtype)
         out = send[:counts[self._rank]] if _in_place(sendbuf) else \
             np.frombuffer(outview, datatype.dtype)
-        collectives.reduce_scatter(self._channel, send, counts, out, op, datatype)
+        collectives.reduce_scatter(ch, send, counts, out, op, datatype)
+
+    Reduce_scatter, Ireduce_scatter = _blocking(_reduce_scatter), _nonblocking(_reduce_scatter)
 
     def _gatherv(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Gatherv (binomial tree) into root's vector spec `recvbuf` ([buf, counts,

@@ -11,6 +11,7 @@ The copy is a bytes object of its own rather than a place in the user's buffer: 
 what MPI's rule is about, and no send ever reads the attached memory."""
 
 import operator
+import threading
 
 from . import errors
 from .datatypes import message
@@ -60,6 +61,7 @@ class Attached:
         self.buf, self.size = buf, size
         self.used = 0
         self.pending = []        # (op, room) of the sends under way
+        self.lock = threading.Lock()    # (threads may send buffered at once: THREAD_MULTIPLE)
 
     def send(self, engine, view, start):
         """Buffer the byte memoryview `view`: copied, then `start(copy)` starts it as a standard
@@ -67,17 +69,18 @@ class Attached:
         is done. MPI.Exception ERR_BUFFER if the buffer has not that room (progress runs first,
         so sends that have left give theirs back)."""
         room = len(view) + BSEND_OVERHEAD
-        if self.size is not None and self.used + room > self.size:
-            engine.progress()
-            self._reclaim()
-            if self.used + room > self.size:
-                raise MPIException(errors.ERR_BUFFER, f"a buffered send of {len(view)} bytes "
-                                   f"(+{BSEND_OVERHEAD}) where {self.size - self.used} of the "
-                                   f"attached buffer's {self.size} are free")
-        op = start(memoryview(bytes(view)))
-        if not op.done:
-            self.pending.append((op, room))
-            self.used += room
+        with self.lock:
+            if self.size is not None and self.used + room > self.size:
+                engine.progress()
+                self._reclaim()
+                if self.used + room > self.size:
+                    raise MPIException(errors.ERR_BUFFER, f"a buffered send of {len(view)} "
+                                       f"bytes (+{BSEND_OVERHEAD}) where {self.size - self.used} "
+                                       f"of the attached buffer's {self.size} are free")
+            op = start(memoryview(bytes(view)))
+            if not op.done:
+                self.pending.append((op, room))
+                self.used += room
 
     def _reclaim(self):
         self.pending = [(op, room) for op, room in self.pending if not op.done]
@@ -86,8 +89,11 @@ class Attached:
     def flush(self, engine):
         """Wait until every buffered send has left. MPI.Exception ERR_OTHER if one's
         destination has gone."""
-        engine.wait([op for op, _ in self.pending])
-        self.pending, self.used = [], 0
+        with self.lock:
+            ops = [op for op, _ in self.pending]
+        engine.wait(ops)
+        with self.lock:
+            self._reclaim()
 
 
 _attached = {}      # None (the process's buffer) or a communicator's context -> its Attached

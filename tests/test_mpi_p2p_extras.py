@@ -13,7 +13,7 @@ come from."""
 import pytest
 
 from tests import mpi_launch
-from tests.mpi_launch import FAILS, check_every_rank_agrees, launch
+from tests.mpi_launch import FAILS, PIDS, check_every_rank_agrees, launch, leftovers, pids
 
 HEAD = FAILS + """
 import os
@@ -325,7 +325,7 @@ def test_matched_probes_under_mpi4py(tmp_path):
 
 
 def test_a_matched_probe_of_a_rank_gone_raises(tmp_path):
-    r = launch(tmp_path, 2, FAILS + """
+    r = launch(tmp_path, 2, PIDS + FAILS + """
         import os
         from shmdat.mpi import MPI
         comm = MPI.COMM_WORLD
@@ -335,7 +335,8 @@ def test_a_matched_probe_of_a_rank_gone_raises(tmp_path):
         fails(MPI.ERR_OTHER, comm.Mprobe, 1)
         print("raised")
     """.replace("\n        ", "\n"))
-    assert "raised" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "raised" in r.stdout, r.stdout + r.stderr
+    assert leftovers(pids(r.stdout)) == []
 
 
 def test_every_mpi4py_message_name_is_implemented_or_listed(tmp_path):

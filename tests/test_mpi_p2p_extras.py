@@ -206,6 +206,7 @@ if size > 1:
     MPI.Attach_buffer(buf)
     comm.Bsend(np.full(LARGE, rank % 256, "u1"), right, 6)
     checks += fails(MPI.ERR_BUFFER, comm.Bsend, b"x", right, 7)   # no room while it is out
+    comm.Barrier()       # (no rank receives before every rank has looked)
     got = np.zeros(LARGE, "u1")
     comm.Recv(got, left, 6)
     assert (got == left % 256).all()

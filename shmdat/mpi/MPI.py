@@ -10,12 +10,15 @@ import time
 
 import shmdat
 
-from . import datatypes, errors, unimplemented, wireup
+from . import bsend, datatypes, errors, unimplemented, wireup
 from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # noqa: F401
                    LASTUSEDCODE, REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
                    Status)
-from .datatypes import BOTTOM, DATATYPE_NULL, IN_PLACE, BottomType, Datatype  # noqa: F401
+from .bsend import BSEND_OVERHEAD, BUFFER_AUTOMATIC, BufferAutomaticType  # noqa: F401
+from .datatypes import (BOTTOM, DATATYPE_NULL, IN_PLACE, Aint_add, Aint_diff,  # noqa: F401
+                        BottomType, Datatype, Get_address)
+from .dims import Compute_dims  # noqa: F401
 from .engine import Engine
 from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,  # noqa: F401
                          ERRORS_RETURN, Errhandler)
@@ -23,6 +26,7 @@ from .errors import (SUCCESS, Add_error_class, Add_error_code,  # noqa: F401
                      Add_error_string, Exception, Get_error_class, Get_error_string)
 from .group import GROUP_EMPTY, GROUP_NULL, Group  # noqa: F401
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
+from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
                   OP_NULL, PROD, SUM, Op)
 from .win import (INFO_NULL, LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa: F401
@@ -84,6 +88,24 @@ def Free_mem(memory):
     if _allocated.get(id(memory)) is not memory:
         raise Exception(ERR_ARG, "Free_mem of memory that Alloc_mem did not give")
     del _allocated[id(memory)]
+
+
+def Attach_buffer(buf):
+    """MPI_Buffer_attach: `buf` (a writable buffer; BUFFER_AUTOMATIC or None: automatic) for
+    buffered sends (Bsend, ...). MPI.Exception ERR_OTHER if one is attached already,
+    ERR_BUFFER if it is smaller than BSEND_OVERHEAD; BufferError if read-only."""
+    bsend.attach(None, buf)
+
+
+def Detach_buffer():
+    """MPI_Buffer_detach: once every buffered send has left, the buffer attached
+    (BUFFER_AUTOMATIC if automatic, an empty bytearray if none is)."""
+    return bsend.detach(None, _engine)
+
+
+def Flush_buffer():
+    """MPI_Buffer_flush: wait until every buffered send has left."""
+    bsend.flush(None, _engine)
 
 
 VERSION, SUBVERSION = 3, 1         # the MPI standard's version, as Get_version()
@@ -173,4 +195,5 @@ _finalized = False
 COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
 COMM_SELF = Comm(_engine, SELF_CONTEXT, [_engine.rank], "MPI_COMM_SELF")
 Win.COMM_SELF = COMM_SELF   # Win.Create's and Allocate's default communicator
+Message.COMM_SELF = COMM_SELF   # where MESSAGE_NO_PROC's receives from PROC_NULL run
 del errors

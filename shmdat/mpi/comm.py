@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from . import collectives, errors, unimplemented, wireup
+from . import bsend, collectives, errors, unimplemented, wireup
 from .errhandler import ErrorHandling
 from .collectives import Arrays, Channel, Objects
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
@@ -16,6 +16,7 @@ from .errors import Exception as MPIException
 from .flags import SLOT_PAYLOAD, FlagChannel
 from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
+from .message import MESSAGE_NO_PROC, Message
 from .ops import MAX, SUM
 
 # The predefined attribute keys of Get_attr (MPICH's numbers, as mpi4py over MPICH has them).
@@ -126,6 +127,15 @@ class Request(unimplemented.Missing):
 
     def __bool__(self):
         return not self._is_null()
+
+    def __reduce__(self):
+        """pickle: REQUEST_NULL by name, another null request as a new one, as mpi4py;
+        ValueError for a request under way (its operation is this process's)."""
+        if self is REQUEST_NULL:
+            return "REQUEST_NULL"
+        if self._is_null():
+            return type(self), ()
+        raise ValueError(f"cannot serialize a {type(self).__name__} under way (as mpi4py)")
 
     def _fill(self, status):
         """Fill `status` from the done operation (a receive's source, tag, error, count; a
@@ -684,6 +694,44 @@ class Comm(ErrorHandling, unimplemented.Missing):
         """MPI_Ssend: returns once a receive has matched the message."""
         self.Issend(buf, dest, tag).Wait()
 
+    # Buffered mode (shmdat/mpi/bsend.py): the payload copied, its room in the attached
+    # buffer held until the send has left.
+
+    def Attach_buffer(self, buf):
+        """MPI_Comm_attach_buffer: `buf` (or BUFFER_AUTOMATIC) for this communicator's
+        buffered sends. Errors as MPI.Attach_buffer."""
+        bsend.attach(self._context, buf)
+
+    def Detach_buffer(self):
+        """MPI_Comm_detach_buffer: once this communicator's buffered sends have left, its
+        buffer (an empty bytearray if none is attached)."""
+        return bsend.detach(self._context, self._engine)
+
+    def Flush_buffer(self):
+        """MPI_Comm_flush_buffer: wait until this communicator's buffered sends have left."""
+        bsend.flush(self._context, self._engine)
+
+    def _bsend(self, view, dest, tag):
+        """A buffered send of the byte memoryview `view`: done at once (the data is copied;
+        to PROC_NULL nothing is)."""
+        dest = self._engine_rank(dest, "dest")
+        self._check_tag(tag)
+        if dest != PROC_NULL:
+            bsend.attached_to(self._context).send(self._engine, view, functools.partial(
+                self._engine.send, dest, self._context, tag))
+        return SendOp(dest, done=True)
+
+    def Ibsend(self, buf, dest, tag=0):
+        """MPI_Ibsend: a Request done at once, the data copied into the attached buffer's
+        room. MPI.Exception ERR_BUFFER if no buffer is attached or it has not the room
+        (len + BSEND_OVERHEAD bytes) while earlier buffered sends are under way; as Isend's."""
+        return Request(self._engine, self._rank_of,
+                       self._bsend(message(buf, False)[0], dest, tag))
+
+    def Bsend(self, buf, dest, tag=0):
+        """MPI_Bsend: returns once the data is copied. Errors as Ibsend."""
+        self._bsend(message(buf, False)[0], dest, tag)
+
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """MPI_Recv; `status` gets source, tag and count."""
         self.Irecv(buf, source, tag).Wait(status)
@@ -736,6 +784,42 @@ class Comm(ErrorHandling, unimplemented.Missing):
     probe = Probe
     iprobe = Iprobe
 
+    # Matched probes: the message taken, received through its Message (shmdat/mpi/message.py).
+
+    def _mprobe(self, source, tag, status, block):
+        source = self._engine_rank(source, "source", wildcard=True)
+        self._check_tag(tag, wildcard=True)
+        if source == PROC_NULL:
+            _probed(status, _Done(), self._rank_of)
+            return Message(MESSAGE_NO_PROC)
+        msg = self._engine.matched_probe(self._context, source, tag, block)
+        if msg is None:
+            return None
+        _probed(status, msg, self._rank_of)
+        return Message._of(self, msg)
+
+    def Mprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """MPI_Mprobe: block until a message (source, tag) has come, and take it: only a
+        receive through the Message returned can get it (a handle equal to MESSAGE_NO_PROC
+        for PROC_NULL). `status` gets its source, tag and count. MPI.Exception ERR_RANK,
+        ERR_TAG, ERR_OTHER (the source has gone)."""
+        return self._mprobe(source, tag, status, True)
+
+    def Improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """MPI_Improbe: as Mprobe if a message (source, tag) has come, else None (`status`
+        left as it was)."""
+        return self._mprobe(source, tag, status, False)
+
+    mprobe = Mprobe
+    improbe = Improbe
+
+    def _receive_matched(self, msg, view, decode):
+        """The Request of the receive of `msg`, a message matched_probe took here (None: a
+        receive from PROC_NULL), into the byte memoryview `view` (None: into new bytes);
+        `decode`: wait() returns the unpickled object."""
+        op = _Done() if msg is None else self._engine.receive_matched(msg, view)
+        return Request(self._engine, self._rank_of, op, decode)
+
     # Persistent requests: the buffer, peer and tag bound once; each Start posts anew.
 
     def _send_init(self, buf, dest, tag, sync):
@@ -754,6 +838,14 @@ class Comm(ErrorHandling, unimplemented.Missing):
     def Ssend_init(self, buf, dest, tag=0):
         """MPI_Ssend_init: as Send_init, each send synchronous (as Issend)."""
         return self._send_init(buf, dest, tag, True)
+
+    def Bsend_init(self, buf, dest, tag=0):
+        """MPI_Bsend_init: as Send_init, each send buffered (as Ibsend: ERR_BUFFER at Start).
+        MPI.Exception: ERR_RANK, ERR_TAG, buffer errors, here."""
+        self._engine_rank(dest, "dest")
+        self._check_tag(tag)
+        return Prequest(self._engine, self._rank_of,
+                        functools.partial(self._bsend, message(buf, False)[0], dest, tag))
 
     def Recv_init(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """MPI_Recv_init: a Prequest that receives into `buf`. MPI.Exception: ERR_RANK,
@@ -793,8 +885,17 @@ class Comm(ErrorHandling, unimplemented.Missing):
         return Request(self._engine, self._rank_of,
                        self._isend(memoryview(data), dest, tag, self._context, sync=True))
 
+    def ibsend(self, obj, dest, tag=0):
+        """Buffered isend (as Ibsend): the request is done at once."""
+        return Request(self._engine, self._rank_of, self._bsend(
+            memoryview(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)), dest, tag))
+
     def send(self, obj, dest, tag=0):
         self.isend(obj, dest, tag).wait()
+
+    def bsend(self, obj, dest, tag=0):
+        """Buffered send (as Bsend): returns once the pickle is copied."""
+        self.ibsend(obj, dest, tag)
 
     def ssend(self, obj, dest, tag=0):
         self.issend(obj, dest, tag).wait()
@@ -954,10 +1055,11 @@ class Comm(ErrorHandling, unimplemented.Missing):
     Reduce_scatter_block = _blocking(_reduce_scatter_block)
     Ireduce_scatter_block = _nonblocking(_reduce_scatter_block)
 
-    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
+    def _reduce_scatter(self, ch, sendbuf, recvbuf, recvcounts=None, op=SUM):
         """MPI_Reduce_scatter: block i (recvcounts[i] elements) of the reduction to rank i
         (pairwise exchange; reduce then scatterv for an op that does not commute).
-        `recvcounts` None: each rank's recvbuf count (gathered first). With `sendbuf`
+        `recvcounts` None: each rank's recvbuf count (gathered first, by a blocking allgather
+        also for Ireduce_scatter, as mpi4py's). With `sendbuf`
         IN_PLACE, recvbuf holds the whole vector and gets the result in its first elements
         (recvcounts then needed). ValueError for counts that do not add up, as mpi4py;
         MPI.Exception ERR_COUNT for a negative count, ERR_OP."""
@@ -984,7 +1086,9 @@ class Comm(ErrorHandling, unimplemented.Missing):
         send = np.frombuffer(view, datatype.dtype)
         out = send[:counts[self._rank]] if _in_place(sendbuf) else \
             np.frombuffer(outview, datatype.dtype)
-        collectives.reduce_scatter(self._channel, send, counts, out, op, datatype)
+        collectives.reduce_scatter(ch, send, counts, out, op, datatype)
+
+    Reduce_scatter, Ireduce_scatter = _blocking(_reduce_scatter), _nonblocking(_reduce_scatter)
 
     def _gatherv(self, ch, sendbuf, recvbuf, root=0):
         """MPI_Gatherv (binomial tree) into root's vector spec `recvbuf` ([buf, counts,

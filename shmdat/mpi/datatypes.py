@@ -306,3 +306,39 @@ def per_block(value, blocks, spread):
     if len(value) != blocks:
         raise ValueError(f"expecting {blocks} items, got {len(value)}")
     return value
+
+
+def Get_address(location):
+    """MPI_Get_address: the address of the buffer `location` (its first byte) as an int;
+    MPI.BOTTOM's and None's is 0, as mpi4py's. TypeError if it is no buffer, BufferError if
+    it is not contiguous."""
+    if location is None or isinstance(location, BottomType):
+        return 0
+    return np.frombuffer(_contiguous_bytes(location, False)[1], np.uint8).ctypes.data
+
+
+_AINT_BITS = 64     # MPI_Aint: a signed address-sized int
+
+
+def _aint(value):
+    """`value` as MPI_Aint: an int (a float truncated, as C's conversion mpi4py makes);
+    TypeError for anything else, OverflowError beyond 64 bits."""
+    value = operator.index(int(value) if isinstance(value, float) else value)
+    if not -1 << _AINT_BITS - 1 <= value < 1 << _AINT_BITS - 1:
+        raise OverflowError(f"{value} does not fit in MPI_Aint")
+    return value
+
+
+def _wrapped(value):
+    """An address sum or difference wrapped to MPI_Aint, as C's arithmetic on it."""
+    return (value + (1 << _AINT_BITS - 1)) % (1 << _AINT_BITS) - (1 << _AINT_BITS - 1)
+
+
+def Aint_add(base, disp):
+    """MPI_Aint_add: the address `disp` bytes from address `base`."""
+    return _wrapped(_aint(base) + _aint(disp))
+
+
+def Aint_diff(addr1, addr2):
+    """MPI_Aint_diff: the bytes from address `addr2` to address `addr1`."""
+    return _wrapped(_aint(addr1) - _aint(addr2))

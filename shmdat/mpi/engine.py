@@ -319,6 +319,27 @@ class Engine:
         can ever complete."""
         self._wait_until(lambda: any(op.done for op in ops), ops, any_of=True)
 
+    @_entry
+    def matched_probe(self, comm, source, tag, block):
+        """MPI_Mprobe (`block`: progress runs until there is one) or MPI_Improbe: the oldest
+        unexpected message a receive (comm, source, tag) would match, taken out of the queue
+        so that no other receive can match it; None if there is none (not blocking)."""
+        if block:
+            self.wait_probe(comm, source, tag)
+        else:
+            self.progress()
+        return self.matcher.take_message(comm, source, tag)
+
+    @_entry
+    def receive_matched(self, msg, buf):
+        """Start the receive of `msg`, a message matched_probe took, into the writable byte
+        memoryview `buf` (None: into new bytes); returns its RecvOp. An eager message is
+        delivered now, a synchronous one answered, a rendezvous one read from now on."""
+        # Back at the head of the queue, where the receive post_recv starts takes it at once
+        # (nothing comes between: the engine's lock is held): one path for every receive.
+        self.matcher.unexpected.insert(0, msg)
+        return self.post_recv(msg.comm, msg.source, msg.tag, buf)
+
     # One-sided: a window's RDMA and messages (shmdat/mpi/win.py).
 
     @_entry

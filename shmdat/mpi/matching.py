@@ -54,8 +54,13 @@ class Matcher:
 
     def take_unexpected(self, op):
         """The oldest unexpected message that receive `op` matches, removed; None if none."""
+        return self.take_message(op.comm, op.source, op.tag)
+
+    def take_message(self, comm, source, tag):
+        """The oldest unexpected message a receive (comm, source, tag) matches, removed (a
+        matched probe's: no receive can match it any more); None if none."""
         for i, msg in enumerate(self.unexpected):
-            if _matches(op, msg.comm, msg.source, msg.tag):
+            if _matches_message(msg, comm, source, tag):
                 del self.unexpected[i]
                 return msg
         return None

@@ -43,27 +43,27 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    AINT Aint_add Aint_diff Attach_buffer BFLOAT16_T BSEND_OVERHEAD BUFFER_AUTOMATIC
-    BufferAutomaticType CART CHARACTER COMBINER_CONTIGUOUS COMBINER_DARRAY COMBINER_DUP
+    AINT BFLOAT16_T
+    CART CHARACTER COMBINER_CONTIGUOUS COMBINER_DARRAY COMBINER_DUP
     COMBINER_F90_COMPLEX COMBINER_F90_INTEGER COMBINER_F90_REAL COMBINER_HINDEXED
     COMBINER_HINDEXED_BLOCK COMBINER_HVECTOR COMBINER_INDEXED COMBINER_INDEXED_BLOCK
     COMBINER_NAMED COMBINER_RESIZED COMBINER_STRUCT COMBINER_SUBARRAY COMBINER_VALUE_INDEX
     COMBINER_VECTOR COMM_TYPE_HW_GUIDED COMM_TYPE_HW_UNGUIDED COMM_TYPE_RESOURCE_GUIDED
     COMM_TYPE_SHARED COMPLEX16 COMPLEX32 COMPLEX4 COMPLEX8 COUNT CXX_BOOL
     CXX_DOUBLE_COMPLEX CXX_FLOAT_COMPLEX CXX_LONG_DOUBLE_COMPLEX Cartcomm Close_port
-    Compute_dims DISPLACEMENT_CURRENT DISP_CUR DISTRIBUTE_BLOCK DISTRIBUTE_CYCLIC
-    DISTRIBUTE_DFLT_DARG DISTRIBUTE_NONE DIST_GRAPH DOUBLE_PRECISION Detach_buffer
+    DISPLACEMENT_CURRENT DISP_CUR DISTRIBUTE_BLOCK DISTRIBUTE_CYCLIC
+    DISTRIBUTE_DFLT_DARG DISTRIBUTE_NONE DIST_GRAPH DOUBLE_PRECISION
     Distgraphcomm ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
     FLOAT16_T F_BOOL F_COMPLEX F_DOUBLE F_DOUBLE_COMPLEX F_ERROR F_FLOAT F_FLOAT_COMPLEX
-    F_INT F_SOURCE F_STATUS_SIZE F_TAG File Flush_buffer GRAPH Get_abi_fortran_info
-    Get_abi_info Get_abi_version Get_address Get_hw_resource_info Graphcomm Grequest
+    F_INT F_SOURCE F_STATUS_SIZE F_TAG File GRAPH Get_abi_fortran_info
+    Get_abi_info Get_abi_version Get_hw_resource_info Graphcomm Grequest
     INFO_ENV INTEGER INTEGER1 INTEGER16 INTEGER2 INTEGER4 INTEGER8 Iflush_buffer
     InPlaceType Intercomm LOGICAL LOGICAL1 LOGICAL16 LOGICAL2 LOGICAL4 LOGICAL8 Lookup_name
     MAX_DATAREP_STRING MAX_ERROR_STRING MAX_INFO_KEY MAX_INFO_VAL
     MAX_LIBRARY_VERSION_STRING MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME
-    MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN MESSAGE_NO_PROC MESSAGE_NULL MODE_APPEND
+    MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN MODE_APPEND
     MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR MODE_SEQUENTIAL
-    MODE_UNIQUE_OPEN MODE_WRONLY Message OFFSET ORDER_C ORDER_F ORDER_FORTRAN Open_port
+    MODE_UNIQUE_OPEN MODE_WRONLY OFFSET ORDER_C ORDER_F ORDER_FORTRAN Open_port
     PACKED Pickle Publish_name REAL REAL16 REAL2 REAL4 REAL8 ROOT Register_datarep
     Remove_error_class Remove_error_code Remove_error_string SEEK_CUR SEEK_END SEEK_SET
     SESSION_NULL Session TYPECLASS_COMPLEX TYPECLASS_INTEGER TYPECLASS_LOGICAL
@@ -72,16 +72,16 @@ MODULE = frozenset("""
 
 COMM = frozenset("""
     Accept Ack_failed Agree Allgather_init Allgatherv_init Allreduce_init Alltoall_init
-    Alltoallv_init Alltoallw Alltoallw_init Attach_buffer Barrier_init Bcast_init Bsend
-    Bsend_init Cart_map Connect Create_cart Create_dist_graph Create_dist_graph_adjacent
+    Alltoallv_init Alltoallw Alltoallw_init Barrier_init Bcast_init
+    Cart_map Connect Create_cart Create_dist_graph Create_dist_graph_adjacent
     Create_from_group Create_graph Create_group Create_intercomm Create_keyval Delete_attr
-    Detach_buffer Disconnect Dup_with_info Exscan_init Flush_buffer Free_keyval Gather_init
+    Disconnect Dup_with_info Exscan_init Free_keyval Gather_init
     Gatherv_init Get_failed Get_info Get_parent Get_topology Graph_map Iagree Ialltoallw
-    Ibsend Idup Idup_with_info Iflush_buffer Improbe Ireduce_scatter Is_revoked Isendrecv
-    Isendrecv_replace Ishrink Join Mprobe Precv_init Psend_init Reduce_init
+    Idup Idup_with_info Iflush_buffer Is_revoked Isendrecv
+    Isendrecv_replace Ishrink Join Precv_init Psend_init Reduce_init
     Reduce_scatter_block_init Reduce_scatter_init Revoke Rsend_init Scan_init Scatter_init
-    Scatterv_init Set_attr Set_info Shrink Spawn Spawn_multiple Split_type bsend f2py free
-    fromhandle fromint handle ibsend improbe info is_topo mprobe py2f toint topology
+    Scatterv_init Set_attr Set_info Shrink Spawn Spawn_multiple Split_type f2py free
+    fromhandle fromint handle info is_topo py2f toint topology
 """.split())
 
 REQUEST = frozenset("""
@@ -118,6 +118,10 @@ OP = frozenset("""
 
 GROUP = frozenset("""
     Create_from_session_pset f2py free fromhandle fromint handle py2f toint
+""".split())
+
+MESSAGE = frozenset("""
+    fromhandle free handle
 """.split())
 
 ERRHANDLER = frozenset("""

@@ -12,6 +12,7 @@ come from."""
 
 import pytest
 
+from shmdat.mpi.memory import BOUNCE_LIMIT
 from tests import mpi_launch
 from tests.mpi_launch import FAILS, PIDS, check_every_rank_agrees, launch, leftovers, pids
 
@@ -27,7 +28,7 @@ rank, size = comm.rank, comm.size
 right, left = (rank + 1) % size, (rank - 1) % size
 LARGE = 300_000              # bytes: above shmdat's eager limit (a rendezvous)
 checks = 0
-"""
+""" + f"BOUNCE_LIMIT = {BOUNCE_LIMIT}\n"
 
 TAIL = """
 comm.Barrier()
@@ -200,14 +201,16 @@ for i in range(2):
 assert MPI.Detach_buffer() is buf               # once every buffered send has left
 assert len(MPI.Detach_buffer()) == 0
 
-# A send holds its room until it has left: a rendezvous one until its receive took it.
+# A send holds its room until it has left: one too large for shmdat's bounce arena (read
+# from its copy by the receiver) until its receive took it.
 if size > 1:
-    buf = np.zeros(LARGE + OVERHEAD, "u1")
+    huge = BOUNCE_LIMIT + 1
+    buf = np.zeros(huge + OVERHEAD, "u1")
     MPI.Attach_buffer(buf)
-    comm.Bsend(np.full(LARGE, rank % 256, "u1"), right, 6)
+    comm.Bsend(np.full(huge, rank % 256, "u1"), right, 6)
     checks += fails(MPI.ERR_BUFFER, comm.Bsend, b"x", right, 7)   # no room while it is out
     comm.Barrier()       # (no rank receives before every rank has looked)
-    got = np.zeros(LARGE, "u1")
+    got = np.zeros(huge, "u1")
     comm.Recv(got, left, 6)
     assert (got == left % 256).all()
     assert MPI.Detach_buffer() is buf

@@ -4,8 +4,9 @@ their buffered sends hold.
 
 A buffered send copies its payload and starts it as a standard send; the copy counts against
 the attached buffer's size (its length and BSEND_OVERHEAD) until the send has left, which an
-eager send has at once (its data is in an eager slot) and a rendezvous send once its FIN has
-come. A send that finds no room fails with ERR_BUFFER, as MPI says; Detach_buffer and
+eager send has at once (its data is in an eager slot), a rendezvous send copied into the
+engine's bounce arena at once too, and one read from the copy itself (too large for the arena,
+or the arena full) once its FIN has come. A send that finds no room fails with ERR_BUFFER, as MPI says; Detach_buffer and
 Flush_buffer wait for the sends under way. BUFFER_AUTOMATIC (mpi4py 4, MPI 4.1) has no limit.
 The copy is a bytes object of its own rather than a place in the user's buffer: the room is
 what MPI's rule is about, and no send ever reads the attached memory."""

@@ -29,6 +29,7 @@ from .errors import Exception as MPIException
 SLOT_PAYLOAD = 64                   # bytes: an Allreduce up to this size takes the flag slots
 SLOT = SLOT_PAYLOAD + 8             # the payload, then the stamp
 POLL_SECONDS = 0.002                # a waiting rank spins this long, then naps (as the engine)
+LOOK_SECONDS = 50e-6                # meanwhile it runs the engine's progress this often
 NAP_US = 1000                       # a nap: the EVD's wait, then the slots are looked at again
 PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE | MemPriv.REMOTE_WRITE
 
@@ -79,6 +80,7 @@ class FlagChannel(Channel):
         self.epoch = 0
         self.peers = None                   # the RmrTriplets of the other ranks' inboxes
         self.stamp_writes = None            # [dest][parity] -> (local_iov, RmrTriplet)
+        self.payload_writes = {}            # (dest, parity, length) -> (local_iov, RmrTriplet)
 
     @classmethod
     def open(cls, channel):
@@ -114,7 +116,10 @@ class FlagChannel(Channel):
         n = len(view)
         if n:
             self.view[self.outbox + out:self.outbox + out + n] = view
-            engine.write_flag(rank, *self._write(dest, parity, 0, n))
+            write = self.payload_writes.get((dest, parity, n))
+            if write is None:
+                write = self.payload_writes[dest, parity, n] = self._write(dest, parity, 0, n)
+            engine.write_flag(rank, *write)
         self.out_stamps[(out + SLOT_PAYLOAD) >> 3] = self.epoch
         engine.write_flag(rank, *self.stamp_writes[dest][parity])
         return _SENT
@@ -123,17 +128,25 @@ class FlagChannel(Channel):
         return FlagOp(self, source, buf)
 
     def wait(self, ops):
-        """Spin on the slots (the engine's events handled meanwhile: a peer's messages,
-        a peer gone), then nap on the EVD between looks; MPI.Exception if a source has gone
-        or finalized before writing."""
+        """Spin on the slots, running the engine's progress every LOOK_SECONDS (a peer's
+        messages handled, a peer gone noticed), then nap on the EVD between looks;
+        MPI.Exception if a source has gone or finalized before writing."""
         engine = self.engine
-        end = None
-        while not all(op.done for op in ops):
-            engine.progress()
-            self._check_sources(ops)
-            if end is None:
-                end = time.monotonic() + POLL_SECONDS
-            elif time.monotonic() >= end:
+        look = end = 0.0
+        while True:
+            for op in ops:
+                if not op.done:
+                    break
+            else:
+                return
+            now = time.monotonic()
+            if now >= look:
+                engine.progress()
+                self._check_sources(ops)
+                if not end:
+                    end = now + POLL_SECONDS
+                look = now + LOOK_SECONDS
+            if now >= end:
                 engine.nap(NAP_US)
             elif engine.yield_when_idle:
                 os.sched_yield()

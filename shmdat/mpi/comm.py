@@ -607,8 +607,9 @@ class Comm(ErrorHandling, unimplemented.Missing):
         if self._context in (WORLD_CONTEXT, SELF_CONTEXT):
             raise MPIException(errors.ERR_COMM, f"Free of {self._name}")
         self._drop_errhandler()
-        if self._channel.flags is not None:
+        if self._channel.flags is not None:     # (None again: another handle's Free)
             self._channel.flags.close()
+            self._channel.flags = None
         self.__class__ = _NullComm      # every call now raises ERR_COMM, at no cost to others
 
     def Get_group(self):

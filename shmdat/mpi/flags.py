@@ -79,8 +79,7 @@ class FlagChannel(Channel):
         self.out_stamps = self.stamps[self.outbox >> 3:]
         self.epoch = 0
         self.peers = None                   # the RmrTriplets of the other ranks' inboxes
-        self.stamp_writes = None            # [dest][parity] -> (local_iov, RmrTriplet)
-        self.payload_writes = {}            # (dest, parity, length) -> (local_iov, RmrTriplet)
+        self.writes = {}                    # (dest, parity, offset, n) -> (local_iov, RmrTriplet)
 
     @classmethod
     def open(cls, channel):
@@ -89,17 +88,20 @@ class FlagChannel(Channel):
         ch = cls(channel)
         mine = ch.lmr.rmr_triplet(0, ch.outbox).pack()
         ch.peers = [RmrTriplet.unpack(t) for t in collectives.allgather_objects(channel, mine)]
-        ch.stamp_writes = [[ch._write(dest, parity, SLOT_PAYLOAD, 8) for parity in (0, 1)]
-                           for dest in range(ch.size)]
         return ch
 
     def _write(self, dest, parity, offset, n):
         """The local_iov and RmrTriplet of a write of `n` bytes at `offset` of this rank's
-        slot at `dest`, from the outbox's slot for (dest, parity)."""
-        peer = self.peers[dest]
-        at = (self.rank * 2 + parity) * SLOT + offset
-        return ([self.lmr.triplet(self.outbox + (dest * 2 + parity) * SLOT + offset, n)],
+        slot at `dest`, from the outbox's slot for (dest, parity): made once."""
+        key = (dest, parity, offset, n)
+        write = self.writes.get(key)
+        if write is None:
+            peer = self.peers[dest]
+            at = (self.rank * 2 + parity) * SLOT + offset
+            write = self.writes[key] = (
+                [self.lmr.triplet(self.outbox + (dest * 2 + parity) * SLOT + offset, n)],
                 RmrTriplet(peer.rmr_context, peer.target_address + at, n))
+        return write
 
     def begin(self):
         self.epoch += 1
@@ -116,12 +118,9 @@ class FlagChannel(Channel):
         n = len(view)
         if n:
             self.view[self.outbox + out:self.outbox + out + n] = view
-            write = self.payload_writes.get((dest, parity, n))
-            if write is None:
-                write = self.payload_writes[dest, parity, n] = self._write(dest, parity, 0, n)
-            engine.write_flag(rank, *write)
+            engine.write_flag(rank, *self._write(dest, parity, 0, n))
         self.out_stamps[(out + SLOT_PAYLOAD) >> 3] = self.epoch
-        engine.write_flag(rank, *self.stamp_writes[dest][parity])
+        engine.write_flag(rank, *self._write(dest, parity, SLOT_PAYLOAD, 8))
         return _SENT
 
     def recv(self, source, buf=None):

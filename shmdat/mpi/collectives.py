@@ -7,12 +7,12 @@ rank order. Buffers are byte memoryviews; reductions go through a value codec (n
 or pickled objects)."""
 
 import functools
-import pickle
 
 import numpy as np
 
 from . import errors
 from .errors import Exception as MPIException
+from .pickler import pickle
 
 TAG = 0    # every blocking collective's messages: the channel's context sets them apart, the
 #            per-pair FIFO order (every rank runs the collectives in the same order) does the
@@ -505,7 +505,7 @@ def allgather_objects(ch, obj):
     """Ring allgather of Python objects, as allgather."""
     rank, size = ch.rank, ch.size
     values = [None] * size
-    values[rank] = obj
+    values[rank] = copied(obj)
     right, left = (rank + 1) % size, (rank - 1) % size
     for step in range(size - 1):
         sent, got = (rank - step) % size, (rank - step - 1) % size
@@ -520,7 +520,7 @@ def alltoall_objects(ch, objs):
     """Pairwise exchange of Python objects, as alltoall."""
     rank, size = ch.rank, ch.size
     values = [None] * size
-    values[rank] = objs[rank]
+    values[rank] = copied(objs[rank])
     for step in range(1, size):
         dest, source = (rank + step) % size, (rank - step) % size
         op = ch.recv(source)
@@ -543,6 +543,7 @@ def gather_objects(ch, root, obj):
     if parent is not None:
         yield ([ch.send(_absolute(parent, root, size), _pickled(values))])
         return None
+    values[0] = copied(obj)
     return values[size - root:] + values[:size - root]
 
 
@@ -560,8 +561,14 @@ def scatter_objects(ch, root, objs):
         values = pickle.loads(op.data)
     yield ([ch.send(_absolute(c, root, size), _pickled(values[c - vrank:c - vrank + count]))
              for c, count in reversed(children)])
-    return values[0]
+    return copied(values[0]) if parent is None else values[0]
 
 
 def _pickled(obj):
-    return memoryview(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
+    return memoryview(pickle.dumps(obj))
+
+
+def copied(obj):
+    """`obj` as the other ranks get it: mpi4py gives every rank a copy made by MPI.pickle,
+    of its own contribution too (a serializer that turns tuples into lists does so to all)."""
+    return pickle.loads(pickle.dumps(obj))

@@ -2,7 +2,6 @@
 signatures and defaults are mpi4py's; what is not here is not implemented yet."""
 
 import functools
-import pickle
 import warnings
 
 import numpy as np
@@ -14,6 +13,7 @@ from .datatypes import BYTE, IN_PLACE, message, per_block, vector
 from .engine import Engine, RecvOp, SendOp
 from .errors import Exception as MPIException
 from .flags import SLOT_PAYLOAD, FlagChannel
+from .pickler import pickle
 from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .message import MESSAGE_NO_PROC, Message
@@ -840,6 +840,8 @@ class Comm(ErrorHandling, unimplemented.Missing):
         """MPI_Ssend_init: as Send_init, each send synchronous (as Issend)."""
         return self._send_init(buf, dest, tag, True)
 
+    Rsend_init = Send_init      # (ready mode as standard mode, as Rsend)
+
     def Bsend_init(self, buf, dest, tag=0):
         """MPI_Bsend_init: as Send_init, each send buffered (as Ibsend: ERR_BUFFER at Start).
         MPI.Exception: ERR_RANK, ERR_TAG, buffer errors, here."""
@@ -866,7 +868,7 @@ class Comm(ErrorHandling, unimplemented.Missing):
 
     def isend(self, obj, dest, tag=0):
         """Send a picklable object without blocking; returns a Request."""
-        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(obj)
         return Request(self._engine, self._rank_of,
                        self._isend(memoryview(data), dest, tag, self._context))
 
@@ -882,14 +884,14 @@ class Comm(ErrorHandling, unimplemented.Missing):
 
     def issend(self, obj, dest, tag=0):
         """Synchronous isend: the request completes once a receive has matched it."""
-        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(obj)
         return Request(self._engine, self._rank_of,
                        self._isend(memoryview(data), dest, tag, self._context, sync=True))
 
     def ibsend(self, obj, dest, tag=0):
         """Buffered isend (as Ibsend): the request is done at once."""
         return Request(self._engine, self._rank_of, self._bsend(
-            memoryview(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)), dest, tag))
+            memoryview(pickle.dumps(obj)), dest, tag))
 
     def send(self, obj, dest, tag=0):
         self.isend(obj, dest, tag).wait()
@@ -1165,8 +1167,8 @@ class Comm(ErrorHandling, unimplemented.Missing):
     def bcast(self, obj, root=0):
         """Broadcast root's object (binomial tree); every rank gets a copy."""
         self._check_root(root)
-        data = collectives.bcast(self._channel, root, memoryview(pickle.dumps(
-            obj, pickle.HIGHEST_PROTOCOL)) if self._rank == root else None)
+        data = collectives.bcast(self._channel, root,
+                                 memoryview(pickle.dumps(obj)) if self._rank == root else None)
         return pickle.loads(data)
 
     def scatter(self, sendobj, root=0):
@@ -1195,20 +1197,21 @@ class Comm(ErrorHandling, unimplemented.Missing):
         """The objects combined with `op` (an MPI.Op or any callable of two), at root;
         None elsewhere. Binomial tree."""
         self._check_root(root)
-        return collectives.reduce(self._channel, root, sendobj, Objects(op))
+        return collectives.reduce(self._channel, root, collectives.copied(sendobj), Objects(op))
 
     def allreduce(self, sendobj, op=SUM):
         """The objects combined with `op`, at every rank (recursive doubling)."""
-        return collectives.allreduce(self._channel, sendobj, Objects(op))
+        return collectives.allreduce(self._channel, collectives.copied(sendobj), Objects(op))
 
     def scan(self, sendobj, op=SUM):
         """The objects of ranks 0..rank combined with `op` in rank order (recursive
         doubling)."""
-        return collectives.scan(self._channel, sendobj, sendobj, Objects(op), True)
+        obj = collectives.copied(sendobj)
+        return collectives.scan(self._channel, obj, obj, Objects(op), True)
 
     def exscan(self, sendobj, op=SUM):
         """The objects of ranks 0..rank-1 combined with `op` in rank order; None at rank 0."""
-        return collectives.scan(self._channel, sendobj, None, Objects(op), False)
+        return collectives.scan(self._channel, collectives.copied(sendobj), None, Objects(op), False)
 
 
 def _in_place(buf):

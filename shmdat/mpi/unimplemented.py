@@ -64,10 +64,10 @@ MODULE = frozenset("""
     MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN MODE_APPEND
     MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR MODE_SEQUENTIAL
     MODE_UNIQUE_OPEN MODE_WRONLY OFFSET ORDER_C ORDER_F ORDER_FORTRAN Open_port
-    PACKED Pickle Publish_name REAL REAL16 REAL2 REAL4 REAL8 ROOT Register_datarep
+    PACKED Publish_name REAL REAL16 REAL2 REAL4 REAL8 ROOT Register_datarep
     Remove_error_class Remove_error_code Remove_error_string SEEK_CUR SEEK_END SEEK_SET
     SESSION_NULL Session TYPECLASS_COMPLEX TYPECLASS_INTEGER TYPECLASS_LOGICAL
-    TYPECLASS_REAL Topocomm UNWEIGHTED Unpublish_name WEIGHTS_EMPTY buffer memory pickle
+    TYPECLASS_REAL Topocomm UNWEIGHTED Unpublish_name WEIGHTS_EMPTY buffer memory
 """.split())
 
 COMM = frozenset("""
@@ -79,7 +79,7 @@ COMM = frozenset("""
     Gatherv_init Get_failed Get_info Get_parent Get_topology Graph_map Iagree Ialltoallw
     Idup Idup_with_info Iflush_buffer Is_revoked Isendrecv
     Isendrecv_replace Ishrink Join Precv_init Psend_init Reduce_init
-    Reduce_scatter_block_init Reduce_scatter_init Revoke Rsend_init Scan_init Scatter_init
+    Reduce_scatter_block_init Reduce_scatter_init Revoke Scan_init Scatter_init
     Scatterv_init Set_attr Set_info Shrink Spawn Spawn_multiple Split_type f2py free
     fromhandle fromint handle info is_topo py2f toint topology
 """.split())

@@ -132,19 +132,19 @@ if rank == 0:
 
 def test_sends_held_for_a_rank_that_dies_free_their_room_in_the_arena(tmp_path):
     # Rank 1 ends without finalizing (status 0: the launcher lets rank 0 go on) with rank 0's
-    # bounced sends unread: once rank 0 learns it has gone, their regions are free again.
+    # bounced sends unread: once rank 0 learns it has gone, their blocks are free again.
     r = launch(tmp_path, 2, HEAD + """
 import os
 from shmdat.mpi.MPI import _engine as engine
 if rank == 0:
     for _ in range(3):
         comm.Isend(np.ones(1 << 20, np.uint8), dest=1, tag=5).Wait()
-    assert len(engine.bounce.regions) == 3
+    assert engine.bounce.in_use == 3
     comm.send("sent", dest=1, tag=6)
     try:
         comm.recv(source=1)
     except MPI.Exception as e:
-        print("gone:", "rank 1 has gone" in str(e), len(engine.bounce.regions), flush=True)
+        print("gone:", "rank 1 has gone" in str(e), engine.bounce.in_use, flush=True)
 else:
     assert comm.recv(source=0, tag=6) == "sent"
     os._exit(0)

@@ -7,7 +7,7 @@ came on. EAGER carries its payload; SYNC (a synchronous send's eager message) ca
 sender's request id, then its payload, and is answered by FIN once matched; RTS carries
 an RmrTriplet of the data and the sender's request id (the receiver RDMA-reads the data,
 then sends FIN with that id); FIN completes a rendezvous or synchronous send, or frees its
-bounce region; BYE says the sender has begun to finalize. A window's messages (WIN_ACC,
+bounce block; BYE says the sender has begun to finalize. A window's messages (WIN_ACC,
 WIN_LOCK, WIN_UNLOCK; comm: the window's id) carry a request id, then the window's own body,
 and are answered by FIN with that id and the answer's data (shmdat/mpi/win.py); a window's
 Put and Get are one RDMA write or read. docs/design/mpi.md has the whole protocol."""
@@ -57,7 +57,7 @@ RECV_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE
 class SendOp:
     """A send in progress: `done` once the user's buffer may be reused and nothing more is
     owed to the receiver. A rendezvous send holds its data in `registration` (the user
-    buffer's LMR) or at `bounce` (its region of the bounce arena) until its FIN."""
+    buffer's LMR) or at `bounce` (its block of the bounce arena: start, length) until its FIN."""
     __slots__ = ("dest", "done", "error", "registration", "bounce")
 
     def __init__(self, dest, done=False):
@@ -231,7 +231,7 @@ class Engine:
             rmr = op.registration.rmr_triplet(0, nbytes)
         else:
             self.bounce.view[start:start + nbytes] = view
-            op.bounce, op.done = start, not sync
+            op.bounce, op.done = (start, nbytes), not sync
             peer.bounced += 1
             rmr = self.bounce.lmr.rmr_triplet(start, nbytes)
         self._post(peer, RTS, comm, tag, nbytes, RTS_BODY.pack(rmr.pack(), self._await_fin(op)))
@@ -258,7 +258,7 @@ class Engine:
             self.cache.release(op.registration)
             op.registration = None
         elif op.bounce is not None:
-            self.bounce.free(op.bounce)
+            self.bounce.free(*op.bounce)
             op.bounce = None
             self.peers[op.dest].bounced -= 1
         if data:                   # a window message's answer (Get_accumulate's old values)
@@ -594,10 +594,10 @@ class Engine:
 
     def _free_bounces(self, peer):
         """`peer` has gone: the sends to it in the bounce arena will never be read (else
-        their regions would hold the arena's tail for ever)."""
+        their blocks would stay taken for ever)."""
         for op in self.rendezvous.values():
             if op.dest == peer.rank and op.bounce is not None:
-                self.bounce.free(op.bounce)
+                self.bounce.free(*op.bounce)
                 op.bounce = None
         peer.bounced = 0
 

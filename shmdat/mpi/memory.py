@@ -11,7 +11,7 @@ CACHE_ENTRIES = 64                  # registrations kept in the cache, idle ones
 CACHE_IDLE_BYTES = 64 << 20         # idle registrations keep their buffers alive: at most this
 BOUNCE_BYTES = 32 << 20             # the bounce arena, made at a rank's first rendezvous send
 BOUNCE_LIMIT = BOUNCE_BYTES // 4    # larger messages are read from the sender's own buffer
-_ALIGN = 64                         # arena regions start on a cache line
+MIN_BLOCK = 64 << 10                # the arena's smallest block
 
 
 class RegistrationCache:
@@ -33,12 +33,12 @@ class RegistrationCache:
         entry = self.entries.get(key)
         if entry is None:
             lmr = self.ia.lmr_create(self.pz, array, privileges)
-            entry = self.entries[key] = [lmr, 0]
+            entry = self.entries[key] = [lmr, 1]    # (in use before the trim: never dropped)
             self.users[id(lmr)] = key
             self._trim()
         else:
             self.entries.move_to_end(key)
-        entry[1] += 1
+            entry[1] += 1
         return entry[0]
 
     def release(self, lmr):
@@ -60,50 +60,60 @@ class RegistrationCache:
 
 
 class BounceArena:
-    """Provider memory, made at the first alloc(), handed out as regions in arrival order
-    and freed in any order (a rendezvous's FIN frees its region): a ring whose tail moves
-    past the regions freed at its front."""
+    """Provider memory, made at the first alloc(), handed out in blocks of a power of two
+    bytes (at least MIN_BLOCK), the block freed last given first: a rank's rendezvous sends
+    then keep going through the same few blocks, which stay in the cache, where a ring
+    through the whole arena copied at memory's speed (23 against 37 GB/s here for 1 MiB).
+    A block comes from its size's free list, else from the untouched end of the arena, else
+    by halving a larger free block; when no block is in use the arena starts afresh."""
 
     def __init__(self, ia, pz, privileges):
         self.ia, self.pz, self.privileges = ia, pz, privileges
         self.lmr = self.view = None
-        self.head = 0                       # where the next region starts
-        self.regions = collections.deque()  # [start, freed], oldest first
+        self.top = 0                        # the arena is untouched from here
+        self.free_blocks = {}               # block size -> starts of free blocks, last freed last
+        self.in_use = 0
 
     def alloc(self, nbytes):
-        """The start of a free region of `nbytes` (at most BOUNCE_LIMIT), or None if the
-        arena has no room now."""
+        """The start of a free block of at least `nbytes` (at most BOUNCE_LIMIT), or None
+        if the arena has none now."""
         if self.lmr is None:
             self.lmr = self.ia.lmr_create(self.pz, BOUNCE_BYTES, self.privileges)
             self.view = memoryview(self.lmr.buffer)
-        regions = self.regions
-        if not regions:
-            self.head = 0
-        head, tail = self.head, regions[0][0] if regions else 0
-        if regions and head == tail:        # full: the newest region ends where the oldest starts
-            return None
-        if head >= tail:                    # free: [head, end) and [0, tail)
-            if BOUNCE_BYTES - head >= nbytes:
-                start = head
-            elif tail >= nbytes:
-                start = 0
-            else:
-                return None
-        elif tail - head >= nbytes:         # free: [head, tail)
-            start = head
-        else:
-            return None
-        end = start + nbytes
-        self.head = end + (-end % _ALIGN)
-        regions.append([start, False])
+        size = _block_size(nbytes)
+        start = self._take(size)
+        if start is not None:
+            self.in_use += 1
         return start
 
-    def free(self, start):
-        """The region alloc() gave at `start` is free again."""
-        for region in self.regions:
-            if region[0] == start:
-                region[1] = True
-                break
-        regions = self.regions
-        while regions and regions[0][1]:
-            regions.popleft()
+    def _take(self, size):
+        blocks = self.free_blocks.get(size)
+        if blocks:
+            return blocks.pop()
+        if self.top + size <= BOUNCE_BYTES:
+            self.top += size
+            return self.top - size
+        larger = size * 2
+        while larger <= BOUNCE_BYTES:
+            blocks = self.free_blocks.get(larger)
+            if blocks:
+                start = blocks.pop()
+                while larger > size:        # halves: the upper one free, the lower split on
+                    larger //= 2
+                    self.free_blocks.setdefault(larger, []).append(start + larger)
+                return start
+            larger *= 2
+        return None
+
+    def free(self, start, nbytes):
+        """The block alloc(nbytes) gave at `start` is free again."""
+        self.in_use -= 1
+        if self.in_use == 0:
+            self.top = 0
+            self.free_blocks.clear()
+        else:
+            self.free_blocks.setdefault(_block_size(nbytes), []).append(start)
+
+
+def _block_size(nbytes):
+    return max(MIN_BLOCK, 1 << (nbytes - 1).bit_length())

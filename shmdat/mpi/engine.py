@@ -19,8 +19,6 @@ import struct
 import threading
 import time
 
-import numpy as np
-
 import shmdat
 from shmdat import (CompletionFlags, DtoOp, DtoStatus, EpAttr, EventNumber, EvdFlags, LmrTriplet,
                     MemPriv, RmrTriplet)

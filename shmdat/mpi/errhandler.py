@@ -18,6 +18,7 @@ import weakref
 
 from . import errors, unimplemented, wireup
 from .errors import Exception as MPIException
+from .handles import IntHandles
 
 USER_SLOTS = 32     # user handlers of one kind alive at once: mpi4py's table of C callbacks
 
@@ -80,11 +81,12 @@ _slots_lock = threading.Lock()
 _slots = {"Comm": [], "Win": []}    # kind -> the user handlers alive
 
 
-class Errhandler(unimplemented.Missing):
+class Errhandler(IntHandles, unimplemented.Missing):
     """A handle to an error handler (mpi4py's Errhandler): ERRHANDLER_NULL (false), a
     predefined one, or one of Create_errhandler. Handles to one handler are equal."""
 
     _unimplemented = unimplemented.ERRHANDLER
+    _NULL_HANDLE, _by_handle, _target, _what = _NULL_HANDLE, _by_handle, "_handler", "handler"
 
     def __init__(self, errhandler=None):
         """mpi4py's Errhandler(errhandler=None): a null handle, or another handle to
@@ -143,25 +145,6 @@ class Errhandler(unimplemented.Missing):
         """mpi4py's free: Free unless null."""
         if self._handler is not None:
             self.Free()
-
-    def toint(self):
-        """MPI_Errhandler_c2f: the handle as an int (MPICH's numbers for the predefined ones)."""
-        return _NULL_HANDLE if self._handler is None else self._handler.handle
-
-    py2f = toint
-
-    @classmethod
-    def fromint(cls, handle):
-        """A handle to the handler whose int `handle` is. MPI.Exception ERR_ARG if it names
-        none alive."""
-        if handle == _NULL_HANDLE:
-            return cls()
-        handler = _by_handle.get(handle)
-        if handler is None:
-            raise MPIException(errors.ERR_ARG, f"Errhandler.fromint({handle!r}): no such handler")
-        return cls._to(handler)
-
-    f2py = fromint
 
 
 ERRHANDLER_NULL = Errhandler()

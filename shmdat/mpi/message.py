@@ -14,6 +14,7 @@ import weakref
 from . import errors, unimplemented
 from .datatypes import message
 from .errors import Exception as MPIException
+from .handles import IntHandles
 from .matching import ANY_SOURCE, ANY_TAG
 
 # Integer handles (toint, py2f): MPICH's for the predefined ones, then one per matched message.
@@ -35,10 +36,11 @@ class _Matched:
 _NO_PROC = _Matched(None, None, _NO_PROC_HANDLE)   # a receive from PROC_NULL, at every use
 
 
-class Message(unimplemented.Missing):
+class Message(IntHandles, unimplemented.Missing):
     """MPI_Message. `_matched`: the _Matched its handle names, None for a null handle."""
 
     _unimplemented = unimplemented.MESSAGE
+    _NULL_HANDLE, _by_handle, _target, _what = _NULL_HANDLE, _by_handle, "_matched", "message"
     COMM_SELF = None    # (set by MPI.py) where MESSAGE_NO_PROC's receives from PROC_NULL run
 
     def __init__(self, message=None):
@@ -134,27 +136,6 @@ class Message(unimplemented.Missing):
     def recv(self, status=None):
         """The matched message as an object (None from MESSAGE_NO_PROC). Errors as Irecv."""
         return self.irecv().wait(status)
-
-    # Integer handles.
-
-    def toint(self):
-        """MPI_Message_c2f: the handle as an int (MPICH's numbers for the predefined ones)."""
-        return _NULL_HANDLE if self._matched is None else self._matched.handle
-
-    py2f = toint
-
-    @classmethod
-    def fromint(cls, handle):
-        """A handle to the message whose int `handle` is. MPI.Exception ERR_ARG if it names
-        none alive."""
-        if handle == _NULL_HANDLE:
-            return cls()
-        matched = _by_handle.get(handle)
-        if matched is None:
-            raise MPIException(errors.ERR_ARG, f"Message.fromint({handle!r}): no such message")
-        return cls._to(matched)
-
-    f2py = fromint
 
 
 MESSAGE_NULL = Message()

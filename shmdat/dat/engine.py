@@ -167,7 +167,7 @@ class Engine(EngineBase):
 
     def watch(self):
         """Notice dead peers on paths that run no progress (a post, a query, a wait that
-        finds events queued): the device's look at its peers, due once a LIVENESS_SLICE
+        finds events queued): the device's look at its peers, due once a LOOK_SLICE
         (one clock read otherwise), and what it found (a dead peer's QP_FATAL). The hot
         paths call it once a _WATCH_SLICE (watch_at): a dead peer is still seen within
         the device's slice and this one."""

@@ -25,6 +25,8 @@ import posix_ipc
 
 SPIN_SECONDS = float(os.environ.get("SHMDAT_SPIN_US", "100")) / 1e6
 LIVENESS_SLICE = 0.05           # seconds: a dead peer is seen within this
+LOOK_SLICE = 0.01               # seconds: a running process (posting, polling) looks at its
+#                                 peers this often; a sleeper wakes every LIVENESS_SLICE to look
 _fence_lock = threading.Lock()
 
 

@@ -22,8 +22,8 @@ on connect, 196 on accept, 148 on reject; EINVAL over; SHMDAT_CM_PRIVATE_DATA
 raises them), and an event carries its message's whole private data field,
 zero-filled past what was sent, as on RoCE. A process has one rdma_cm agent
 on one Context and PD (librdmacm opens each device once); it runs in that
-Context's progress: CM messages, and every LIVENESS_SLICE a look at the peers
-(a dead peer's connected CMID gets DISCONNECTED, a handshake with one
+Context's progress: CM messages, and every LOOK_SLICE (asleep: LIVENESS_SLICE) a look at
+the peers (a dead peer's connected CMID gets DISCONNECTED, a handshake with one
 UNREACHABLE). CMIDs left open close at exit (sending DREQ, freeing ports).
 
 RDMA_PS_UDP ids (UD) run IB CM's SIDR instead, as rdma_cm does for them:
@@ -487,7 +487,8 @@ class _Agent:
                    size=PRIVATE_DATA_SIDR_REQ if sidr else PRIVATE_DATA_CONNECT)
 
     def check_peers(self):
-        """Every LIVENESS_SLICE: handshakes and connections whose peer process died end."""
+        """Every LOOK_SLICE (asleep, LIVENESS_SLICE): handshakes and connections whose peer
+        process died end."""
         for cmid in list(self.ids.values()):
             if cmid._peer is not None and not cmid._peer.alive():
                 cmid._peer_died()

@@ -23,7 +23,7 @@ from ..hw.errors import NoRoom
 from ..hw.hca import Hca
 from ..hw.layout import HCA_W_CM_PENDING, PORT_W_GENERATION
 from ..hw.port import Port
-from ..hw.progress import LIVENESS_SLICE, SPIN_SECONDS, Progress, SignalError
+from ..hw.progress import LIVENESS_SLICE, LOOK_SLICE, SPIN_SECONDS, Progress, SignalError
 from ..hw.qpn import QpnTable
 from . import checks, libibverbs_enums as e
 from .datagrams import parse_notice
@@ -353,7 +353,7 @@ class Context(PyverbsCM):
     def _liveness(self):
         """The look at the peers (under the lock): QPs whose peer process died go to
         ERR, rdma_cm's handshakes and connections with one end; and at the device."""
-        self._next_liveness = time.monotonic() + LIVENESS_SLICE
+        self._next_liveness = time.monotonic() + LOOK_SLICE
         for qp in self.active_qps[:]:
             qp._check_peer()
         if self.cm is not None:
@@ -361,8 +361,8 @@ class Context(PyverbsCM):
         self.check_device()
 
     def watch(self):
-        """shm0dv.watch: the look at the peers if LIVENESS_SLICE has passed since the
-        last, for paths that run no progress; one clock read otherwise."""
+        """shm0dv.watch: the look at the peers if LOOK_SLICE has passed since the last,
+        for paths that run no progress; one clock read otherwise."""
         if time.monotonic() >= self._next_liveness:
             with self._progress.lock:
                 if not self._closed:

@@ -579,7 +579,7 @@ class QP(PyverbsCM):
             self._enter(ERR)
 
     def _check_peer(self):
-        """The peer process died: the QP goes to ERR (the Context calls this every LIVENESS_SLICE);
+        """The peer process died: the QP goes to ERR (the Context calls this every LOOK_SLICE);
         a UD QP just lets go of the dead processes' connections."""
         if self._datagrams is not None:
             self._datagrams.check_peers()

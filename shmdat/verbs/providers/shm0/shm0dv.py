@@ -115,7 +115,7 @@ def wake(ctx):
 
 
 def watch(ctx):
-    """The device's look at its peers, if LIVENESS_SLICE has passed since the last (one
+    """The device's look at its peers, if LOOK_SLICE has passed since the last (one
     clock read otherwise): the QPs of a peer process that died go to ERR with
     IBV_EVENT_QP_FATAL, also on paths that run no progress (a wait that finds events
     queued, a query, a post). Returns events_pending(ctx) after it. Raises

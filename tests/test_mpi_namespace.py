@@ -105,7 +105,8 @@ def test_every_mpi4py_name_is_implemented_or_listed(tmp_path):
                                     (u.STATUS, real.Status, MPI.Status()),
                                     (u.DATATYPE, real.Datatype, MPI.DOUBLE),
                                     (u.OP, real.Op, MPI.SUM), (u.GROUP, real.Group, world.group),
-                                    (u.INFO, real.Info, MPI.INFO_NULL)):
+                                    (u.INFO, real.Info, MPI.INFO_NULL),
+                                    (u.CARTCOMM, real.Cartcomm, world.Create_cart([1]))):
             for name in dir(theirs):
                 if not name.startswith("_"):
                     assert hasattr(ours, name) != (name in table), (theirs, name)

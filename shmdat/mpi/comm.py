@@ -552,6 +552,15 @@ class Comm(ErrorHandling, unimplemented.Missing):
     def Is_inter(self):
         return False
 
+    _topology = UNDEFINED           # (Cartcomm's: CART, shmdat/mpi/topology.py)
+
+    def Get_topology(self):
+        """MPI_Topo_test: the topology's kind, UNDEFINED for none."""
+        return self._topology
+
+    topology = property(Get_topology)
+    is_topo = property(lambda self: self._topology != UNDEFINED)
+
     def Is_intra(self):
         return True
 
@@ -573,9 +582,14 @@ class Comm(ErrorHandling, unimplemented.Missing):
     def Dup(self, info=None):
         """MPI_Comm_dup (collective): the same ranks on a new context, so its traffic never
         matches this communicator's. `info` is not used."""
+        return Comm(self._engine, self._new_context(), self._ranks)
+
+    def _new_context(self):
+        """(Collective) a context id free at every rank here, claimed: a new
+        communicator's, among any of these ranks."""
         context = self.allreduce(_next_context, MAX)
         _claim(context)
-        return Comm(self._engine, context, self._ranks)
+        return context
 
     def Clone(self):
         """mpi4py's Clone: Dup."""
@@ -625,8 +639,7 @@ class Comm(ErrorHandling, unimplemented.Missing):
         if not set(group._members()) <= set(self._ranks):
             raise MPIException(errors.ERR_GROUP, f"Create: the group has ranks that "
                                f"{self._name or 'this communicator'} has not")
-        context = self.allreduce(_next_context, MAX)
-        _claim(context)
+        context = self._new_context()
         if group.Get_rank() == UNDEFINED:
             return COMM_NULL
         return Comm(self._engine, context, list(group._members()))

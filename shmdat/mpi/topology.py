@@ -1,0 +1,153 @@
+"""Cartesian topologies (MPI_Cart_*): Comm.Create_cart and mpi4py's Topocomm and Cartcomm,
+a communicator whose ranks are the points of a grid, row-major (reorder is a hint: ranks
+keep their order). Graph and distributed-graph topologies and the neighbour collectives
+are not implemented (NotImplementedError naming the call)."""
+
+import math
+import operator
+
+from . import errors, unimplemented
+from .comm import COMM_NULL, Comm
+from .errors import Exception as MPIException
+from .matching import PROC_NULL
+
+CART, GRAPH, DIST_GRAPH = 2, 1, 3        # MPI_Topo_test's answers, MPICH's numbers
+
+
+class Topocomm(Comm):
+    """mpi4py's Topocomm: a communicator with a topology (here, Cartesian only)."""
+
+    _unimplemented = unimplemented.CARTCOMM
+
+    def __new__(cls, comm=None, *args, **kwargs):
+        """mpi4py's Topocomm(comm), Cartcomm(comm): another handle to `comm`, which must
+        have that kind of topology (TypeError otherwise)."""
+        if isinstance(comm, Comm) and comm and not isinstance(comm, cls):
+            raise TypeError(f"expected a {cls.__name__}, got {type(comm).__name__}")
+        return super().__new__(cls, comm, *args, **kwargs)
+
+
+class Cartcomm(Topocomm):
+    """A communicator over a grid of `dims` (periodic where `periods` says): mpi4py's
+    Cartcomm. Made by Comm.Create_cart (and Sub, Dup); Cartcomm(cart) is another handle."""
+
+    _topology = CART
+
+    def __init__(self, engine, context=None, ranks=None, name="", dims=(), periods=()):
+        super().__init__(engine, context, ranks, name)
+        if not isinstance(engine, Comm):
+            self._dims, self._periods = list(dims), [int(bool(p)) for p in periods]
+
+    @classmethod
+    def _over(cls, comm, dims, periods):
+        """The Cartcomm of the new communicator `comm` (its context and ranks)."""
+        return cls(comm._engine, comm._context, comm._ranks, comm._name, dims, periods)
+
+    def Get_dim(self):
+        """MPI_Cartdim_get: the number of dimensions."""
+        return len(self._dims)
+
+    dim = ndim = property(Get_dim)
+
+    def Get_topo(self):
+        """MPI_Cart_get: (dims, periods as 0/1, this rank's coordinates)."""
+        return list(self._dims), list(self._periods), self.Get_coords(self._rank)
+
+    topo = property(Get_topo)
+    dims = property(lambda self: list(self._dims))
+    periods = property(lambda self: list(self._periods))
+    coords = property(lambda self: self.Get_coords(self._rank))
+
+    def Get_cart_rank(self, coords):
+        """MPI_Cart_rank: the rank at `coords` (wrapped in periodic dimensions).
+        ValueError if there are not ndim of them; MPI.Exception ERR_ARG for one outside a
+        dimension that is not periodic."""
+        coords = [operator.index(c) for c in coords]
+        if len(coords) != len(self._dims):
+            raise ValueError(f"{len(coords)} coordinates for {len(self._dims)} dimensions")
+        rank = 0
+        for c, d, periodic in zip(coords, self._dims, self._periods):
+            if periodic:
+                c %= d
+            elif not 0 <= c < d:
+                raise MPIException(errors.ERR_ARG, f"coordinate {c} outside [0, {d})")
+            rank = rank * d + c
+        return rank
+
+    def Get_coords(self, rank):
+        """MPI_Cart_coords: the coordinates of `rank`. MPI.Exception ERR_RANK if it is not
+        a rank of this communicator."""
+        rank = operator.index(rank)
+        if not 0 <= rank < self._size:
+            raise MPIException(errors.ERR_RANK, f"rank {rank} (size {self._size})")
+        coords = []
+        for d in reversed(self._dims):
+            rank, c = divmod(rank, d)
+            coords.append(c)
+        return coords[::-1]
+
+    def Shift(self, direction, disp):
+        """MPI_Cart_shift: (source, dest), the ranks `disp` steps back and forward along
+        `direction` (PROC_NULL past the edge of a dimension that is not periodic).
+        MPI.Exception ERR_ARG for a direction that is not a dimension."""
+        direction, disp = operator.index(direction), operator.index(disp)
+        if not 0 <= direction < len(self._dims):
+            raise MPIException(errors.ERR_ARG, f"direction {direction} of {len(self._dims)} "
+                               "dimensions")
+        coords = self.Get_coords(self._rank)
+        return (self._neighbour(coords, direction, -disp),
+                self._neighbour(coords, direction, disp))
+
+    def _neighbour(self, coords, direction, step):
+        d = self._dims[direction]
+        c = coords[direction] + step
+        if self._periods[direction]:
+            c %= d
+        elif not 0 <= c < d:
+            return PROC_NULL
+        return self.Get_cart_rank(coords[:direction] + [c] + coords[direction + 1:])
+
+    def Sub(self, remain_dims):
+        """MPI_Cart_sub (collective): the grid of the dimensions `remain_dims` keeps, one
+        per point of the others. ValueError if there are not ndim flags."""
+        remain = [bool(r) for r in remain_dims]
+        if len(remain) != len(self._dims):
+            raise ValueError(f"{len(remain)} flags for {len(self._dims)} dimensions")
+        coords = self.Get_coords(self._rank)
+        color = 0
+        for c, d, keep in zip(coords, self._dims, remain):
+            if not keep:
+                color = color * d + c
+        sub = self.Split(color, self._rank)
+        return Cartcomm._over(sub, [d for d, keep in zip(self._dims, remain) if keep],
+                              [p for p, keep in zip(self._periods, remain) if keep])
+
+    def Dup(self, info=None):
+        """MPI_Comm_dup: the same grid on a new context."""
+        return Cartcomm._over(Comm.Dup(self, info), self._dims, self._periods)
+
+
+def create_cart(self, dims, periods=None, reorder=False):
+    """MPI_Cart_create (collective): a Cartcomm over the first prod(dims) ranks, row-major
+    (`reorder` is a hint, not taken); COMM_NULL at the others. `periods` defaults to none
+    periodic. ValueError if periods and dims differ in length; MPI.Exception ERR_DIMS for a
+    negative dimension, ERR_ARG for more points than ranks."""
+    dims = [operator.index(d) for d in dims]
+    periods = [False] * len(dims) if periods is None else [bool(p) for p in periods]
+    if len(periods) != len(dims):
+        raise ValueError(f"{len(periods)} periods for {len(dims)} dimensions")
+    if any(d < 0 for d in dims):
+        raise MPIException(errors.ERR_DIMS, f"Create_cart with dims {dims}")
+    points = math.prod(dims)
+    if points > self._size:
+        raise MPIException(errors.ERR_ARG, f"Create_cart: {points} points for {self._size} "
+                           "ranks")
+    context = self._new_context()
+    if self._rank >= points:
+        return COMM_NULL
+    return Cartcomm(self._engine, context, self._ranks[:points], "", dims, periods)
+
+
+# Comm's method, defined here where Cartcomm is (comm.py, which this module builds on,
+# cannot import it).
+Comm.Create_cart = create_cart

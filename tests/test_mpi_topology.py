@@ -1,0 +1,132 @@
+"""shmdat.mpi's Cartesian topologies (Comm.Create_cart, Cartcomm), by real launches: the
+grid's coordinates, ranks, shifts and sub-grids on 7 ranks (6 in the grid, one left
+out), checked against values worked out here and, where MPICH is installed, line for
+line against the same program under mpiexec; and a halo exchange on a periodic grid
+checked against numpy."""
+
+from tests import mpi_launch
+
+GRID = """
+import os
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+out = [("consts", MPI.CART, MPI.GRAPH, MPI.DIST_GRAPH, comm.Get_topology(), comm.is_topo)]
+for kind in (MPI.Topocomm, MPI.Cartcomm):
+    try:
+        kind(comm)                          # a handle of a kind comm is not
+        out.append(("no error",))
+    except TypeError:
+        pass
+cart = comm.Create_cart([3, 2], periods=[True, False])
+if cart == MPI.COMM_NULL:
+    out.append(("null",))
+else:
+    out.append(("cart", type(cart).__name__, isinstance(cart, MPI.Intracomm),
+                isinstance(cart, MPI.Topocomm), cart.Get_topology(), cart.is_topo, cart.size))
+    out.append(("topo", cart.Get_dim(), cart.ndim, cart.topo, cart.dims, cart.periods, cart.coords))
+    out.append(("coords", [cart.Get_coords(r) for r in range(cart.size)],
+                cart.Get_cart_rank([1, 1]), cart.Get_cart_rank([4, 1]), cart.Get_cart_rank([-1, 0])))
+    out.append(("shift", cart.Shift(0, 1), cart.Shift(1, 1), cart.Shift(0, -2), cart.Shift(1, 2)))
+    for bad in (lambda: cart.Get_cart_rank([1, 5]), lambda: cart.Get_coords(99),
+                lambda: cart.Shift(5, 1), lambda: cart.Get_cart_rank([1]), lambda: cart.Sub([1])):
+        try:
+            bad()
+            out.append(("no error",))
+        except MPI.Exception as e:
+            out.append(("MPI.Exception", e.Get_error_class()))
+        except ValueError:
+            out.append(("ValueError",))
+    sub = cart.Sub([False, True])
+    out.append(("sub", type(sub).__name__, sub.size, sub.rank, sub.topo,
+                sub.allreduce(rank), sub.Compare(comm)))
+    dup = cart.Dup()
+    out.append(("dup", type(dup).__name__, dup.topo, dup.Compare(cart), MPI.Cartcomm(cart) == cart))
+    none = cart.Sub([False, False])
+    out.append(("none", none.size, none.topo))
+    for c in (sub, dup, none):
+        c.Free()
+    cart.Free()
+zero = comm.Create_cart([])
+out.append(("zero", zero == MPI.COMM_NULL or (zero.size, zero.topo)))
+try:
+    comm.Create_cart([size + 1])
+except MPI.Exception as e:
+    out.append(("too many", e.Get_error_class()))
+os.write(1, f"{rank} {out}\\n".encode())
+"""
+
+
+def _lines(r):
+    assert r.returncode == 0, r.stderr
+    return sorted(r.stdout.splitlines())
+
+
+def test_a_grid_of_six_on_seven_ranks(tmp_path):
+    lines = _lines(mpi_launch.launch(tmp_path, 7, GRID, launcher=("--mpi4py", "--")))
+    assert len(lines) == 7
+    rank0 = lines[0]
+    assert "('cart', 'Cartcomm', True, True, 2, True, 6)" in rank0
+    assert "('topo', 2, 2, ([3, 2], [1, 0], [0, 0]), [3, 2], [1, 0], [0, 0])" in rank0
+    assert "('coords', [[0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [2, 1]], 3, 3, 4)" in rank0
+    assert "('shift', (4, 2), (-1, 1), (4, 2), (-1, -1))" in rank0
+    assert ("('MPI.Exception', 12), ('MPI.Exception', 6), ('MPI.Exception', 12), "
+            "('ValueError',), ('ValueError',)") in rank0
+    assert "('sub', 'Cartcomm', 2, 0, ([2], [0], [0]), 1, 3)" in rank0       # 0 + 1, UNEQUAL
+    assert "('dup', 'Cartcomm', ([3, 2], [1, 0], [0, 0]), 1, True)" in rank0  # CONGRUENT
+    assert "('none', 1, ([], [], []))" in rank0
+    assert "('zero', (1, ([], [], [])))" in rank0 and "('too many', 12)" in rank0
+    assert lines[6].startswith("6 [('consts', 2, 1, 3, -32766, False), ('null',), ('zero', True)")
+
+
+@mpi_launch.needs_mpiexec
+def test_the_same_grid_under_mpiexec(tmp_path):
+    ours = _lines(mpi_launch.launch(tmp_path, 7, GRID, launcher=("--mpi4py", "--")))
+    assert ours == _lines(mpi_launch.launch_mpiexec(tmp_path, 7, GRID))
+
+
+HALO = """
+import os
+import numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+dims = MPI.Compute_dims(comm.size, 2)
+cart = comm.Create_cart(dims, periods=[True, True])
+row, col = cart.coords
+n = 4                                       # each rank's block of a (dims * n) field
+field = np.arange(dims[0] * n * dims[1] * n, dtype=np.float64).reshape(dims[0] * n, dims[1] * n)
+block = np.zeros((n + 2, n + 2))
+block[1:-1, 1:-1] = field[row * n:(row + 1) * n, col * n:(col + 1) * n]
+for axis in (0, 1):
+    lo, hi = cart.Shift(axis, 1)            # (the neighbour before, the one after)
+    if axis == 0:
+        send_lo, send_hi = block[1, 1:-1].copy(), block[-2, 1:-1].copy()
+    else:
+        send_lo, send_hi = block[1:-1, 1].copy(), block[1:-1, -2].copy()
+    got_hi, got_lo = np.empty(n), np.empty(n)
+    cart.Sendrecv(send_lo, lo, 0, got_hi, hi, 0)
+    cart.Sendrecv(send_hi, hi, 1, got_lo, lo, 1)
+    if axis == 0:
+        block[-1, 1:-1], block[0, 1:-1] = got_hi, got_lo
+    else:
+        block[1:-1, -1], block[1:-1, 0] = got_hi, got_lo
+rows = np.roll(field, 1, 0), np.roll(field, -1, 0)
+cols = np.roll(field, 1, 1), np.roll(field, -1, 1)
+mine = np.s_[row * n:(row + 1) * n, col * n:(col + 1) * n]
+assert (block[0, 1:-1] == rows[0][mine][0]).all() and (block[-1, 1:-1] == rows[1][mine][-1]).all()
+assert (block[1:-1, 0] == cols[0][mine][:, 0]).all() and (block[1:-1, -1] == cols[1][mine][:, -1]).all()
+total = cart.Sub([False, True]).allreduce(block[1:-1, 1:-1].sum())     # along the row
+assert total == field[row * n:(row + 1) * n].sum(), (total, row)
+os.write(1, f"rank {comm.rank}: 4 checks\\n".encode())
+"""
+
+
+def test_a_halo_exchange_on_a_periodic_grid(tmp_path):
+    for n in (4, 6):
+        r = mpi_launch.launch(tmp_path, n, HALO, launcher=("--mpi4py", "--"))
+        mpi_launch.check_every_rank_agrees(r, n)
+
+
+@mpi_launch.needs_mpiexec
+def test_the_halo_exchange_under_mpiexec(tmp_path):
+    mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 4, HALO), 4)

@@ -1,8 +1,9 @@
 """shmdat.mpi's Cartesian topologies (Comm.Create_cart, Cartcomm), by real launches: the
 grid's coordinates, ranks, shifts and sub-grids on 7 ranks (6 in the grid, one left
 out), checked against values worked out here and, where MPICH is installed, line for
-line against the same program under mpiexec; and a halo exchange on a periodic grid
-checked against numpy."""
+line against the same program under mpiexec; the neighbour collectives on open, periodic
+and doubly-neighboured grids (the same rank before and after) likewise; and a halo
+exchange on a periodic grid checked against numpy."""
 
 from tests import mpi_launch
 
@@ -130,3 +131,46 @@ def test_a_halo_exchange_on_a_periodic_grid(tmp_path):
 @mpi_launch.needs_mpiexec
 def test_the_halo_exchange_under_mpiexec(tmp_path):
     mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 4, HALO), 4)
+
+
+NEIGHBOURS = """
+import os
+import numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+out = []
+for dims, periods in (([size], [True]), ([size], [False]), ([2, size // 2], [True, False]),
+                      ([1, size], [True, True])):
+    cart = comm.Create_cart(dims, periods)
+    out.append(("edges", cart.degrees, cart.indegree, cart.outdegree, cart.inoutedges))
+    out.append(("objects", cart.neighbor_allgather(("r", rank)),
+                cart.neighbor_alltoall([(rank, i) for i in range(cart.outdegree)])))
+    n = cart.indegree
+    recv = np.full(2 * n, -1, "i")
+    cart.Neighbor_allgather(np.array([rank * 10, rank * 10 + 1], "i"), recv)
+    out.append(("Neighbor_allgather", recv.tolist()))
+    recv = np.full(n, -1, "i")
+    cart.Neighbor_alltoall(np.array([rank * 100 + i for i in range(n)], "i"), recv)
+    out.append(("Neighbor_alltoall", recv.tolist()))
+    cart.Free()
+os.write(1, f"{rank} {out}\\n".encode())
+"""
+
+
+def test_neighbour_collectives(tmp_path):
+    lines = _lines(mpi_launch.launch(tmp_path, 4, NEIGHBOURS, launcher=("--mpi4py", "--")))
+    rank0 = lines[0]
+    # A ring of 4: before 3, after 1; the open line: no one before rank 0.
+    assert "('edges', (2, 2), 2, 2, ([3, 1], [3, 1]))" in rank0
+    assert "('Neighbor_allgather', [30, 31, 10, 11]), ('Neighbor_alltoall', [301, 100])" in rank0
+    assert "('objects', [None, ('r', 1)], [None, (1, 0)])" in rank0
+    # 2 x 2, periodic in the first dimension: rank 2 is both before and after rank 0 there,
+    # and what it sent "after" lands in the "before" block.
+    assert "('Neighbor_alltoall', [201, 200, -1, 102])" in rank0
+
+
+@mpi_launch.needs_mpiexec
+def test_the_neighbour_collectives_under_mpiexec(tmp_path):
+    ours = _lines(mpi_launch.launch(tmp_path, 4, NEIGHBOURS, launcher=("--mpi4py", "--")))
+    assert ours == _lines(mpi_launch.launch_mpiexec(tmp_path, 4, NEIGHBOURS))

@@ -1,17 +1,29 @@
 """Cartesian topologies (MPI_Cart_*): Comm.Create_cart and mpi4py's Topocomm and Cartcomm,
 a communicator whose ranks are the points of a grid, row-major (reorder is a hint: ranks
-keep their order). Graph and distributed-graph topologies and the neighbour collectives
-are not implemented (NotImplementedError naming the call)."""
+keep their order), and its blocking neighbour collectives. Graph and distributed-graph
+topologies and the non-blocking and persistent neighbour collectives are not implemented
+(NotImplementedError naming the call).
+
+A Cartesian rank's neighbours are, dimension by dimension, the one before and the one
+after (Shift(d, 1)); PROC_NULL ones take no part. A message to the neighbour after in
+dimension d carries tag NEIGHBOUR_TAG + 2d + 1, to the one before + 2d, on the
+communicator's collective context, and a receive from the neighbour before expects the
+tag of a send "after": so when both neighbours are one rank (a periodic dimension of 1 or
+2), each block still lands where MPI says."""
 
 import math
 import operator
 
 from . import errors, unimplemented
-from .comm import COMM_NULL, Comm
+from .comm import COMM_NULL, Comm, _equal_blocks
+from .datatypes import message
+from .pickler import pickle
 from .errors import Exception as MPIException
 from .matching import PROC_NULL
 
 CART, GRAPH, DIST_GRAPH = 2, 1, 3        # MPI_Topo_test's answers, MPICH's numbers
+NEIGHBOUR_TAG = 1       # the collective context's tags from here on (blocking ones use 0,
+#                         non-blocking ones negative tags: collectives.py)
 
 
 class Topocomm(Comm):
@@ -125,6 +137,74 @@ class Cartcomm(Topocomm):
     def Dup(self, info=None):
         """MPI_Comm_dup: the same grid on a new context."""
         return Cartcomm._over(Comm.Dup(self, info), self._dims, self._periods)
+
+    # Neighbours and the neighbour collectives.
+
+    @property
+    def inoutedges(self):
+        """(incoming, outgoing) neighbours: the same list, before and after in each
+        dimension in turn (PROC_NULL past an open edge)."""
+        neighbours = []
+        for direction in range(len(self._dims)):
+            neighbours.extend(self.Shift(direction, 1))
+        return neighbours, neighbours
+
+    inedges = property(lambda self: self.inoutedges[0])
+    outedges = property(lambda self: self.inoutedges[1])
+    degrees = property(lambda self: (2 * len(self._dims), 2 * len(self._dims)))
+    indegree = outdegree = property(lambda self: 2 * len(self._dims))
+
+    def _exchange(self, sends, receives):
+        """Send sends[i] to neighbour i and receive from neighbour i into receives[i] (a
+        writable byte view, or None: into new bytes); returns the receives' ops (None for
+        PROC_NULL). MPI.Exception ERR_TRUNCATE if a block does not fit."""
+        engine, context = self._engine, self._channel.context
+        neighbours = self.inoutedges[0]
+        got = [None] * len(neighbours)
+        ops = []
+        for i, rank in enumerate(neighbours):
+            if rank != PROC_NULL:
+                tag = NEIGHBOUR_TAG + (i ^ 1)   # what that neighbour sends this way
+                got[i] = engine.post_recv(context, self._ranks[rank], tag, receives[i])
+                ops.append(got[i])
+        for i, rank in enumerate(neighbours):
+            if rank != PROC_NULL:
+                ops.append(engine.send(self._ranks[rank], context, NEIGHBOUR_TAG + i, sends[i]))
+        self._channel.wait(ops)
+        return got
+
+    def Neighbor_allgather(self, sendbuf, recvbuf):
+        """MPI_Neighbor_allgather: this rank's sendbuf to every neighbour, block i of
+        recvbuf from neighbour i (untouched for PROC_NULL). Buffer errors as Allgather."""
+        n = self.indegree
+        view = message(sendbuf, False)[0]
+        self._exchange([view] * n, _equal_blocks(message(recvbuf, True, n)[0], n) if n else [])
+
+    def Neighbor_alltoall(self, sendbuf, recvbuf):
+        """MPI_Neighbor_alltoall: block i of sendbuf to neighbour i, block i of recvbuf
+        from neighbour i (untouched for PROC_NULL). Buffer errors as Alltoall."""
+        n = self.indegree
+        if n:
+            self._exchange(_equal_blocks(message(sendbuf, False, n)[0], n),
+                           _equal_blocks(message(recvbuf, True, n)[0], n))
+
+    def neighbor_allgather(self, sendobj):
+        """The object of each neighbour (None for PROC_NULL), as mpi4py's."""
+        data = memoryview(pickle.dumps(sendobj))
+        return self._objects(self._exchange([data] * self.indegree, [None] * self.indegree))
+
+    def neighbor_alltoall(self, sendobj):
+        """sendobj[i] to neighbour i; the object each neighbour sent this rank (None for
+        PROC_NULL). ValueError unless sendobj has outdegree items."""
+        sendobj = list(sendobj)
+        if len(sendobj) != self.outdegree:
+            raise ValueError(f"expecting {self.outdegree} items, got {len(sendobj)}")
+        sends = [memoryview(pickle.dumps(obj)) for obj in sendobj]
+        return self._objects(self._exchange(sends, [None] * self.indegree))
+
+    @staticmethod
+    def _objects(ops):
+        return [None if op is None else pickle.loads(op.data) for op in ops]
 
 
 def create_cart(self, dims, periods=None, reorder=False):

@@ -84,13 +84,12 @@ COMM = frozenset("""
     fromhandle fromint handle info py2f toint
 """.split())
 
-# Cartcomm's names beyond Comm's (mpi4py's Topocomm: the neighbour collectives).
+# Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
 CARTCOMM = COMM | frozenset("""
     Ineighbor_allgather Ineighbor_allgatherv Ineighbor_alltoall Ineighbor_alltoallv
-    Ineighbor_alltoallw Neighbor_allgather Neighbor_allgather_init Neighbor_allgatherv
-    Neighbor_allgatherv_init Neighbor_alltoall Neighbor_alltoall_init Neighbor_alltoallv
-    Neighbor_alltoallv_init Neighbor_alltoallw Neighbor_alltoallw_init degrees indegree
-    inedges inoutedges neighbor_allgather neighbor_alltoall outdegree outedges
+    Ineighbor_alltoallw Neighbor_allgather_init Neighbor_allgatherv
+    Neighbor_allgatherv_init Neighbor_alltoall_init Neighbor_alltoallv
+    Neighbor_alltoallv_init Neighbor_alltoallw Neighbor_alltoallw_init
 """.split())
 
 REQUEST = frozenset("""

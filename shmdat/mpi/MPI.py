@@ -25,17 +25,18 @@ from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,  # noq
 from .errors import (SUCCESS, Add_error_class, Add_error_code,  # noqa: F401
                      Add_error_string, Exception, Get_error_class, Get_error_string)
 from .group import GROUP_EMPTY, GROUP_NULL, Group  # noqa: F401
+from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa: F401
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .pickler import Pickle, pickle  # noqa: F401
 from .topology import CART, DIST_GRAPH, GRAPH, Cartcomm, Topocomm  # noqa: F401
 from .ops import (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC,  # noqa: F401
                   OP_NULL, PROD, SUM, Op)
-from .win import (INFO_NULL, LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa: F401
+from .win import (LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK,  # noqa: F401
                   MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED, NO_OP, REPLACE,
                   WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR, WIN_FLAVOR_ALLOCATE,
                   WIN_FLAVOR_CREATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED, WIN_MODEL,
-                  WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Info, Win)
+                  WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)
 
 globals().update(errors.NAMES)       # MPI.ERR_ARG, ..., MPI.ERR_LASTCODE
 globals().update(datatypes.NAMED)     # MPI.BYTE, MPI.INT, MPI.DOUBLE, ...

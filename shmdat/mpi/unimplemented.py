@@ -57,9 +57,9 @@ MODULE = frozenset("""
     FLOAT16_T F_BOOL F_COMPLEX F_DOUBLE F_DOUBLE_COMPLEX F_ERROR F_FLOAT F_FLOAT_COMPLEX
     F_INT F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info
     Get_abi_info Get_abi_version Get_hw_resource_info Graphcomm Grequest
-    INFO_ENV INTEGER INTEGER1 INTEGER16 INTEGER2 INTEGER4 INTEGER8 Iflush_buffer
+    INTEGER INTEGER1 INTEGER16 INTEGER2 INTEGER4 INTEGER8 Iflush_buffer
     InPlaceType Intercomm LOGICAL LOGICAL1 LOGICAL16 LOGICAL2 LOGICAL4 LOGICAL8 Lookup_name
-    MAX_DATAREP_STRING MAX_ERROR_STRING MAX_INFO_KEY MAX_INFO_VAL
+    MAX_DATAREP_STRING MAX_ERROR_STRING
     MAX_LIBRARY_VERSION_STRING MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME
     MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN MODE_APPEND
     MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR MODE_SEQUENTIAL
@@ -137,6 +137,5 @@ ERRHANDLER = frozenset("""
 """.split())
 
 INFO = frozenset("""
-    Create Create_env Delete Dup Free Get Get_nkeys Get_nthkey Set clear copy f2py free
-    fromhandle fromint get handle items keys pop popitem py2f toint update values
+    Create_env fromhandle handle
 """.split())

@@ -21,6 +21,7 @@ from .errhandler import ErrorHandling
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
 from .group import UNDEFINED, Group
+from .info import INFO_NULL
 from .matching import ANY_TAG, PROC_NULL
 
 LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235          # MPICH's values, as mpi4py over MPICH has them
@@ -37,19 +38,6 @@ WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL = (
 WIN_FLAVOR = WIN_CREATE_FLAVOR
 WIN_FLAVOR_CREATE, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED = 1, 2, 3, 4
 WIN_SEPARATE, WIN_UNIFIED = 1, 2
-
-
-class Info(unimplemented.Missing):
-    """MPI.Info: only INFO_NULL here (windows take no hints); mpi4py's Info calls raise
-    NotImplementedCall."""
-
-    _unimplemented = unimplemented.INFO
-
-    def __repr__(self):
-        return "MPI.INFO_NULL"
-
-
-INFO_NULL = Info()
 
 
 def _replace(origin, target, out):

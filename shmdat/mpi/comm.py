@@ -1037,7 +1037,7 @@ class Comm(ErrorHandling, unimplemented.Missing):
 
     def _allgather(self, ch, sendbuf, recvbuf):
         """MPI_Allgather (ring); `sendbuf` may be IN_PLACE (this rank's block in recvbuf)."""
-        views = _equal_blocks(message(recvbuf, True, self._size)[0], self._size)
+        views = equal_blocks(message(recvbuf, True, self._size)[0], self._size)
         collectives.allgatherv(ch, views, None if _in_place(sendbuf) else
                                _fitting(message(sendbuf, False)[0], len(views[0])))
 
@@ -1048,8 +1048,8 @@ class Comm(ErrorHandling, unimplemented.Missing):
         out = message(recvbuf, True, self._size)[0]
         sends = memoryview(bytes(out)) if _in_place(sendbuf) else \
             _fitting(message(sendbuf, False, self._size)[0], len(out))
-        collectives.alltoallv(ch, _equal_blocks(sends, self._size),
-                              _equal_blocks(out, self._size))
+        collectives.alltoallv(ch, equal_blocks(sends, self._size),
+                              equal_blocks(out, self._size))
 
     Alltoall, Ialltoall = _blocking(_alltoall), _nonblocking(_alltoall)
 
@@ -1264,7 +1264,7 @@ def _scan_buffers(sendbuf, recvbuf):
     return view, out, datatype
 
 
-def _equal_blocks(view, size):
+def equal_blocks(view, size):
     """`view` cut into `size` blocks of equal length."""
     width = len(view) // size
     return [view[i * width:(i + 1) * width] for i in range(size)]

@@ -15,11 +15,11 @@ import math
 import operator
 
 from . import errors, unimplemented
-from .comm import COMM_NULL, Comm, _equal_blocks
+from .comm import COMM_NULL, Comm, equal_blocks
 from .datatypes import message
-from .pickler import pickle
 from .errors import Exception as MPIException
 from .matching import PROC_NULL
+from .pickler import pickle
 
 CART, GRAPH, DIST_GRAPH = 2, 1, 3        # MPI_Topo_test's answers, MPICH's numbers
 NEIGHBOUR_TAG = 1       # the collective context's tags from here on (blocking ones use 0,
@@ -178,15 +178,15 @@ class Cartcomm(Topocomm):
         recvbuf from neighbour i (untouched for PROC_NULL). Buffer errors as Allgather."""
         n = self.indegree
         view = message(sendbuf, False)[0]
-        self._exchange([view] * n, _equal_blocks(message(recvbuf, True, n)[0], n) if n else [])
+        self._exchange([view] * n, equal_blocks(message(recvbuf, True, n)[0], n) if n else [])
 
     def Neighbor_alltoall(self, sendbuf, recvbuf):
         """MPI_Neighbor_alltoall: block i of sendbuf to neighbour i, block i of recvbuf
         from neighbour i (untouched for PROC_NULL). Buffer errors as Alltoall."""
         n = self.indegree
         if n:
-            self._exchange(_equal_blocks(message(sendbuf, False, n)[0], n),
-                           _equal_blocks(message(recvbuf, True, n)[0], n))
+            self._exchange(equal_blocks(message(sendbuf, False, n)[0], n),
+                           equal_blocks(message(recvbuf, True, n)[0], n))
 
     def neighbor_allgather(self, sendobj):
         """The object of each neighbour (None for PROC_NULL), as mpi4py's."""

@@ -38,7 +38,7 @@ class Datatype(unimplemented.Missing):
         return 0, self.extent
 
     def Get_name(self):
-        return f"MPI_{_MPI_NAMES.get(self._name, self._name)}"
+        return _MPI_NAMES.get(self._name) or f"MPI_{self._name}"
 
     name = property(Get_name)
 
@@ -79,7 +79,7 @@ _NAMED = [
     ("UINT32_T", 4, None), ("UINT64_T", 8, None), ("C_FLOAT_COMPLEX", 8, "F"),
     ("C_DOUBLE_COMPLEX", 16, "D"),
     ("C_LONG_DOUBLE_COMPLEX", 32, "G"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
-    ("WCHAR", 4, "w"),
+    ("WCHAR", 4, "w"), ("FLOAT16_T", 2, "e"), ("PACKED", 1, None),
     # MAXLOC/MINLOC's (value, index) pairs, C structs: sizes with the struct's padding.
     ("SHORT_INT", 6, None, 8), ("TWOINT", 8, None), ("FLOAT_INT", 8, None),
     ("LONG_INT", 12, None, 16), ("DOUBLE_INT", 12, None, 16), ("LONG_DOUBLE_INT", 20, None, 32),
@@ -87,12 +87,14 @@ _NAMED = [
 # The numpy dtype of the datatypes whose buffer format is not one (or not a number).
 _REDUCE_AS = {"BYTE": "u1", "CHAR": "i1", "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4",
               "INT64_T": "i8", "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4",
-              "UINT64_T": "u8", "COMPLEX": "c8", "DOUBLE_COMPLEX": "c16", "WCHAR": "u4"}
+              "UINT64_T": "u8", "COMPLEX": "c8", "DOUBLE_COMPLEX": "c16", "WCHAR": "u4",
+              "PACKED": "V1"}     # (no op applies to PACKED: ERR_OP, as MPICH)
 _REDUCE_AS.update({name: np.dtype([("value", value), ("index", "i4")], align=True)
                    for name, value in (("SHORT_INT", "i2"), ("TWOINT", "i4"), ("FLOAT_INT", "f4"),
                                        ("LONG_INT", "i8"), ("DOUBLE_INT", "f8"),
                                        ("LONG_DOUBLE_INT", "g"))})
-_MPI_NAMES = {"TWOINT": "2INT"}     # MPI's name where it is no Python identifier
+# MPI's name where it is not MPI_ and the Python name (MPICH's for FLOAT16_T).
+_MPI_NAMES = {"TWOINT": "MPI_2INT", "FLOAT16_T": "MPIX_C_FLOAT16"}
 NAMED = {entry[0]: Datatype(*entry) for entry in _NAMED}
 _BY_FORMAT = {d.typechar: d for d in NAMED.values() if d.typechar}
 _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
@@ -102,7 +104,8 @@ _BY_CODE = dict(_BY_FORMAT, Zf=NAMED["C_FLOAT_COMPLEX"], Zd=NAMED["C_DOUBLE_COMP
                 Zg=NAMED["C_LONG_DOUBLE_COMPLEX"], b1=NAMED["C_BOOL"])
 _BY_CODE.update({f"{kind}{size}": NAMED[f"{name}{8 * size}_T"]
                  for kind, name in (("i", "INT"), ("u", "UINT")) for size in (1, 2, 4, 8)})
-_BY_CODE.update({"f4": NAMED["FLOAT"], "f8": NAMED["DOUBLE"], "f16": NAMED["LONG_DOUBLE"],
+_BY_CODE.update({"f2": NAMED["FLOAT16_T"], "f4": NAMED["FLOAT"], "f8": NAMED["DOUBLE"],
+                 "f16": NAMED["LONG_DOUBLE"],
                  "c8": NAMED["C_FLOAT_COMPLEX"], "c16": NAMED["C_DOUBLE_COMPLEX"],
                  "c32": NAMED["C_LONG_DOUBLE_COMPLEX"]})
 # mpi4py's other names of the same datatypes (MPICH's handles are equal).

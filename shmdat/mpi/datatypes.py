@@ -80,6 +80,14 @@ _NAMED = [
     ("C_DOUBLE_COMPLEX", 16, "D"),
     ("C_LONG_DOUBLE_COMPLEX", 32, "G"), ("COMPLEX", 8, None), ("DOUBLE_COMPLEX", 16, None),
     ("WCHAR", 4, "w"), ("FLOAT16_T", 2, "e"), ("PACKED", 1, None),
+    ("AINT", 8, "p"), ("OFFSET", 8, None), ("COUNT", 8, None),
+    # Fortran's and C++'s (buffer format None: a buffer's own format names C's type).
+    ("CHARACTER", 1, None), ("LOGICAL", 4, None), ("INTEGER", 4, None), ("REAL", 4, None),
+    ("DOUBLE_PRECISION", 8, None), ("INTEGER1", 1, None), ("INTEGER2", 2, None),
+    ("INTEGER4", 4, None), ("INTEGER8", 8, None), ("REAL4", 4, None), ("REAL8", 8, None),
+    ("REAL16", 16, None), ("COMPLEX8", 8, None), ("COMPLEX16", 16, None),
+    ("COMPLEX32", 32, None), ("CXX_BOOL", 1, None), ("CXX_FLOAT_COMPLEX", 8, None),
+    ("CXX_DOUBLE_COMPLEX", 16, None), ("CXX_LONG_DOUBLE_COMPLEX", 32, None),
     # MAXLOC/MINLOC's (value, index) pairs, C structs: sizes with the struct's padding.
     ("SHORT_INT", 6, None, 8), ("TWOINT", 8, None), ("FLOAT_INT", 8, None),
     ("LONG_INT", 12, None, 16), ("DOUBLE_INT", 12, None, 16), ("LONG_DOUBLE_INT", 20, None, 32),
@@ -88,7 +96,13 @@ _NAMED = [
 _REDUCE_AS = {"BYTE": "u1", "CHAR": "i1", "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4",
               "INT64_T": "i8", "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4",
               "UINT64_T": "u8", "COMPLEX": "c8", "DOUBLE_COMPLEX": "c16", "WCHAR": "u4",
-              "PACKED": "V1"}     # (no op applies to PACKED: ERR_OP, as MPICH)
+              "PACKED": "V1",     # (no op applies to PACKED: ERR_OP, as MPICH)
+              "OFFSET": "i8", "COUNT": "i8", "CHARACTER": "S1", "LOGICAL": "i4",
+              "INTEGER": "i4", "REAL": "f4", "DOUBLE_PRECISION": "f8", "INTEGER1": "i1",
+              "INTEGER2": "i2", "INTEGER4": "i4", "INTEGER8": "i8", "REAL4": "f4", "REAL8": "f8",
+              "REAL16": "g", "COMPLEX8": "c8", "COMPLEX16": "c16", "COMPLEX32": "G",
+              "CXX_BOOL": "?", "CXX_FLOAT_COMPLEX": "c8", "CXX_DOUBLE_COMPLEX": "c16",
+              "CXX_LONG_DOUBLE_COMPLEX": "G"}
 _REDUCE_AS.update({name: np.dtype([("value", value), ("index", "i4")], align=True)
                    for name, value in (("SHORT_INT", "i2"), ("TWOINT", "i4"), ("FLOAT_INT", "f4"),
                                        ("LONG_INT", "i8"), ("DOUBLE_INT", "f8"),
@@ -107,14 +121,22 @@ _BY_CODE.update({f"{kind}{size}": NAMED[f"{name}{8 * size}_T"]
 _BY_CODE.update({"f2": NAMED["FLOAT16_T"], "f4": NAMED["FLOAT"], "f8": NAMED["DOUBLE"],
                  "f16": NAMED["LONG_DOUBLE"],
                  "c8": NAMED["C_FLOAT_COMPLEX"], "c16": NAMED["C_DOUBLE_COMPLEX"],
-                 "c32": NAMED["C_LONG_DOUBLE_COMPLEX"]})
+                 "c32": NAMED["C_LONG_DOUBLE_COMPLEX"], "n": NAMED["COUNT"],
+                 "P": NAMED["UNSIGNED_LONG"], "N": NAMED["UNSIGNED_LONG"]})
 # mpi4py's other names of the same datatypes (MPICH's handles are equal).
 ALIASES = {alias: NAMED[name] for alias, name in (
     ("SIGNED_SHORT", "SHORT"), ("SIGNED_INT", "INT"), ("UNSIGNED_INT", "UNSIGNED"),
     ("SIGNED_LONG", "LONG"), ("SIGNED_LONG_LONG", "LONG_LONG"), ("SINT8_T", "INT8_T"),
     ("SINT16_T", "INT16_T"), ("SINT32_T", "INT32_T"), ("SINT64_T", "INT64_T"),
     ("INT_INT", "TWOINT"), ("BOOL", "C_BOOL"), ("C_COMPLEX", "C_FLOAT_COMPLEX"),
-    ("FLOAT32_T", "FLOAT"), ("FLOAT64_T", "DOUBLE"))}
+    ("FLOAT32_T", "FLOAT"), ("FLOAT64_T", "DOUBLE"), ("F_BOOL", "LOGICAL"),
+    ("F_COMPLEX", "COMPLEX"), ("F_DOUBLE", "DOUBLE_PRECISION"),
+    ("F_DOUBLE_COMPLEX", "DOUBLE_COMPLEX"), ("F_FLOAT", "REAL"), ("F_FLOAT_COMPLEX", "COMPLEX"),
+    ("F_INT", "INTEGER"))}
+# mpi4py's names of datatypes MPICH does not have: DATATYPE_NULL there, so here too.
+ALIASES.update({name: DATATYPE_NULL for name in (
+    "BFLOAT16_T", "COMPLEX4", "INTEGER16", "LOGICAL1", "LOGICAL16", "LOGICAL2", "LOGICAL4",
+    "LOGICAL8", "REAL2")})
 
 
 class InPlace:

@@ -225,6 +225,16 @@ assert statuses[0].Get_tag() == MPI.ANY_TAG    # (the send's status: no source o
 # `import mpi4py.rc` is mpi4py.rc; its class takes the options.
 assert sys.modules["mpi4py.rc"] is mpi4py.rc and type(mpi4py.rc)(threads=False).threads is False
 
+# A Sendrecv whose send or receive buffer is refused posts nothing: the next one is not
+# matched by a receive or message the refused one left behind.
+self_comm = MPI.COMM_SELF
+good, got = bytearray(b"abcd"), bytearray(4)
+checks += fails(ValueError, self_comm.Sendrecv, [good, -1], 0, 0, got, 0, 0)       # send: bad count
+checks += fails(ValueError, self_comm.Sendrecv, good, 0, 0, [got, -1], 0, 0)       # receive: bad count
+checks += fails(MPI.ERR_RANK, self_comm.Sendrecv, good, 7, 0, got, 0, 0)
+self_comm.Sendrecv(good, 0, 0, got, 0, 0)
+assert got == good, got
+
 os.write(1, f"rank {rank}: {checks} checks\\n".encode())    # one write: the ranks share the pipe
 """
 

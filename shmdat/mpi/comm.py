@@ -753,18 +753,29 @@ class Comm(ErrorHandling, unimplemented.Missing):
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
                  recvtag=ANY_TAG, status=None):
         """MPI_Sendrecv: both at once, so a ring of them cannot deadlock. `recvbuf` None
-        receives an empty message."""
+        receives an empty message. The send's arguments are checked before the receive is
+        posted, as the receive's are (a bad one leaves nothing posted behind)."""
+        view = self._checked_send(sendbuf, dest, sendtag)
         recv = self.Irecv(memoryview(bytearray()) if recvbuf is None else recvbuf, source,
                           recvtag)
-        send = self.Isend(sendbuf, dest, sendtag)
+        send = Request(self._engine, self._rank_of,
+                       self._isend(view, dest, sendtag, self._context))
         recv.Wait(status)           # (both are posted: waiting for one moves the other too)
         send.Wait()
+
+    def _checked_send(self, buf, dest, tag):
+        """The byte view of a send's `buf`, its `dest` and `tag` checked (errors as Send's)."""
+        view = message(buf, False)[0]
+        self._engine_rank(dest, "dest")
+        self._check_tag(tag)
+        return view
 
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG,
                          status=None):
         """MPI_Sendrecv_replace: send `buf`, then receive into it (the outgoing data is
         copied first)."""
         outgoing = memoryview(bytes(message(buf, True)[0]))
+        self._checked_send(outgoing, dest, sendtag)
         recv = self.Irecv(buf, source, recvtag)
         send = Request(self._engine, self._rank_of,
                        self._isend(outgoing, dest, sendtag, self._context))

@@ -18,7 +18,7 @@ import weakref
 
 from . import errors, unimplemented, wireup
 from .errors import Exception as MPIException
-from .handles import IntHandles
+from .handles import Handle
 
 USER_SLOTS = 32     # user handlers of one kind alive at once: mpi4py's table of C callbacks
 
@@ -81,7 +81,7 @@ _slots_lock = threading.Lock()
 _slots = {"Comm": [], "Win": []}    # kind -> the user handlers alive
 
 
-class Errhandler(IntHandles, unimplemented.Missing):
+class Errhandler(Handle, unimplemented.Missing):
     """A handle to an error handler (mpi4py's Errhandler): ERRHANDLER_NULL (false), a
     predefined one, or one of Create_errhandler. Handles to one handler are equal."""
 
@@ -92,27 +92,10 @@ class Errhandler(IntHandles, unimplemented.Missing):
         """mpi4py's Errhandler(errhandler=None): a null handle, or another handle to
         `errhandler`'s handler (as a copy of a C handle: freeing either frees it). TypeError
         for anything else."""
-        if errhandler is None:
-            self._handler = None
-        elif isinstance(errhandler, Errhandler):
-            self._handler = errhandler._handler
-        else:
-            raise TypeError(f"expected an Errhandler, not {type(errhandler).__name__}")
-
-    @classmethod
-    def _to(cls, handler):
-        handle = cls.__new__(cls)
-        handle._handler = handler
-        return handle
-
-    def __eq__(self, other):
-        return isinstance(other, Errhandler) and other._handler is self._handler
+        self._assign(errhandler)
 
     def __hash__(self):
         return id(self._handler)
-
-    def __bool__(self):
-        return self._handler is not None
 
     def __repr__(self):
         return f"<Errhandler {self._handler.name if self._handler else 'ERRHANDLER_NULL'}>"

@@ -11,7 +11,7 @@ import weakref
 
 from . import errors, unimplemented
 from .errors import Exception as MPIException
-from .handles import IntHandles
+from .handles import Handle
 
 MAX_INFO_KEY, MAX_INFO_VAL = 255, 1024          # MPICH's
 _NULL_HANDLE, _ENV_HANDLE = 0x1c000000, 0x5c000001
@@ -41,7 +41,7 @@ def _string(value, what, limit, error_class):
     return value
 
 
-class Info(IntHandles, unimplemented.Missing):
+class Info(Handle, unimplemented.Missing):
     """MPI_Info. `_store`: the _Store its handle names, None for a null handle."""
 
     _unimplemented = unimplemented.INFO
@@ -50,18 +50,7 @@ class Info(IntHandles, unimplemented.Missing):
     def __init__(self, info=None):
         """mpi4py's Info(info=None): a null handle, or another handle to `info`'s store.
         TypeError for anything else."""
-        if info is None:
-            self._store = None
-        elif isinstance(info, Info):
-            self._store = info._store
-        else:
-            raise TypeError(f"expected an Info, not {type(info).__name__}")
-
-    @classmethod
-    def _to(cls, store):
-        info = cls.__new__(cls)
-        info._store = store
-        return info
+        self._assign(info)
 
     @classmethod
     def Create(cls, items=None):
@@ -72,13 +61,7 @@ class Info(IntHandles, unimplemented.Missing):
             info.update(items)
         return info
 
-    def __eq__(self, other):
-        return isinstance(other, Info) and other._store is self._store
-
     __hash__ = None
-
-    def __bool__(self):
-        return self._store is not None
 
     def __repr__(self):
         if self._store is None:

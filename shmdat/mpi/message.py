@@ -14,7 +14,7 @@ import weakref
 from . import errors, unimplemented
 from .datatypes import message
 from .errors import Exception as MPIException
-from .handles import IntHandles
+from .handles import Handle
 from .matching import ANY_SOURCE, ANY_TAG
 
 # Integer handles (toint, py2f): MPICH's for the predefined ones, then one per matched message.
@@ -36,7 +36,7 @@ class _Matched:
 _NO_PROC = _Matched(None, None, _NO_PROC_HANDLE)   # a receive from PROC_NULL, at every use
 
 
-class Message(IntHandles, unimplemented.Missing):
+class Message(Handle, unimplemented.Missing):
     """MPI_Message. `_matched`: the _Matched its handle names, None for a null handle."""
 
     _unimplemented = unimplemented.MESSAGE
@@ -46,31 +46,14 @@ class Message(IntHandles, unimplemented.Missing):
     def __init__(self, message=None):
         """mpi4py's Message(message=None): a null handle, or another handle to `message`'s
         message. TypeError for anything else."""
-        if message is None:
-            self._matched = None
-        elif isinstance(message, Message):
-            self._matched = message._matched
-        else:
-            raise TypeError(f"expected a Message, not {type(message).__name__}")
-
-    @classmethod
-    def _to(cls, matched):
-        handle = cls.__new__(cls)
-        handle._matched = matched
-        return handle
+        self._assign(message)
 
     @classmethod
     def _of(cls, comm, msg):
         """A handle to the engine's message `msg`, matched on `comm`."""
         return cls._to(_Matched(comm, msg, next(_handles)))
 
-    def __eq__(self, other):
-        return isinstance(other, Message) and other._matched is self._matched
-
     __hash__ = None
-
-    def __bool__(self):
-        return self._matched is not None
 
     def __reduce__(self):
         """pickle: MESSAGE_NULL and MESSAGE_NO_PROC (and handles to them) by name, as

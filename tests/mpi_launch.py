@@ -64,6 +64,26 @@ def launch_mpiexec(tmp_path, n, body):
                           text=True, timeout=TIMEOUT)
 
 
+def launch_mpi4py(tmp_path, n, body, **kw):
+    """Run `body`, a program that imports mpi4py, on n ranks of shmdat.mpi (`shmdat run
+    --mpi4py`, the shim)."""
+    return launch(tmp_path, n, body, launcher=("--mpi4py", "--"), **kw)
+
+
+def lines_of(r, sort=True):
+    """The lines a launch printed (sorted: ranks print in any order); it must have exited 0."""
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    return sorted(lines) if sort else lines
+
+
+def assert_same_as_mpiexec(tmp_path, n, body):
+    """`body` (importing mpi4py) prints the same lines on n ranks of shmdat.mpi as under
+    MPICH's mpiexec."""
+    ours = lines_of(launch_mpi4py(tmp_path, n, body))
+    assert ours == lines_of(launch_mpiexec(tmp_path, n, body))
+
+
 def pids(stdout):
     """The pids the ranks printed with PIDS."""
     return [int(line.split()[-1]) for line in stdout.splitlines() if line.startswith("pid ")]

@@ -20,8 +20,7 @@ SLOT_PAYLOAD = {SLOT_PAYLOAD}
 """
 
 
-def launch(tmp_path, n, body):
-    return mpi_launch.launch(tmp_path, n, body, launcher=("--mpi4py", "--"))
+launch = mpi_launch.launch_mpi4py   # (the programs import mpi4py, as under mpiexec)
 
 
 EPOCHS = HEAD + """

@@ -36,13 +36,8 @@ for o in out: print(o)
 """
 
 
-def _lines(r):
-    assert r.returncode == 0, r.stderr
-    return r.stdout.splitlines()
-
-
 def test_info_under_shmdat_run(tmp_path):
-    lines = _lines(mpi_launch.launch(tmp_path, 1, PROGRAM, launcher=("--mpi4py", "--")))
+    lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 1, PROGRAM), sort=False)
     assert lines[0] == ("('basic', 2, '1', None, 2, 'b', ['a', 'b'], [('a', '1'), ('b', '2')], "
                         "True, True, False)")
     assert lines[1] == ("('errs', ('MPI', 12), ('MPI', 31), ('MPI', 29), ('MPI', 30), ('MPI', 12), "
@@ -53,5 +48,4 @@ def test_info_under_shmdat_run(tmp_path):
 
 @mpi_launch.needs_mpiexec
 def test_the_same_program_under_mpiexec(tmp_path):
-    ours = _lines(mpi_launch.launch(tmp_path, 1, PROGRAM, launcher=("--mpi4py", "--")))
-    assert ours == _lines(mpi_launch.launch_mpiexec(tmp_path, 1, PROGRAM))
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 1, PROGRAM)

@@ -31,13 +31,8 @@ os.write(1, f"{rank} {out}\\n".encode())
 """
 
 
-def _lines(r):
-    assert r.returncode == 0, r.stderr
-    return sorted(r.stdout.splitlines())
-
-
 def test_float16_and_packed(tmp_path):
-    lines = _lines(mpi_launch.launch(tmp_path, 2, PROGRAM, launcher=("--mpi4py", "--")))
+    lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 2, PROGRAM))
     assert lines == [f"{rank} [2, 'MPIX_C_FLOAT16', 1, 'MPI_PACKED', True, True, "
                      "[1.0, 3.0, 5.0, 7.0], [1.0, 2.0, 3.0, 4.0], [0, 1, 2, 3, 4, 5, 6, 7], "
                      "('err', 9)]" for rank in (0, 1)]
@@ -45,8 +40,7 @@ def test_float16_and_packed(tmp_path):
 
 @mpi_launch.needs_mpiexec
 def test_the_same_program_under_mpiexec(tmp_path):
-    ours = _lines(mpi_launch.launch(tmp_path, 2, PROGRAM, launcher=("--mpi4py", "--")))
-    assert ours == _lines(mpi_launch.launch_mpiexec(tmp_path, 2, PROGRAM))
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 2, PROGRAM)
 
 
 FORTRAN = """import os
@@ -75,7 +69,7 @@ os.write(1, f"{comm.rank} {out}\\n".encode())
 
 
 def test_fortran_and_other_named_datatypes(tmp_path):
-    lines = _lines(mpi_launch.launch(tmp_path, 2, FORTRAN, launcher=("--mpi4py", "--")))
+    lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 2, FORTRAN))
     rank0 = lines[0]
     assert "('CHARACTER', 1, 'MPI_CHARACTER', True)" in rank0
     assert "('F_INT', 4, 'MPI_INTEGER', True)" in rank0 and "('REAL16', 16, 'MPI_REAL16', True)" in rank0
@@ -86,5 +80,4 @@ def test_fortran_and_other_named_datatypes(tmp_path):
 
 @mpi_launch.needs_mpiexec
 def test_the_fortran_program_under_mpiexec(tmp_path):
-    ours = _lines(mpi_launch.launch(tmp_path, 2, FORTRAN, launcher=("--mpi4py", "--")))
-    assert ours == _lines(mpi_launch.launch_mpiexec(tmp_path, 2, FORTRAN))
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 2, FORTRAN)

@@ -291,6 +291,13 @@ checks += fails(TypeError, comm.Ireduce_scatter, MPI.IN_PLACE, buf)
 """ + TAIL
 
 
+def _agrees_under_mpi4py(tmp_path, n, program):
+    """The same program, importing mpi4py instead, passes under MPICH's mpiexec."""
+    r = mpi_launch.launch_mpiexec(tmp_path, n, program.replace("from shmdat.mpi import MPI",
+                                                               "from mpi4py import MPI"))
+    check_every_rank_agrees(r, n)
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_addresses_dims_and_ireduce_scatter(tmp_path, n):
     check_every_rank_agrees(launch(tmp_path, n, SMALL_CALLS), n)
@@ -298,9 +305,7 @@ def test_addresses_dims_and_ireduce_scatter(tmp_path, n):
 
 @mpi_launch.needs_mpiexec
 def test_addresses_dims_and_ireduce_scatter_under_mpi4py(tmp_path):
-    r = mpi_launch.launch_mpiexec(tmp_path, 3, SMALL_CALLS.replace("from shmdat.mpi import MPI",
-                                                                   "from mpi4py import MPI"))
-    check_every_rank_agrees(r, 3)
+    _agrees_under_mpi4py(tmp_path, 3, SMALL_CALLS)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -311,9 +316,7 @@ def test_buffered_sends(tmp_path, n):
 @mpi_launch.needs_mpiexec
 @pytest.mark.parametrize("n", [2, 3])
 def test_buffered_sends_under_mpi4py(tmp_path, n):
-    r = mpi_launch.launch_mpiexec(tmp_path, n, BUFFERED.replace("from shmdat.mpi import MPI",
-                                                                "from mpi4py import MPI"))
-    check_every_rank_agrees(r, n)
+    _agrees_under_mpi4py(tmp_path, n, BUFFERED)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -323,9 +326,7 @@ def test_matched_probes(tmp_path, n):
 
 @mpi_launch.needs_mpiexec
 def test_matched_probes_under_mpi4py(tmp_path):
-    r = mpi_launch.launch_mpiexec(tmp_path, 3, MATCHED.replace("from shmdat.mpi import MPI",
-                                                               "from mpi4py import MPI"))
-    check_every_rank_agrees(r, 3)
+    _agrees_under_mpi4py(tmp_path, 3, MATCHED)
 
 
 def test_a_matched_probe_of_a_rank_gone_raises(tmp_path):

@@ -68,7 +68,7 @@ os.write(1, f"rank {rank}: {checks} checks\\n".encode())
 
 
 def test_mpi_pickle_under_shmdat_run(tmp_path):
-    r = mpi_launch.launch(tmp_path, 3, PROGRAM, launcher=("--mpi4py", "--"))
+    r = mpi_launch.launch_mpi4py(tmp_path, 3, PROGRAM)
     mpi_launch.check_every_rank_agrees(r, 3)
 
 

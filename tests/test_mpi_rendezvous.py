@@ -11,9 +11,7 @@ from tests import mpi_launch
 from tests.mpi_launch import PIDS, leftovers, pids
 
 
-def launch(tmp_path, n, body):
-    """Under `shmdat run --mpi4py`: the programs import mpi4py, as they do under mpiexec."""
-    return mpi_launch.launch(tmp_path, n, body, launcher=("--mpi4py", "--"))
+launch = mpi_launch.launch_mpi4py   # (the programs import mpi4py, as under mpiexec)
 
 HEAD = PIDS + f"""
 import numpy as np

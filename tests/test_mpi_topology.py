@@ -58,13 +58,8 @@ os.write(1, f"{rank} {out}\\n".encode())
 """
 
 
-def _lines(r):
-    assert r.returncode == 0, r.stderr
-    return sorted(r.stdout.splitlines())
-
-
 def test_a_grid_of_six_on_seven_ranks(tmp_path):
-    lines = _lines(mpi_launch.launch(tmp_path, 7, GRID, launcher=("--mpi4py", "--")))
+    lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 7, GRID))
     assert len(lines) == 7
     rank0 = lines[0]
     assert "('cart', 'Cartcomm', True, True, 2, True, 6)" in rank0
@@ -82,8 +77,7 @@ def test_a_grid_of_six_on_seven_ranks(tmp_path):
 
 @mpi_launch.needs_mpiexec
 def test_the_same_grid_under_mpiexec(tmp_path):
-    ours = _lines(mpi_launch.launch(tmp_path, 7, GRID, launcher=("--mpi4py", "--")))
-    assert ours == _lines(mpi_launch.launch_mpiexec(tmp_path, 7, GRID))
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 7, GRID)
 
 
 HALO = """
@@ -124,7 +118,7 @@ os.write(1, f"rank {comm.rank}: 4 checks\\n".encode())
 
 def test_a_halo_exchange_on_a_periodic_grid(tmp_path):
     for n in (4, 6):
-        r = mpi_launch.launch(tmp_path, n, HALO, launcher=("--mpi4py", "--"))
+        r = mpi_launch.launch_mpi4py(tmp_path, n, HALO)
         mpi_launch.check_every_rank_agrees(r, n)
 
 
@@ -159,7 +153,7 @@ os.write(1, f"{rank} {out}\\n".encode())
 
 
 def test_neighbour_collectives(tmp_path):
-    lines = _lines(mpi_launch.launch(tmp_path, 4, NEIGHBOURS, launcher=("--mpi4py", "--")))
+    lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 4, NEIGHBOURS))
     rank0 = lines[0]
     # A ring of 4: before 3, after 1; the open line: no one before rank 0.
     assert "('edges', (2, 2), 2, 2, ([3, 1], [3, 1]))" in rank0
@@ -172,5 +166,4 @@ def test_neighbour_collectives(tmp_path):
 
 @mpi_launch.needs_mpiexec
 def test_the_neighbour_collectives_under_mpiexec(tmp_path):
-    ours = _lines(mpi_launch.launch(tmp_path, 4, NEIGHBOURS, launcher=("--mpi4py", "--")))
-    assert ours == _lines(mpi_launch.launch_mpiexec(tmp_path, 4, NEIGHBOURS))
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 4, NEIGHBOURS)

@@ -14,7 +14,8 @@ import pytest
 
 from tests.mpi_launch import FAILS, TIMEOUT, check_every_rank_agrees, env, launch, write
 
-PROGRAM = FAILS + """
+# Each program runs on shmdat.mpi, or with the argument "mpi4py" on mpi4py (under mpiexec).
+HEAD = FAILS + """
 import os, sys
 import numpy as np
 if sys.argv[1:] == ["mpi4py"]:
@@ -24,6 +25,9 @@ else:
 SHMDAT = MPI.__name__.startswith("shmdat")
 comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
+"""
+
+PROGRAM = HEAD + """
 right, left = (rank + 1) % size, (rank - 1) % size
 checks = 0
 # An origin buffer must live until its operation completes (Fence, Flush, Unlock): MPICH
@@ -219,27 +223,13 @@ MPIEXEC = shutil.which("mpiexec")
 @pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (mpi4py + MPICH) installed")
 def test_the_same_program_under_mpi4py_and_mpich(tmp_path):
     pytest.importorskip("mpi4py")
-    ours = launch(tmp_path, 3, PROGRAM, timeout=100)
-    theirs = subprocess.run([MPIEXEC, "-n", "3", sys.executable, write(tmp_path, PROGRAM),
-                             "mpi4py"], capture_output=True, text=True, timeout=TIMEOUT,
-                            env=env())
-    assert theirs.returncode == 0, theirs.stderr
-    assert ours.returncode == 0, ours.stderr
-    assert _lines(ours.stdout) != [] and _lines(ours.stdout) == _lines(theirs.stdout)
+    _same_under_mpich(tmp_path, PROGRAM)
 
 
 # Attributes, group, name, WIN_NULL and handles; the lines printed (one write per rank, so
 # that ranks' lines do not interleave) are compared with MPICH's.
-ATTRIBUTES = FAILS + """
-import os, pickle, sys
-import numpy as np
-if sys.argv[1:] == ["mpi4py"]:
-    from mpi4py import MPI
-else:
-    from shmdat.mpi import MPI
-SHMDAT = MPI.__name__.startswith("shmdat")
-comm = MPI.COMM_WORLD
-rank, size = comm.rank, comm.size
+ATTRIBUTES = HEAD + """
+import pickle
 out = []
 mem = np.zeros(5 + rank, np.int32)
 win = MPI.Win.Create(mem, 4, comm=comm)
@@ -308,16 +298,7 @@ def _same_under_mpich(tmp_path, program):
 
 # Fetch_and_op, Compare_and_swap, the request-based calls, Flush_local, Sync: results that
 # are exact only if each operation is atomic at the target, checked against numpy.
-ATOMICS = FAILS + """
-import os, sys
-import numpy as np
-if sys.argv[1:] == ["mpi4py"]:
-    from mpi4py import MPI
-else:
-    from shmdat.mpi import MPI
-SHMDAT = MPI.__name__.startswith("shmdat")
-comm = MPI.COMM_WORLD
-rank, size = comm.rank, comm.size
+ATOMICS = HEAD + """
 right = (rank + 1) % size
 ROUNDS = 20
 win = MPI.Win.Allocate(8 * 16, 8, comm=comm)
@@ -434,16 +415,7 @@ def test_atomics_the_same_under_mpi4py_and_mpich(tmp_path):
 # General active target (Post, Start, Complete, Wait, Test) with groups: a ring of epochs,
 # every rank's accumulates on rank 0 in one epoch, Test before and after the origins'
 # Complete, and the errors.
-PSCW = FAILS + """
-import os, sys
-import numpy as np
-if sys.argv[1:] == ["mpi4py"]:
-    from mpi4py import MPI
-else:
-    from shmdat.mpi import MPI
-SHMDAT = MPI.__name__.startswith("shmdat")
-comm = MPI.COMM_WORLD
-rank, size = comm.rank, comm.size
+PSCW = HEAD + """
 right, left = (rank + 1) % size, (rank - 1) % size
 win = MPI.Win.Allocate(8 * (size + 2), 8, comm=comm)
 here = np.frombuffer(win.tomemory(), np.int64)

@@ -530,27 +530,32 @@ class EP(Handle):
                 self._recvs -= 1
             else:
                 self._srq._completed += 1
-            transferred = wc.byte_len
-            notify = not (flags & _UNSIGNALLED
-                          or (self._recv_solicited_only and not self._engine.wc_solicited(wc)))
-            soft = self._soft_hw != WATERMARK_INFINITE
-        else:
-            self._requests -= 1
-            transferred = length if status is _SUCCESS else 0
-            notify = not flags & _UNSIGNALLED
-            soft = False
-        if status is _SUCCESS:
+            if status is not _SUCCESS:
+                self._failed(evd, cookie, status, wc.byte_len, op)
+                return
             if not flags & _SUPPRESS:
-                evd._post(_DTO_EVENT, _tuple_new(DtoCompletion, (self, cookie, status, transferred, op)),
+                notify = not (flags & _UNSIGNALLED
+                              or (self._recv_solicited_only and not self._engine.wc_solicited(wc)))
+                evd._post(_DTO_EVENT, _tuple_new(DtoCompletion, (self, cookie, status, wc.byte_len, op)),
                           notify)
-            if soft and self._held() > self._soft_hw:
+            if self._soft_hw != WATERMARK_INFINITE and self._held() > self._soft_hw:
                 self._soft_exceeded()
-        else:
-            evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op))
-            if status != _ERR_FLUSHED and self._state in _UP:
-                ep_state.fire(self, V.BROKEN)       # an error completion breaks it, as dapl's
+            return
+        self._requests -= 1
+        if status is not _SUCCESS:
+            self._failed(evd, cookie, status, 0, op)
+        elif not flags & _SUPPRESS:
+            evd._post(_DTO_EVENT, _tuple_new(DtoCompletion, (self, cookie, status, length, op)),
+                      not flags & _UNSIGNALLED)
         if self._state is _DISCONNECT_PENDING and self._requests == 0:
             ep_state.fire(self, V.REQUESTS_DRAINED)
+
+    def _failed(self, evd, cookie, status, transferred, op):
+        """A DTO completed in error: its event whatever the flags, and an error other than
+        a flush breaks the connection, as dapl's."""
+        evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op))
+        if status != _ERR_FLUSHED and self._state in _UP:
+            ep_state.fire(self, V.BROKEN)
 
     # Receive buffers held (the watermarks and recv_query).
 

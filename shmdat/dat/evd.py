@@ -84,16 +84,12 @@ class EVD(Handle):
         here (a message still in the ring has not completed, and does not)."""
         if self._cq is not None:
             n, wcs = self._poll_cq()
-            if n:
-                self._completions(wcs)
-
-    def _completions(self, wcs):
-        """Each WC to the EP it completes a DTO of (ep.py's _completed), by its wr_id."""
-        engine = self._engine
-        slots = engine.slots
-        for wc in wcs:
-            ep, cookie, flags, op, length = slots.pop(wc.wr_id)
-            (ep or engine.eps_by_qp_num[wc.qp_num])._completed(self, wc, cookie, flags, op, length)
+            if n:                   # each WC to the EP it completes a DTO of, by its wr_id
+                engine = self._engine
+                slots = engine.slots
+                for wc in wcs:
+                    ep, cookie, flags, op, length = slots.pop(wc.wr_id)
+                    (ep or engine.eps_by_qp_num[wc.qp_num])._completed(self, wc, cookie, flags, op, length)
 
     # Producer side (called by progress, with the IA lock held).
 
@@ -106,15 +102,20 @@ class EVD(Handle):
         q.append(_tuple_new(Event, (number, self, data)))
         if notify:
             self._notify_seq += 1
-            bands = self._bands
-            if not bands & _WAITER:         # only an enabled EVD with no waiter triggers its CNO
-                if self._cno is not None and not bands & _DISABLED:
-                    self._cno._trigger(self)
-                if self._notifier is not None:
-                    self._notifier._trigger(self)
+            if self._cno is not None or self._notifier is not None:
+                self._trigger()
             if self._engine.blocked:        # (wake's own test, without its call)
                 self._engine.wake()
         return True
+
+    def _trigger(self):
+        """A notification event: only an enabled EVD with no waiter triggers its CNO."""
+        bands = self._bands
+        if not bands & _WAITER:
+            if self._cno is not None and not bands & _DISABLED:
+                self._cno._trigger(self)
+            if self._notifier is not None:
+                self._notifier._trigger(self)
 
     def _overflow(self):
         if not self._bands & _OVERFLOWED:       # once, until there is room again

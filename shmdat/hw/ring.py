@@ -761,6 +761,20 @@ class QueuePair:
                     key = w[(off + HDR) >> 3] & 0xFFFFFFFF if length >= DATAGRAM_HEADER and kind == K_MSG else None
                     skip = DATAGRAM_HEADER if key is not None else 0
                     wr = self.take_recv() if key == self.datagram_key else None
+                if wr is not None and w0 & 0xFFFF == K_MSG and not skip and w[(off >> 3) + 1] == length \
+                        and length <= wr.length and not wr.status:
+                    # The commonest message (no flags, whole in this record, into a receive it
+                    # fits): placed and consumed, then complete, in fewer steps than below.
+                    self.msn += 1
+                    if length:
+                        _copy_in(wr.sges, self.buf[off + HDR:off + HDR + length], length)
+                    wr.done = length
+                    tail += cells
+                    self.rx_tail = tail
+                    w[self.w_rx_tail] = tail
+                    consumed += 1
+                    self.sink.recv_done(wr)
+                    continue
                 if wr is None:
                     if not self.drops:
                         if self.acked:
@@ -785,7 +799,7 @@ class QueuePair:
                 if not fits and wr.status == OK:
                     wr.status = LENGTH
                 if kind == K_MSG and length - skip == total:
-                    # The commonest message, whole in this record: placed now, complete below.
+                    # A whole message otherwise (flags, a datagram, not fitting): complete below.
                     if total and fits:
                         _copy_in(wr.sges, self.buf[off + HDR + skip:off + HDR + length], total)
                     wr.done = total

@@ -230,6 +230,11 @@ def resolve_sges(pd, sges, need):
     verbs WR, each checked against the MRs of `pd` and the access `need`ed. An SGE
     checked once is found in the PD's cache (pd.sge_cache) from then on, until its
     MR closes or is reregistered."""
+    if len(sges) == 1:                  # the commonest: one SGE, checked before
+        sge = sges[0]
+        resolved = pd.sge_cache.get((sge.lkey, sge.addr, sge.length))
+        if resolved is not None and (not need or resolved[1] & need):
+            return [resolved[0]], sge.length, ring.OK
     cache, out, total = pd.sge_cache, [], 0
     for sge in sges:
         key = (sge.lkey, sge.addr, sge.length)

@@ -85,8 +85,12 @@ def poll_cq(cq, num_entries):
         cq._check_open("Failed to poll CQ")
     if not cq._wcs and not cq.overrun:
         return 0, []            # (the commonest answer of a caller that polls many CQs a round)
-    with cq.context.lock:
+    lock = cq.context.lock
+    lock.acquire()              # (acquire/release: half the cost of `with` on the hot path)
+    try:
         return cq._take(num_entries)
+    finally:
+        lock.release()
 
 
 def block(ctx, ready, deadline):

@@ -32,6 +32,7 @@ from .values import AsyncError
 
 _SPIN = float(os.environ.get("SHMDAT_SPIN_US", "100")) / 1e6
 _DRAIN = 1 << 16                # completions taken from a shm0 CQ at once: all of them
+_now = time.monotonic
 _WATCH_SLICE = 0.005            # seconds: the hot paths' watch() is due at most this often
 
 
@@ -58,6 +59,10 @@ class EngineBase:
         # (ep, cookie, flags, op, length). Two plain statements at each post, no call.
         self.wr_ids = itertools.count(1)
         self.slots = {}
+        # Completions taken into EVDs (EVD._drain counts them), to set beside what the device
+        # says it made: when the two differ, a CQ holds a completion not yet drained.
+        self.completions_taken = -1
+        self.posted = False             # a post since the last round (it may have completed at once)
         self.next_timer = None          # monotonic deadline of the earliest connect timer
         self.cm = None                  # cm.ConnectionManager: set by the IA
         self.blocked = 0                # threads inside block()
@@ -128,7 +133,6 @@ class Engine(EngineBase):
         # waiter asleep in the device (which releases it) lets the IA's other threads in.
         self.lock = self.dv.context_lock(self.ctx)
         self.events_seen = -1           # events_pending when the CM and async queues were last read
-        self.completions_seen = -1      # completions_made when every DTO EVD's CQ was last drained
         self.max_private_data_size = limits.MAX_PRIVATE_DATA_SIZE
         fd = self.ctx.async_fd
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
@@ -143,17 +147,30 @@ class Engine(EngineBase):
         if self.ia._freed:
             return                      # closed: waiters are leaving
         dv, ctx = self.dv, self.ctx
-        # Once: then each CQ's completions, the device not run again. It answers
-        # events_pending: a quiet round is this comparison only.
-        if dv.progress(ctx) != self.events_seen:
+        # The device runs once, then the CQs it filled are drained, the device not run again;
+        # progress answers events_pending: a quiet round is this comparison only. But when a
+        # post completed at once (an RDMA on shm0) and its completion waits in a CQ, that,
+        # with the events queued before it, is the round's answer: the device runs next round.
+        if self.posted and dv.completions_made(ctx) != self.completions_taken:
+            if dv.events_pending(ctx) != self.events_seen:
+                self._drain_events()
+            if _now() >= self.watch_at:
+                self.watch()                # (no device run on this path)
+        elif dv.progress(ctx) != self.events_seen:
             self._drain_events()
+        self.posted = False
         made = dv.completions_made(ctx)
-        if made != self.completions_seen:           # else no CQ holds a completion not yet drained
-            for evd in self.dto_evds:
-                evd._drain()
-            self.completions_seen = made            # (last: a drain that raised is tried again)
+        if made != self.completions_taken:          # else every completion is in an EVD already
+            self._drain_dto(made)
         if self.next_timer is not None:
             self._check_timers()
+
+    def _drain_dto(self, made):
+        """Every DTO EVD's CQ, drained; `made` is completions_made before."""
+        for evd in self.dto_evds:
+            evd._drain()
+        self.completions_taken = made       # (last: a drain that raised is tried again; and
+                                            # completions a QP's RESET dropped count as taken)
 
     def progress(self):
         """Run the device once (what arrived is then in the CQs, for EVD._drain)."""

@@ -615,6 +615,7 @@ class EP(Handle):
         if remote is not None:
             wr.set_wr_rdma(remote.rmr_context, remote.target_address)
         self._requests += 1
+        engine.posted = True
         try:
             self._qp.post_send(wr)
         except dev.pyverbs_error.PyverbsError as err:
@@ -716,7 +717,9 @@ class EP(Handle):
         self._post_rdma(False, local_iov, user_cookie, remote_iov, completion_flags)
 
     def _post_rdma(self, write, local_iov, user_cookie, remote_iov, completion_flags):
-        with self._ia._engine.lock:
+        lock = self._engine.lock
+        lock.acquire()                      # (`with` costs twice as much)
+        try:
             if self._freed:
                 self._check()
             if self._state not in _POST_SEND:
@@ -742,6 +745,8 @@ class EP(Handle):
             self._post_request(_WR_RDMA_WRITE if write else _WR_RDMA_READ, iov,
                                completion_flags, user_cookie,
                                _RDMA_WRITE if write else _RDMA_READ, remote)
+        finally:
+            lock.release()
 
     # Queries and the rest.
 

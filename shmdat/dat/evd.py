@@ -87,6 +87,7 @@ class EVD(Handle):
             if n:                   # each WC to the EP it completes a DTO of, by its wr_id
                 engine = self._engine
                 slots = engine.slots
+                engine.completions_taken += n
                 for wc in wcs:
                     ep, cookie, flags, op, length = slots.pop(wc.wr_id)
                     (ep or engine.eps_by_qp_num[wc.qp_num])._completed(self, wc, cookie, flags, op, length)

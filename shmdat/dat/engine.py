@@ -73,6 +73,11 @@ class EngineBase:
     def _open_context(self):
         return self.dev.device.Context(name=self.dev.name)
 
+    def collect(self):
+        """After a post (self.posted): take what completed without a progress round, if
+        the device can say so (shm0's Engine); the next poll finds it otherwise."""
+        self.posted = False
+
     def _check_timers(self):
         if self.next_timer is not None:
             now = time.monotonic()
@@ -147,23 +152,27 @@ class Engine(EngineBase):
         if self.ia._freed:
             return                      # closed: waiters are leaving
         dv, ctx = self.dv, self.ctx
-        # The device runs once, then the CQs it filled are drained, the device not run again;
-        # progress answers events_pending: a quiet round is this comparison only. But when a
-        # post completed at once (an RDMA on shm0) and its completion waits in a CQ, that,
-        # with the events queued before it, is the round's answer: the device runs next round.
-        if self.posted and dv.completions_made(ctx) != self.completions_taken:
-            if dv.events_pending(ctx) != self.events_seen:
-                self._drain_events()
-            if _now() >= self.watch_at:
-                self.watch()                # (no device run on this path)
-        elif dv.progress(ctx) != self.events_seen:
+        # Once: then each CQ's completions, the device not run again. It answers
+        # events_pending: a quiet round is this comparison only.
+        if dv.progress(ctx) != self.events_seen:
             self._drain_events()
-        self.posted = False
         made = dv.completions_made(ctx)
         if made != self.completions_taken:          # else every completion is in an EVD already
             self._drain_dto(made)
         if self.next_timer is not None:
             self._check_timers()
+
+    def collect(self):
+        """After a post (self.posted): the completions waiting in the CQs, with the events
+        queued before them, without running the device; a post that completed at once (an
+        RDMA on shm0) is then an EVD's answer with no progress round."""
+        self.posted = False
+        dv, ctx = self.dv, self.ctx
+        made = dv.completions_made(ctx)
+        if made != self.completions_taken and not self.ia._freed:
+            if dv.events_pending(ctx) != self.events_seen:
+                self._drain_events()
+            self._drain_dto(made)
 
     def _drain_dto(self, made):
         """Every DTO EVD's CQ, drained; `made` is completions_made before."""

@@ -269,6 +269,8 @@ class EVD(Handle):
                 self._check()
             if self._bands & _DEQUEUE_REFUSED:
                 evd_state.check_call(self, "dequeue")
+            if not self._q and engine.posted:
+                engine.collect()            # (a post may have completed at once)
             if self._q:
                 if _now() >= engine.watch_at:
                     engine.watch()          # no progress round: what is queued is the answer

@@ -262,6 +262,8 @@ class Context(PyverbsCM):
         self._next_liveness = 0.0
         self._wakes = 0                 # wake() calls: each ends the wait() calls under way
         self._closing = False
+        self._refs_seen = None          # the _context_refs that _other_refs was made from
+        self._other_refs = ()
         self._async_events = collections.deque()
         self._unacked = collections.Counter()       # element object -> events got, not acked
         self._async_r, self._async_w = os.pipe()    # a byte per queued event: async_fd polls readable
@@ -311,26 +313,26 @@ class Context(PyverbsCM):
         one side's poll must move the other). Another context whose lock is busy is
         being moved by its holder: it is skipped, so no two locks are ever waited on."""
         self._poll_own()
-        refs = _context_refs
-        if len(refs) > 1:
-            now = _now()
-            for ref in refs:
-                other = ref()
-                if other is None or other is self or other._closing:
-                    continue
-                # A quiet Context (rdma_cm's agent, with no QPs, most of the time) is looked
-                # at without its lock; one with work is moved if its lock is free.
+        if self._refs_seen is not _context_refs:        # a Context came or went
+            self._refs_seen = refs = _context_refs
+            self._other_refs = tuple(ref for ref in refs if ref() is not self)
+        for ref in self._other_refs:
+            other = ref()
+            if other is None or other._closing:
+                continue
+            # A quiet Context (rdma_cm's agent, with no QPs, most of the time) is looked
+            # at without its lock; one with work is moved if its lock is free.
+            try:
+                busy = (other.active_qps or other._hca_words[HCA_W_CM_PENDING]
+                        or _now() >= other._next_liveness)
+            except ValueError:      # its HCA was closed meanwhile by another thread
+                continue
+            if busy and other.lock.acquire(False):     # (only tried)
                 try:
-                    busy = (other.active_qps or other._hca_words[HCA_W_CM_PENDING]
-                            or now >= other._next_liveness)
-                except ValueError:      # its HCA was closed meanwhile by another thread
-                    continue
-                if busy and other.lock.acquire(False):     # (only tried)
-                    try:
-                        if not other._closing:  # (under its lock: not closed meanwhile)
-                            other._poll_own()
-                    finally:
-                        other.lock.release()
+                    if not other._closing:  # (under its lock: not closed meanwhile)
+                        other._poll_own()
+                finally:
+                    other.lock.release()
 
     def _others(self):
         """The engines of this process's other Contexts: a waiter here sleeps for them too."""

@@ -175,11 +175,13 @@ class Engine(EngineBase):
             self._drain_dto(made)
 
     def _drain_dto(self, made):
-        """Every DTO EVD's CQ, drained; `made` is completions_made before."""
+        """The DTO EVDs' CQs drained, until the EVDs hold all `made` (completions_made) or
+        every CQ is drained: completions a QP's RESET dropped are then counted as taken."""
         for evd in self.dto_evds:
             evd._drain()
-        self.completions_taken = made       # (last: a drain that raised is tried again; and
-                                            # completions a QP's RESET dropped count as taken)
+            if self.completions_taken == made:
+                return
+        self.completions_taken = made       # (last: a drain that raised is tried again)
 
     def progress(self):
         """Run the device once (what arrived is then in the CQs, for EVD._drain)."""

@@ -185,12 +185,12 @@ class CQ(PyverbsCM):
         n = len(wcs)
         if n == 0:
             return 0, []
-        if num_entries == 1:
-            return 1, [wcs.popleft()]
         if n <= num_entries:            # all of them (a poller that drains: the common case)
             taken = list(wcs)
             wcs.clear()
             return n, taken
+        if num_entries == 1:
+            return 1, [wcs.popleft()]
         taken = [wcs.popleft() for _ in range(num_entries)]
         return num_entries, taken
 

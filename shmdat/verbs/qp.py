@@ -719,10 +719,10 @@ class QP(PyverbsCM):
         """The fast lane for the commonest posts: one SEND, RDMA_WRITE or (RC) RDMA_READ
         without immediate data, inline data or fence, of one SGE already checked (in
         the PD's cache), on a joined RC or UC QP in RTS with nothing queued or in
-        flight. A SEND goes if the ring completes it at once (ring.send_eager); an RDMA
-        is carried out now (ring.rdma_now) and completes with its status. True if it
-        went; False, with nothing done, for _post_one, which does the same (and
-        everything else) through the general checks."""
+        flight. A SEND goes into the ring, completing at once if the ring can say so
+        (ring.send_eager); an RDMA is carried out now (ring.rdma_now) and completes with
+        its status. True if it went; False, with nothing done, for _post_one, which does
+        the same (and everything else) through the general checks."""
         opcode = wr.opcode
         if opcode == _WR_SEND:
             wc_op = _WC_SEND
@@ -746,10 +746,16 @@ class QP(PyverbsCM):
             return False
         signaled = self.sq_sig_all or flags & _SIGNALED
         if wc_op == _WC_SEND:
-            if not qp.send_eager(hit[0].view, length, flags & _SOLICITED):
-                return False
-            if signaled:
-                self.send_cq._complete(new_wc(wr.wr_id, _SUCCESS, _WC_SEND, length, self.qp_num))
+            if qp.send_eager(hit[0].view, length, flags & _SOLICITED):
+                if signaled:
+                    self.send_cq._complete(new_wc(wr.wr_id, _SUCCESS, _WC_SEND, length, self.qp_num))
+                return True
+            # Not complete at once (a rendezvous, not covered by credits, no room): the ring
+            # takes it as a work request, as _post_one would after the checks made here.
+            work = ring.WorkRequest(ring.OP_SEND, [hit[0]], length, None, 0, (wr.wr_id, _WC_SEND, signaled))
+            if flags & _SOLICITED:
+                work.solicited = True
+            qp.post_send(work)
             return True
         rkey, addr = wr.rdma_rkey, wr.rdma_remote_addr
         write = wc_op == _WC_RDMA_WRITE

@@ -580,13 +580,14 @@ class EP(Handle):
 
     def _request_room(self, flags, position):
         """Check a request's flags (returned as a plain int) and that the queue has room."""
-        if self._requests >= self._attr.max_request_dtos and self._request_evd is not None:
-            self._ia._engine.progress()             # the device runs (as a NIC would have meanwhile),
-            self._request_evd._drain()              # and what completed frees its slot
         if self._requests >= self._attr.max_request_dtos:
-            raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
-                                        "max_request_dtos); reap completions first",
-                                        subtype="RESOURCE_TEP")
+            if self._request_evd is not None:
+                self._ia._engine.progress()         # the device runs (as a NIC would have meanwhile),
+                self._request_evd._drain()          # and what completed frees its slot
+            if self._requests >= self._attr.max_request_dtos:
+                raise InsufficientResources(f"the EP's request queue is full ({self._attr.max_request_dtos} "
+                                            "max_request_dtos); reap completions first",
+                                            subtype="RESOURCE_TEP")
         if flags.__class__ is int and not flags & self._request_refused:
             return flags                            # the common case
         flags = check_flags(flags, position, "completion_flags", _REQUEST_FLAGS,
@@ -668,12 +669,13 @@ class EP(Handle):
                 raise bad_arg(1, "this EP takes its receives from an SRQ: post them to the SRQ")
             if completion_flags.__class__ is not int or completion_flags & self._recv_refused:
                 completion_flags = self._recv_flags(completion_flags)
-            if self._recvs >= self._attr.max_recv_dtos and self._recv_evd is not None:
-                self._recv_evd._drain()     # what completed frees its slot
             if self._recvs >= self._attr.max_recv_dtos:
-                raise InsufficientResources(f"the EP already has max_recv_dtos "
-                                            f"({self._attr.max_recv_dtos}) receives posted",
-                                            subtype="RESOURCE_TEP")
+                if self._recv_evd is not None:
+                    self._recv_evd._drain()     # what completed frees its slot
+                if self._recvs >= self._attr.max_recv_dtos:
+                    raise InsufficientResources(f"the EP already has max_recv_dtos "
+                                                f"({self._attr.max_recv_dtos}) receives posted",
+                                                subtype="RESOURCE_TEP")
             iov = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_WRITE,
                               self._attr.max_recv_iov, 3, "EP")
             dev = self._ia._dev

@@ -172,14 +172,28 @@ def Is_finalized():
 
 
 def Finalize():
-    """MPI_Finalize: wait for this rank's outstanding sends, close its IA; no MPI call may
-    follow. MPI.Exception ERR_OTHER if called twice."""
+    """MPI_Finalize: delete COMM_SELF's attributes, then COMM_WORLD's (their delete_fn, as
+    MPICH: libraries hang their clean-up there), wait for this rank's outstanding sends,
+    close its IA; no MPI call may follow. MPI.Exception ERR_OTHER if called twice."""
     global _finalized
     if _finalized:
         raise Exception(ERR_OTHER, "MPI_Finalize called twice")
     _finalized = True
+    atexit.unregister(_delete_attributes)
     atexit.unregister(_engine.close)
-    _engine.close()
+    try:
+        _delete_attributes()
+    finally:
+        _engine.close()
+
+
+def _delete_attributes():
+    """Finalize's first step (also at exit: registered after the engine's close, so run
+    before it)."""
+    try:
+        COMM_SELF._attrs.clear(COMM_SELF)
+    finally:
+        COMM_WORLD._attrs.clear(COMM_WORLD)
 
 
 def _init():
@@ -199,4 +213,5 @@ COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
 COMM_SELF = Comm(_engine, SELF_CONTEXT, [_engine.rank], "MPI_COMM_SELF")
 Win.COMM_SELF = COMM_SELF   # Win.Create's and Allocate's default communicator
 Message.COMM_SELF = COMM_SELF   # where MESSAGE_NO_PROC's receives from PROC_NULL run
+atexit.register(_delete_attributes)
 del errors

@@ -6,9 +6,10 @@ import warnings
 
 import numpy as np
 
-from . import bsend, collectives, errors, unimplemented, wireup
+from . import attributes, bsend, collectives, errors, unimplemented, wireup
 from .errhandler import ErrorHandling
 from .collectives import Arrays, Channel, Objects
+from .attributes import KEYVAL_INVALID
 from .datatypes import BYTE, IN_PLACE, message, per_block, vector
 from .engine import Engine, RecvOp, SendOp
 from .errors import Exception as MPIException
@@ -22,7 +23,6 @@ from .ops import MAX, SUM
 # The predefined attribute keys of Get_attr (MPICH's numbers, as mpi4py over MPICH has them).
 TAG_UB, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, LASTUSEDCODE, APPNUM = (
     0x64400001, 0x64400005, 0x64400007, 0x64400009, 0x6440000b, 0x6440000d)
-KEYVAL_INVALID = 0x24000000    # no key (MPICH's): Get_attr raises ERR_KEYVAL for it
 _TAG_MAX = 2**31 - 1    # Get_attr(TAG_UB): the largest tag
 WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to point, c + 1
 #                                        for its collectives
@@ -485,6 +485,7 @@ class Comm(ErrorHandling, unimplemented.Missing):
         # The engine's rank -> this communicator's, for statuses (PROC_NULL's is PROC_NULL).
         self._rank_of = {PROC_NULL: PROC_NULL, **{r: i for i, r in enumerate(ranks)}}
         self._channel = Channel(engine, context + 1, self._rank, ranks)
+        self._attrs = attributes.Attributes()       # (Comm(comm) shares them, as the channel)
 
     def __eq__(self, other):
         """As mpi4py's handles: equal if both name the same communicator (Comm(comm) is
@@ -520,11 +521,12 @@ class Comm(ErrorHandling, unimplemented.Missing):
     # Communicators.
 
     def Get_attr(self, keyval):
-        """MPI_Comm_get_attr of a predefined key: TAG_UB (the largest tag), UNIVERSE_SIZE
-        (the job's ranks), APPNUM (0: one program), WTIME_IS_GLOBAL (0: each rank's clock),
-        IO (ANY_SOURCE: every rank can do I/O), LASTUSEDCODE (the last error code or class
-        MPI.Add_error_class or _code gave, ERR_LASTCODE if none). MPI.Exception ERR_KEYVAL
-        for any other (user keyvals, Create_keyval, are not implemented)."""
+        """MPI_Comm_get_attr: a user keyval's value (None if not set), or a predefined key's:
+        TAG_UB (the largest tag), UNIVERSE_SIZE (the job's ranks), APPNUM (0: one program),
+        WTIME_IS_GLOBAL (0: each rank's clock), IO (ANY_SOURCE: every rank can do I/O),
+        LASTUSEDCODE (the last error code or class MPI.Add_error_class or _code gave,
+        ERR_LASTCODE if none). TypeError for a keyval that is not an int, MPI.Exception
+        ERR_KEYVAL for one that names no Comm keyval."""
         if keyval == TAG_UB:
             return _TAG_MAX
         if keyval == UNIVERSE_SIZE:
@@ -535,7 +537,28 @@ class Comm(ErrorHandling, unimplemented.Missing):
             return ANY_SOURCE
         if keyval == LASTUSEDCODE:
             return errors.last_used_code()
-        raise MPIException(errors.ERR_KEYVAL, f"keyval {keyval!r}")
+        return self._attrs.get("Comm", keyval)
+
+    def Set_attr(self, keyval, attrval):
+        """MPI_Comm_set_attr: a value already set is deleted first (its delete_fn).
+        MPI.Exception ERR_KEYVAL (a predefined key, or none of Comm's), ERR_OTHER (the
+        delete_fn raised); TypeError (nopython keyval: not an int)."""
+        self._attrs.set(self, "Comm", keyval, attrval)
+
+    def Delete_attr(self, keyval):
+        """MPI_Comm_delete_attr: the value goes, through the keyval's delete_fn (nothing if
+        not set). MPI.Exception ERR_KEYVAL, ERR_OTHER (the delete_fn raised)."""
+        self._attrs.delete(self, "Comm", keyval)
+
+    @classmethod
+    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
+        """MPI_Comm_create_keyval: a new keyval (attributes.py says what the callbacks do)."""
+        return attributes.create_keyval("Comm", copy_fn, delete_fn, nopython)
+
+    @classmethod
+    def Free_keyval(cls, keyval):
+        """MPI_Comm_free_keyval: KEYVAL_INVALID. MPI.Exception ERR_KEYVAL."""
+        return attributes.free_keyval("Comm", keyval)
 
     def Get_name(self):
         """MPI_Comm_get_name: MPI_COMM_WORLD, MPI_COMM_SELF, else what Set_name gave ('')."""
@@ -581,8 +604,11 @@ class Comm(ErrorHandling, unimplemented.Missing):
 
     def Dup(self, info=None):
         """MPI_Comm_dup (collective): the same ranks on a new context, so its traffic never
-        matches this communicator's. `info` is not used."""
-        return Comm(self._engine, self._new_context(), self._ranks)
+        matches this communicator's, and the attributes the keyvals' copy_fn give. `info`
+        is not used. MPI.Exception ERR_OTHER if a copy_fn raised."""
+        dup = Comm(self._engine, self._new_context(), self._ranks)
+        dup._attrs = self._attrs.copied(self)       # (after the collective: every rank got there)
+        return dup
 
     def _new_context(self):
         """(Collective) a context id free at every rank here, claimed: a new
@@ -616,10 +642,12 @@ class Comm(ErrorHandling, unimplemented.Missing):
         return Comm(self._engine, context, [self._ranks[rank] for _, rank in members])
 
     def Free(self):
-        """MPI_Comm_free: this handle becomes COMM_NULL (operations already started still
-        complete). MPI.Exception ERR_COMM on COMM_WORLD and COMM_SELF."""
+        """MPI_Comm_free: each attribute's delete_fn runs, then this handle becomes COMM_NULL
+        (operations already started still complete). MPI.Exception ERR_COMM on COMM_WORLD
+        and COMM_SELF, ERR_OTHER if a delete_fn raised."""
         if self._context in (WORLD_CONTEXT, SELF_CONTEXT):
             raise MPIException(errors.ERR_COMM, f"Free of {self._name}")
+        self._attrs.clear(self)         # each keyval's delete_fn
         self._drop_errhandler()
         if self._channel.flags is not None:     # (None again: another handle's Free)
             self._channel.flags.close()
@@ -1321,8 +1349,8 @@ class _NullComm(Comm):
         return "COMM_NULL" if self is COMM_NULL else (Comm, ())
 
 
-for _name, _attr in list(vars(Comm).items()):
-    if not _name.startswith("_") and _name not in vars(_NullComm):
+for _name, _attr in list(vars(Comm).items()):     # (class methods, as Create_keyval, work there too)
+    if not _name.startswith("_") and _name not in vars(_NullComm) and not isinstance(_attr, classmethod):
         setattr(_NullComm, _name,
                 property(_invalid(_name)) if isinstance(_attr, property) else _invalid(_name))
 

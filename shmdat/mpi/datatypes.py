@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from . import dlpack, errors, unimplemented
+from . import attributes, dlpack, errors, unimplemented
 from .errors import Exception as MPIException
 
 
@@ -42,8 +42,41 @@ class Datatype(unimplemented.Missing):
 
     name = property(Get_name)
 
+    # Attributes (a named datatype may hold them too; it has no Dup).
+
+    _attrs = None               # made at the first Set_attr
+
+    def Get_attr(self, keyval):
+        """MPI_Type_get_attr: the keyval's value, None if not set. TypeError, MPI.Exception
+        ERR_KEYVAL (no Datatype keyval)."""
+        return (self._attrs or _NO_ATTRIBUTES).get("Datatype", keyval)
+
+    def Set_attr(self, keyval, attrval):
+        """MPI_Type_set_attr: a value already set is deleted first (its delete_fn).
+        MPI.Exception ERR_KEYVAL, ERR_OTHER (the delete_fn raised); TypeError."""
+        if self._attrs is None:
+            self._attrs = attributes.Attributes()
+        self._attrs.set(self, "Datatype", keyval, attrval)
+
+    def Delete_attr(self, keyval):
+        """MPI_Type_delete_attr (nothing if not set). MPI.Exception ERR_KEYVAL, ERR_OTHER."""
+        (self._attrs or _NO_ATTRIBUTES).delete(self, "Datatype", keyval)
+
+    @classmethod
+    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
+        """MPI_Type_create_keyval: a new keyval (attributes.py says what the callbacks do)."""
+        return attributes.create_keyval("Datatype", copy_fn, delete_fn, nopython)
+
+    @classmethod
+    def Free_keyval(cls, keyval):
+        """MPI_Type_free_keyval: KEYVAL_INVALID. MPI.Exception ERR_KEYVAL."""
+        return attributes.free_keyval("Datatype", keyval)
+
     def __repr__(self):
         return f"<Datatype {self.Get_name()}>"
+
+
+_NO_ATTRIBUTES = attributes.Attributes()     # (a datatype's before its first Set_attr: empty)
 
 
 def _null_type(self):
@@ -64,6 +97,11 @@ class NullDatatype(Datatype):
 
     def Get_name(self):
         return "MPI_DATATYPE_NULL"
+
+    def _no_attributes(self, *args):
+        _null_type(self)
+
+    Get_attr = Set_attr = Delete_attr = _no_attributes
 
 
 DATATYPE_NULL = NullDatatype()

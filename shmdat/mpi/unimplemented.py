@@ -73,16 +73,14 @@ MODULE = frozenset("""
 
 COMM = frozenset("""
     Accept Ack_failed Agree Allgather_init Allgatherv_init Allreduce_init Alltoall_init
-    Alltoallv_init Alltoallw Alltoallw_init Barrier_init Bcast_init
-    Cart_map Connect Create_dist_graph Create_dist_graph_adjacent
-    Create_from_group Create_graph Create_group Create_intercomm Create_keyval Delete_attr
-    Disconnect Dup_with_info Exscan_init Free_keyval Gather_init
-    Gatherv_init Get_failed Get_info Get_parent Graph_map Iagree Ialltoallw
-    Idup Idup_with_info Iflush_buffer Is_revoked Isendrecv
-    Isendrecv_replace Ishrink Join Precv_init Psend_init Reduce_init
-    Reduce_scatter_block_init Reduce_scatter_init Revoke Scan_init Scatter_init
-    Scatterv_init Set_attr Set_info Shrink Spawn Spawn_multiple Split_type f2py free
-    fromhandle fromint handle info py2f toint
+    Alltoallv_init Alltoallw Alltoallw_init Barrier_init Bcast_init Cart_map Connect
+    Create_dist_graph Create_dist_graph_adjacent Create_from_group Create_graph
+    Create_group Create_intercomm Disconnect Dup_with_info Exscan_init Gather_init
+    Gatherv_init Get_failed Get_info Get_parent Graph_map Iagree Ialltoallw Idup
+    Idup_with_info Iflush_buffer Is_revoked Isendrecv Isendrecv_replace Ishrink Join
+    Precv_init Psend_init Reduce_init Reduce_scatter_block_init Reduce_scatter_init
+    Revoke Scan_init Scatter_init Scatterv_init Set_info Shrink Spawn Spawn_multiple
+    Split_type f2py free fromhandle fromint handle info py2f toint
 """.split())
 
 # Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
@@ -101,9 +99,8 @@ REQUEST = frozenset("""
 """.split())
 
 WIN = frozenset("""
-    Allocate_shared Attach Create_dynamic Create_keyval Delete_attr Detach Free_keyval
-    Get_info Set_attr Set_info Shared_query f2py free fromhandle fromint handle info py2f
-    toint
+    Allocate_shared Attach Create_dynamic Detach Get_info Set_info Shared_query f2py
+    free fromhandle fromint handle info py2f toint
 """.split())
 
 STATUS = frozenset("""
@@ -111,14 +108,14 @@ STATUS = frozenset("""
 """.split())
 
 DATATYPE = frozenset("""
-    Commit Create_contiguous Create_darray Create_dup Create_f90_complex Create_f90_integer
-    Create_f90_real Create_hindexed Create_hindexed_block Create_hvector Create_indexed
-    Create_indexed_block Create_keyval Create_resized Create_struct Create_subarray
-    Create_vector Delete_attr Dup Free Free_keyval Get_attr Get_contents Get_envelope
-    Get_true_extent Get_value_index Match_size Pack Pack_external Pack_external_size
-    Pack_size Resized Set_attr Set_name Unpack Unpack_external combiner contents decode
-    envelope f2py free fromhandle fromint handle is_named is_predefined lb py2f
-    tocode toint true_extent true_lb true_ub typestr ub
+    Commit Create_contiguous Create_darray Create_dup Create_f90_complex
+    Create_f90_integer Create_f90_real Create_hindexed Create_hindexed_block
+    Create_hvector Create_indexed Create_indexed_block Create_resized Create_struct
+    Create_subarray Create_vector Dup Free Get_contents Get_envelope Get_true_extent
+    Get_value_index Match_size Pack Pack_external Pack_external_size Pack_size Resized
+    Set_name Unpack Unpack_external combiner contents decode envelope f2py free
+    fromhandle fromint handle is_named is_predefined lb py2f tocode toint true_extent
+    true_lb true_ub typestr ub
 """.split())
 
 OP = frozenset("""

@@ -14,7 +14,7 @@ import numpy as np
 
 from shmdat import MemPriv, RmrTriplet
 
-from . import errors, ops, unimplemented
+from . import attributes, errors, ops, unimplemented
 from .comm import Request
 from .datatypes import BYTE, NAMED, BottomType, Datatype, message
 from .errhandler import ErrorHandling
@@ -177,6 +177,7 @@ class Win(ErrorHandling, unimplemented.Missing):
         self._started = None                      # Start's targets, while its epoch is open
         self._exposure = None                     # Post's receives of Complete, while open
         self._sync = comm.Dup()                   # Post's and Complete's messages
+        self._attrs = attributes.Attributes()
         engine.windows[self._id] = self
         comm.Barrier()          # every member has registered the window before any message
         return self
@@ -237,11 +238,12 @@ class Win(ErrorHandling, unimplemented.Missing):
     # The window's attributes, group and name.
 
     def Get_attr(self, keyval):
-        """MPI_Win_get_attr of a predefined key: WIN_BASE (the address of this rank's window
-        memory, 0 if it has none), WIN_SIZE (its bytes), WIN_DISP_UNIT, WIN_CREATE_FLAVOR
-        (WIN_FLAVOR_CREATE or WIN_FLAVOR_ALLOCATE), WIN_MODEL (WIN_UNIFIED: RDMA reaches the
-        memory a rank reads). MPI.Exception ERR_WIN, ERR_KEYVAL for any other key (user
-        keyvals, Create_keyval, are not implemented)."""
+        """MPI_Win_get_attr: a user keyval's value (None if not set), or a predefined key's:
+        WIN_BASE (the address of this rank's window memory, 0 if it has none), WIN_SIZE
+        (its bytes), WIN_DISP_UNIT, WIN_CREATE_FLAVOR (WIN_FLAVOR_CREATE or
+        WIN_FLAVOR_ALLOCATE), WIN_MODEL (WIN_UNIFIED: RDMA reaches the memory a rank
+        reads). TypeError for a keyval that is not an int, MPI.Exception ERR_WIN,
+        ERR_KEYVAL for one that names no Win keyval."""
         self._check_live()
         if keyval == WIN_BASE:
             return np.frombuffer(self._memory, np.uint8).ctypes.data if len(self._memory) else 0
@@ -253,7 +255,30 @@ class Win(ErrorHandling, unimplemented.Missing):
             return self._flavor
         if keyval == WIN_MODEL:
             return WIN_UNIFIED
-        _fail(errors.ERR_KEYVAL, f"keyval {keyval!r}")
+        return self._attrs.get("Win", keyval)
+
+    def Set_attr(self, keyval, attrval):
+        """MPI_Win_set_attr: a value already set is deleted first (its delete_fn).
+        MPI.Exception ERR_WIN, ERR_KEYVAL (a predefined key, or none of Win's), ERR_OTHER
+        (the delete_fn raised); TypeError (nopython keyval: not an int)."""
+        self._check_live()
+        self._attrs.set(self, "Win", keyval, attrval)
+
+    def Delete_attr(self, keyval):
+        """MPI_Win_delete_attr: the value goes, through the keyval's delete_fn (nothing if
+        not set). MPI.Exception ERR_WIN, ERR_KEYVAL, ERR_OTHER (the delete_fn raised)."""
+        self._check_live()
+        self._attrs.delete(self, "Win", keyval)
+
+    @classmethod
+    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
+        """MPI_Win_create_keyval: a new keyval (a window has no Dup: copy_fn is kept, unused)."""
+        return attributes.create_keyval("Win", copy_fn, delete_fn, nopython)
+
+    @classmethod
+    def Free_keyval(cls, keyval):
+        """MPI_Win_free_keyval: KEYVAL_INVALID. MPI.Exception ERR_KEYVAL."""
+        return attributes.free_keyval("Win", keyval)
 
     @property
     def attrs(self):
@@ -656,6 +681,7 @@ class Win(ErrorHandling, unimplemented.Missing):
                 or self._exposure is not None:
             _fail(errors.ERR_RMA_SYNC, "Free while locks are held (Unlock first) or an epoch "
                                        "of Start or Post is open (Complete, Wait)")
+        self._attrs.clear(self)         # each keyval's delete_fn (ERR_OTHER if one raised)
         self._complete_all()
         if self._comm is not None:
             self._comm.Barrier()

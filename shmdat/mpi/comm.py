@@ -10,7 +10,7 @@ from . import attributes, bsend, collectives, errors, unimplemented, wireup
 from .errhandler import ErrorHandling
 from .collectives import Arrays, Channel, Objects
 from .attributes import KEYVAL_INVALID
-from .datatypes import BYTE, IN_PLACE, message, per_block, vector
+from .datatypes import BYTE, IN_PLACE, message, per_block, receive_message, send_message, vector
 from .engine import Engine, RecvOp, SendOp
 from .errors import Exception as MPIException
 from .flags import SLOT_PAYLOAD, FlagChannel
@@ -67,6 +67,9 @@ class Status(unimplemented.Missing):
     def Get_elements(self, datatype):
         """MPI_Get_elements: the basic elements received (two per MAXLOC/MINLOC pair),
         UNDEFINED if not whole."""
+        if not datatype.is_named:
+            raise unimplemented.NotImplementedCall("Status.Get_elements of a derived datatype is "
+                                                   "not implemented by shmdat.mpi")
         count = self.Get_count(datatype)
         return count if count == UNDEFINED or datatype.dtype.names is None else 2 * count
 
@@ -84,9 +87,11 @@ class Status(unimplemented.Missing):
         return self.error
 
     def Get_count(self, datatype=BYTE):
-        """MPI_Get_count: whole elements of `datatype` received (a buffer holds them
-        `extent` bytes apart), UNDEFINED if not whole."""
-        count, rest = divmod(self.count, datatype.extent)
+        """MPI_Get_count: whole elements of `datatype` received (each wire_size bytes in a
+        message: a named datatype's extent, a derived one's size), UNDEFINED if not whole."""
+        if not datatype.wire_size:
+            return 0 if not self.count else UNDEFINED
+        count, rest = divmod(self.count, datatype.wire_size)
         return UNDEFINED if rest else count
 
 
@@ -105,6 +110,7 @@ class Request(unimplemented.Missing):
             return
         self._engine, self._rank_of, self._decode = engine, rank_of, decode
         self._op = _Done() if op is None else op
+        self._unpack = None             # a receive into a derived datatype: places what came
         self._cancelled = False
         self._active = op is not None  # until a completion call has returned it (MPI's
         #                                REQUEST_NULL after that, for Waitany and Testany)
@@ -164,6 +170,8 @@ class Request(unimplemented.Missing):
         self._active = False
         self._fill(status)
         op = self._op
+        if self._unpack is not None and not self._cancelled:
+            self._unpack(op.nbytes)
         if op.error:
             raise MPIException(op.error, f"{op.nbytes} bytes from rank "
                                f"{self._rank_of[op.source]} into a buffer of {len(op.buf)}")
@@ -711,21 +719,25 @@ class Comm(ErrorHandling, unimplemented.Missing):
         ERR_OTHER (dest has gone); BufferError (not contiguous) and ValueError (a malformed
         spec), as mpi4py."""
         return Request(self._engine, self._rank_of,
-                       self._isend(message(buf, False)[0], dest, tag, self._context))
+                       self._isend(send_message(buf)[0], dest, tag, self._context))
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
-        """MPI_Irecv into a buffer spec; a longer message completes it with ERR_TRUNCATE."""
-        return Request(self._engine, self._rank_of,
-                       self._irecv(message(buf, True)[0], source, tag, self._context))
+        """MPI_Irecv into a buffer spec; a longer message completes it with ERR_TRUNCATE.
+        Into a derived datatype with gaps, the message is received packed and placed at
+        completion."""
+        view, _, _, unpack = receive_message(buf)
+        request = Request(self._engine, self._rank_of, self._irecv(view, source, tag, self._context))
+        request._unpack = unpack
+        return request
 
     def Issend(self, buf, dest, tag=0):
         """MPI_Issend: the request completes once a receive has matched the message."""
         return Request(self._engine, self._rank_of,
-                       self._isend(message(buf, False)[0], dest, tag, self._context, sync=True))
+                       self._isend(send_message(buf)[0], dest, tag, self._context, sync=True))
 
     def Send(self, buf, dest, tag=0):
         """MPI_Send (standard mode: returns once the buffer may be reused)."""
-        op = self._isend(message(buf, False)[0], dest, tag, self._context)
+        op = self._isend(send_message(buf)[0], dest, tag, self._context)
         if not op.done or op.error:         # (an eager send is done at once: nothing to wait for)
             Request(self._engine, self._rank_of, op).Wait()
 
@@ -768,11 +780,11 @@ class Comm(ErrorHandling, unimplemented.Missing):
         room. MPI.Exception ERR_BUFFER if no buffer is attached or it has not the room
         (len + BSEND_OVERHEAD bytes) while earlier buffered sends are under way; as Isend's."""
         return Request(self._engine, self._rank_of,
-                       self._bsend(message(buf, False)[0], dest, tag))
+                       self._bsend(send_message(buf)[0], dest, tag))
 
     def Bsend(self, buf, dest, tag=0):
         """MPI_Bsend: returns once the data is copied. Errors as Ibsend."""
-        self._bsend(message(buf, False)[0], dest, tag)
+        self._bsend(send_message(buf)[0], dest, tag)
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """MPI_Recv; `status` gets source, tag and count."""
@@ -793,7 +805,7 @@ class Comm(ErrorHandling, unimplemented.Missing):
 
     def _checked_send(self, buf, dest, tag):
         """The byte view of a send's `buf`, its `dest` and `tag` checked (errors as Send's)."""
-        view = message(buf, False)[0]
+        view = send_message(buf)[0]
         self._engine_rank(dest, "dest")
         self._check_tag(tag)
         return view

@@ -6,21 +6,29 @@ import operator
 
 import numpy as np
 
-from . import attributes, dlpack, errors, unimplemented
+from . import attributes, dlpack, errors, typemap, unimplemented
 from .errors import Exception as MPIException
+
+ORDER_C, ORDER_F = 56, 57       # Create_subarray's orders (MPICH's; mpi4py's ORDER_FORTRAN is ORDER_F)
 
 
 class Datatype(unimplemented.Missing):
-    """A named MPI datatype: `size`, its data's bytes, and `extent`, its stride in a buffer
-    (larger for the padded pair types); `Get_size()`, `Get_extent()`, `Get_name()`;
-    `dtype`, the numpy dtype reductions compute in."""
+    """A named MPI datatype (its Create_* methods make Derived ones): `size`, its data's
+    bytes, and `extent`, its stride in a buffer (larger for the padded pair types);
+    `typemap`, where its bytes lie (typemap.py); `Get_size()`, `Get_extent()`,
+    `Get_name()`; `dtype`, the numpy dtype reductions compute in."""
 
     _unimplemented = unimplemented.DATATYPE
+
+    is_named = is_predefined = True
+    committed = True
 
     def __init__(self, name, size, typechar, extent=None):
         self._name, self.size, self.typechar = name, size, typechar
         self.extent = extent or size
+        self.wire_size = self.extent    # bytes an element takes in a message (padding too)
         self.dtype = np.dtype(_REDUCE_AS.get(name, typechar))
+        self.typemap = typemap.named(size, self.extent, _PAIR_RUNS.get(name))
 
     @classmethod
     def fromcode(cls, code):
@@ -35,12 +43,114 @@ class Datatype(unimplemented.Missing):
         return self.size
 
     def Get_extent(self):
-        return 0, self.extent
+        """MPI_Type_get_extent: (lb, extent)."""
+        return self.typemap.lb, self.extent
+
+    def Get_true_extent(self):
+        """MPI_Type_get_true_extent: (true_lb, true_extent), where the bytes really are."""
+        t = self.typemap
+        return t.true_lb, t.true_ub - t.true_lb
+
+    lb = property(lambda self: self.typemap.lb)
+    ub = property(lambda self: self.typemap.ub)
+    true_lb = property(lambda self: self.typemap.true_lb)
+    true_ub = property(lambda self: self.typemap.true_ub)
+    true_extent = property(lambda self: self.Get_true_extent()[1])
+
+    # Derived datatypes (MPI 4.1 section 5.1; typemap.py): made uncommitted, as MPI's.
+
+    def Create_contiguous(self, count):
+        """MPI_Type_contiguous: `count` elements, one after the other."""
+        return Derived(typemap.blocks([(self.typemap, _count(count), 0)]))
+
+    def Create_vector(self, count, blocklength, stride):
+        """MPI_Type_vector: `count` blocks of `blocklength` elements, `stride` elements apart."""
+        return self.Create_hvector(count, blocklength, _int(stride) * self.extent)
+
+    def Create_hvector(self, count, blocklength, stride):
+        """MPI_Type_create_hvector: as Create_vector, `stride` in bytes."""
+        length, stride = _count(blocklength), _int(stride)
+        return Derived(typemap.blocks([(self.typemap, length, i * stride)
+                                       for i in range(_count(count))]))
+
+    def Create_indexed(self, blocklengths, displacements):
+        """MPI_Type_indexed: blocks of blocklengths[i] elements at displacements[i] elements."""
+        return self.Create_hindexed(blocklengths, [_int(d) * self.extent for d in displacements])
+
+    def Create_hindexed(self, blocklengths, displacements):
+        """MPI_Type_create_hindexed: as Create_indexed, displacements in bytes."""
+        return Derived(typemap.blocks([(self.typemap, _count(n), _int(d))
+                                       for n, d in _pairs(blocklengths, displacements)]))
+
+    def Create_indexed_block(self, blocklength, displacements):
+        """MPI_Type_create_indexed_block: Create_indexed with one blocklength."""
+        return self.Create_indexed([blocklength] * len(displacements), displacements)
+
+    def Create_hindexed_block(self, blocklength, displacements):
+        """MPI_Type_create_hindexed_block: Create_hindexed with one blocklength."""
+        return self.Create_hindexed([blocklength] * len(displacements), displacements)
+
+    @classmethod
+    def Create_struct(cls, blocklengths, displacements, datatypes):
+        """MPI_Type_create_struct: blocks of blocklengths[i] of datatypes[i] at byte
+        displacements[i]; the extent padded to the largest alignment, as C's structs."""
+        types = [named(t) for t in datatypes]
+        if len(types) != len(blocklengths):
+            raise ValueError(f"Create_struct: {len(blocklengths)} blocklengths for "
+                             f"{len(types)} datatypes")
+        return Derived(typemap.blocks([(t.typemap, _count(n), _int(d)) for (n, d), t
+                                       in zip(_pairs(blocklengths, displacements), types)],
+                                      pad=True))
+
+    def Create_subarray(self, sizes, subsizes, starts, order=ORDER_C):
+        """MPI_Type_create_subarray: the subsizes block at starts of a sizes array (ORDER_C:
+        row-major, ORDER_FORTRAN: column-major); its extent the whole array's. MPI.Exception
+        ERR_ARG for a block outside the array or an unknown order."""
+        sizes, subsizes, starts = ([_int(v) for v in seq] for seq in (sizes, subsizes, starts))
+        if not (len(sizes) == len(subsizes) == len(starts) > 0) or order not in (ORDER_C, ORDER_F) \
+                or any(not (0 <= st and 0 <= sub and st + sub <= size and size > 0)
+                       for size, sub, st in zip(sizes, subsizes, starts)):
+            raise MPIException(errors.ERR_ARG, f"Create_subarray: subsizes {subsizes} at "
+                               f"{starts} of sizes {sizes}, order {order}")
+        return Derived(typemap.subarray(self.typemap, sizes, subsizes, starts, order == ORDER_C))
+
+    def Create_resized(self, lb, extent):
+        """MPI_Type_create_resized: the same bytes, bounds lb and lb + extent."""
+        return Derived(typemap.resized(self.typemap, _int(lb), _int(extent)))
+
+    Resized = Create_resized
+
+    def Dup(self):
+        """MPI_Type_dup: the same type map (committed if this is), the attributes its keyvals'
+        copy_fn give."""
+        dup = Derived(self.typemap)
+        dup.committed = self.committed
+        if self._attrs is not None:
+            dup._attrs = self._attrs.copied(self)
+        return dup
+
+    def Commit(self):
+        """MPI_Type_commit: this datatype may now be used in communication."""
+        return self
+
+    def Free(self):
+        """MPI_Type_free. MPI.Exception ERR_TYPE for a named datatype."""
+        raise MPIException(errors.ERR_TYPE, f"Free of the named datatype {self.Get_name()}")
+
+    _given_name = None          # what Set_name gave
 
     def Get_name(self):
+        if self._given_name is not None:
+            return self._given_name
         return _MPI_NAMES.get(self._name) or f"MPI_{self._name}"
 
-    name = property(Get_name)
+    def Set_name(self, name):
+        """MPI_Type_set_name (this process's handle only). TypeError if `name` is not a str."""
+        if not isinstance(name, str):
+            raise TypeError(f"a datatype's name is a str, not {type(name).__name__}")
+        self._given_name = name
+
+    name = property(lambda self: self.Get_name(), lambda self, name: self.Set_name(name))
 
     # Attributes (a named datatype may hold them too; it has no Dup).
 
@@ -77,6 +187,69 @@ class Datatype(unimplemented.Missing):
 
 
 _NO_ATTRIBUTES = attributes.Attributes()     # (a datatype's before its first Set_attr: empty)
+# The MAXLOC/MINLOC pair types' bytes: the value, then the int after the value's padding.
+_PAIR_RUNS = {"SHORT_INT": ((0, 2), (4, 4)), "LONG_INT": ((0, 8), (8, 4)),
+              "DOUBLE_INT": ((0, 8), (8, 4)), "LONG_DOUBLE_INT": ((0, 16), (16, 4))}
+
+
+def _int(value):
+    """A count, length or displacement of a datatype constructor: an int (TypeError else)."""
+    return operator.index(value)
+
+
+def _count(value):
+    """A count or blocklength: an int at least 0, MPI.Exception ERR_COUNT if negative."""
+    value = operator.index(value)
+    if value < 0:
+        raise MPIException(errors.ERR_COUNT, f"a negative count {value}")
+    return value
+
+
+def _pairs(blocklengths, displacements):
+    """(blocklength, displacement) pairs; ValueError if the sequences' lengths differ."""
+    if len(blocklengths) != len(displacements):
+        raise ValueError(f"{len(blocklengths)} blocklengths but {len(displacements)} "
+                         "displacements")
+    return zip(blocklengths, displacements)
+
+
+class Derived(Datatype):
+    """A datatype a Create_* call made: its type map (typemap.py), packed on the wire; not
+    usable in communication until committed (MPI.Exception ERR_TYPE), and no reduction
+    applies to it here (NotImplementedCall)."""
+
+    is_named = is_predefined = False
+    committed = False
+
+    def __init__(self, tmap):
+        self.typemap, self.size, self.extent = tmap, tmap.size, tmap.extent
+        self.wire_size = self.size
+        self.typechar = None
+
+    @property
+    def dtype(self):
+        unimplemented.missing("Datatype", {"reductions over a derived datatype"},
+                              "reductions over a derived datatype")
+
+    def Get_name(self):
+        return "" if self._given_name is None else self._given_name
+
+    def Commit(self):
+        self.committed = True
+        return self
+
+    def Free(self):
+        """MPI_Type_free: the attributes go (their delete_fn), this handle becomes
+        DATATYPE_NULL. MPI.Exception ERR_OTHER if a delete_fn raised."""
+        if self._attrs is not None:
+            self._attrs.clear(self)
+        self.__class__ = NullDatatype
+        self.__dict__.clear()
+
+    def __repr__(self):
+        return f"<Datatype {self._given_name or 'derived'}>"
+
+
 
 
 def _null_type(self):
@@ -87,7 +260,7 @@ class NullDatatype(Datatype):
     """MPI.DATATYPE_NULL: false, named MPI_DATATYPE_NULL; its size and extent (so also a
     buffer spec naming it) raise MPI.Exception ERR_TYPE, as MPICH's."""
 
-    size = extent = property(_null_type)
+    size = extent = typemap = property(_null_type)
 
     def __init__(self):
         pass                    # no size, extent or dtype to give
@@ -95,13 +268,19 @@ class NullDatatype(Datatype):
     def __bool__(self):
         return False
 
+    def __eq__(self, other):
+        return isinstance(other, NullDatatype)      # (a freed datatype is DATATYPE_NULL too)
+
+    def __hash__(self):
+        return hash(NullDatatype)
+
     def Get_name(self):
         return "MPI_DATATYPE_NULL"
 
     def _no_attributes(self, *args):
         _null_type(self)
 
-    Get_attr = Set_attr = Delete_attr = _no_attributes
+    Get_attr = Set_attr = Delete_attr = Set_name = _no_attributes
 
 
 DATATYPE_NULL = NullDatatype()
@@ -279,11 +458,45 @@ def message(spec, writable, blocks=1):
     one: `buf`, `[buf, T]`, `[buf, count]`, `[buf, (count, displ)]`, `[buf, count, T]`,
     `[buf, (count, displ), T]`, `[buf, count, displ, T]`, a count or T of None being the
     buffer's. With `blocks` (a collective's buffer holding one block per rank), `count` is
-    per block: given, or the buffer's elements divided by `blocks`. ValueError for a
-    malformed spec (as mpi4py: 2 to 4 items, a negative count or displacement, one beyond
-    the buffer, a count that cannot be inferred); BufferError (read-only where it must be
-    written, not contiguous); MPI.Exception ERR_COUNT for a count beyond the buffer,
-    ERR_TYPE."""
+    per block: given, or the buffer's elements divided by `blocks`. A derived datatype with
+    gaps is NotImplementedCall here (send_message and receive_message take one). ValueError
+    for a malformed spec (as mpi4py: 2 to 4 items, a negative count or displacement, one
+    beyond the buffer, a count that cannot be inferred); BufferError (read-only where it
+    must be written, not contiguous); MPI.Exception ERR_COUNT for a count beyond the
+    buffer, ERR_TYPE (a derived datatype not committed)."""
+    data, count, datatype = _located(spec, writable, blocks)
+    if not (datatype.is_named or datatype.typemap.contiguous()):
+        raise unimplemented.NotImplementedCall(
+            "a derived datatype with gaps is not implemented by shmdat.mpi in this call "
+            "(point-to-point sends and receives take one)")
+    return data[:blocks * count * datatype.extent], count, datatype
+
+
+def send_message(spec):
+    """A point-to-point send's buffer spec: (bytes memoryview, count, datatype), a derived
+    datatype with gaps packed into new bytes. Errors as message()'s."""
+    data, count, datatype = _located(spec, False, 1)
+    tmap = datatype.typemap
+    if datatype.is_named or tmap.contiguous():
+        return data[:count * datatype.extent], count, datatype
+    return memoryview(typemap.pack(tmap, data, count)), count, datatype
+
+
+def receive_message(spec):
+    """A point-to-point receive's buffer spec: (bytes memoryview to receive into, count,
+    datatype, unpack), unpack None, or (a derived datatype with gaps: the view is packed
+    room) a function of the bytes received that places them. Errors as message()'s."""
+    data, count, datatype = _located(spec, True, 1)
+    tmap = datatype.typemap
+    if datatype.is_named or tmap.contiguous():
+        return data[:count * datatype.extent], count, datatype, None
+    room = bytearray(count * datatype.size)
+    return memoryview(room), count, datatype, \
+        lambda nbytes: typemap.unpack(tmap, room, data, count, nbytes)
+
+
+def _located(spec, writable, blocks):
+    """(the spec's bytes from its displacement on, count, datatype), checked (message())."""
     if isinstance(spec, (list, tuple)):
         buf, count, displ, datatype = _items(spec, (list, tuple))
         view, data = _contiguous_bytes(buf, writable)
@@ -293,6 +506,8 @@ def message(spec, writable, blocks=1):
         count = displ = None
         datatype = _datatype_of(view)
     extent = datatype.extent
+    if not datatype.committed:
+        raise MPIException(errors.ERR_TYPE, "a derived datatype not committed (Commit() first)")
     if displ is not None:
         displ = operator.index(displ)   # (TypeError for anything but an int, as mpi4py)
     if count is not None:
@@ -303,17 +518,29 @@ def message(spec, writable, blocks=1):
                              f"{len(data) // extent} {datatype.Get_name()}")
         data = data[displ * extent:]
     if count is None:
-        entries, rest = divmod(len(data), extent)
+        entries, rest = divmod(len(data), extent) if extent > 0 else (0, 1)
         if rest or entries % blocks:
             raise ValueError(f"message: cannot infer count, buffer length {len(data)} is not "
                              f"a multiple of {blocks} x datatype extent {extent}")
         count = entries // blocks
     elif count < 0:
         raise ValueError(f"message: negative count {count}")
-    elif blocks * count * extent > len(data):
+    if _span(datatype, blocks * count) > len(data):
         raise MPIException(errors.ERR_COUNT, f"{blocks} x count {count} of "
                            f"{datatype.Get_name()} does not fit a buffer of {len(data)} bytes")
-    return data[:blocks * count * extent], count, datatype
+    return data, count, datatype
+
+
+def _span(datatype, count):
+    """The bytes `count` elements reach from the buffer's start (a derived datatype's
+    before it, a negative true lower bound, are refused: MPI.Exception ERR_TYPE)."""
+    if datatype.is_named or not count:
+        return count * datatype.extent
+    tmap = datatype.typemap
+    if tmap.true_lb < 0:
+        raise MPIException(errors.ERR_TYPE, "a derived datatype reaching before its buffer "
+                           f"(true lower bound {tmap.true_lb})")
+    return (count - 1) * tmap.extent + tmap.true_ub
 
 
 def vector(spec, writable, blocks):

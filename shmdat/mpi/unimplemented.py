@@ -43,32 +43,24 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    COMBINER_CONTIGUOUS COMBINER_DARRAY COMBINER_DUP
-    COMBINER_F90_COMPLEX COMBINER_F90_INTEGER COMBINER_F90_REAL COMBINER_HINDEXED
-    COMBINER_HINDEXED_BLOCK COMBINER_HVECTOR COMBINER_INDEXED COMBINER_INDEXED_BLOCK
-    COMBINER_NAMED COMBINER_RESIZED COMBINER_STRUCT COMBINER_SUBARRAY COMBINER_VALUE_INDEX
+    COMBINER_CONTIGUOUS COMBINER_DARRAY COMBINER_DUP COMBINER_F90_COMPLEX
+    COMBINER_F90_INTEGER COMBINER_F90_REAL COMBINER_HINDEXED COMBINER_HINDEXED_BLOCK
+    COMBINER_HVECTOR COMBINER_INDEXED COMBINER_INDEXED_BLOCK COMBINER_NAMED
+    COMBINER_RESIZED COMBINER_STRUCT COMBINER_SUBARRAY COMBINER_VALUE_INDEX
     COMBINER_VECTOR COMM_TYPE_HW_GUIDED COMM_TYPE_HW_UNGUIDED COMM_TYPE_RESOURCE_GUIDED
-    COMM_TYPE_SHARED
-    Close_port
-    DISPLACEMENT_CURRENT DISP_CUR DISTRIBUTE_BLOCK DISTRIBUTE_CYCLIC
-    DISTRIBUTE_DFLT_DARG DISTRIBUTE_NONE
-    Distgraphcomm ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
-    F_ERROR
-    F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info
-    Get_abi_info Get_abi_version Get_hw_resource_info Graphcomm Grequest
-    Iflush_buffer
-    InPlaceType Intercomm Lookup_name
-    MAX_DATAREP_STRING MAX_ERROR_STRING
-    MAX_LIBRARY_VERSION_STRING MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME
-    MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN MODE_APPEND
-    MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR MODE_SEQUENTIAL
-    MODE_UNIQUE_OPEN MODE_WRONLY ORDER_C ORDER_F ORDER_FORTRAN Open_port
-    Publish_name ROOT Register_datarep
-    Remove_error_class Remove_error_code Remove_error_string SEEK_CUR SEEK_END SEEK_SET
-    SESSION_NULL Session TYPECLASS_COMPLEX TYPECLASS_INTEGER TYPECLASS_LOGICAL
-    TYPECLASS_REAL UNWEIGHTED Unpublish_name WEIGHTS_EMPTY buffer memory
-
-
+    COMM_TYPE_SHARED Close_port DISPLACEMENT_CURRENT DISP_CUR DISTRIBUTE_BLOCK
+    DISTRIBUTE_CYCLIC DISTRIBUTE_DFLT_DARG DISTRIBUTE_NONE Distgraphcomm ERR_ABI
+    ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL F_ERROR F_SOURCE
+    F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info Get_abi_version
+    Get_hw_resource_info Graphcomm Grequest Iflush_buffer InPlaceType Intercomm
+    Lookup_name MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
+    MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
+    MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
+    MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Open_port Publish_name ROOT
+    Register_datarep Remove_error_class Remove_error_code Remove_error_string SEEK_CUR
+    SEEK_END SEEK_SET SESSION_NULL Session TYPECLASS_COMPLEX TYPECLASS_INTEGER
+    TYPECLASS_LOGICAL TYPECLASS_REAL UNWEIGHTED Unpublish_name WEIGHTS_EMPTY buffer
+    memory
 """.split())
 
 COMM = frozenset("""
@@ -108,14 +100,10 @@ STATUS = frozenset("""
 """.split())
 
 DATATYPE = frozenset("""
-    Commit Create_contiguous Create_darray Create_dup Create_f90_complex
-    Create_f90_integer Create_f90_real Create_hindexed Create_hindexed_block
-    Create_hvector Create_indexed Create_indexed_block Create_resized Create_struct
-    Create_subarray Create_vector Dup Free Get_contents Get_envelope Get_true_extent
-    Get_value_index Match_size Pack Pack_external Pack_external_size Pack_size Resized
-    Set_name Unpack Unpack_external combiner contents decode envelope f2py free
-    fromhandle fromint handle is_named is_predefined lb py2f tocode toint true_extent
-    true_lb true_ub typestr ub
+    Create_darray Create_dup Create_f90_complex Create_f90_integer Create_f90_real
+    Get_contents Get_envelope Get_value_index Match_size Pack Pack_external
+    Pack_external_size Pack_size Unpack Unpack_external combiner contents decode
+    envelope f2py free fromhandle fromint handle py2f tocode toint typestr
 """.split())
 
 OP = frozenset("""

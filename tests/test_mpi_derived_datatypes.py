@@ -119,3 +119,49 @@ for args in (([4], [5], [0]), ([4], [2], [3]), ([4, 4], [2], [0]), ([4], [2], [0
         print(e.Get_error_class() == MPI.ERR_ARG)
 """
     assert mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 1, body)) == ["True"] * 4
+
+
+PACK = """import numpy as np
+from mpi4py import MPI
+c = MPI.COMM_SELF
+v = MPI.DOUBLE.Create_vector(2, 1, 2).Commit()
+a = np.arange(8.0)
+out = bytearray(48)
+end = v.Pack(a, out, 0, c)
+print("pack", end, np.frombuffer(out[:end]).tolist())
+end = MPI.INT.Pack(np.arange(3, dtype="i4"), out, end, c)
+print("then ints", end, np.frombuffer(out[32:end], "i4").tolist())
+b = np.zeros(8)
+print("unpack", v.Unpack(out, 0, b, c), b.tolist())
+ints = np.zeros(3, "i4")
+print("unpack ints", MPI.INT.Unpack(out, 32, ints, c), ints.tolist())
+print("sizes", v.Pack_size(2, c), MPI.INT.Pack_size(3, c), MPI.DOUBLE_INT.Pack_size(1, c), v.Pack_size(0, c))
+pair = np.zeros(1, dtype=np.dtype([("v", "f8"), ("i", "i4")], align=True))
+pair["v"], pair["i"] = 2.5, 7
+print("pair packed", MPI.DOUBLE_INT.Pack(pair.view("u1"), out, 0, c))
+"""
+
+
+def test_pack_and_unpack_as_under_mpiexec(tmp_path):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 1, PACK)
+
+
+def test_pack_and_unpack_refuse_what_does_not_fit(tmp_path):
+    # (MPICH writes past the buffer, or reads past it: shmdat.mpi says which error.)
+    body = """import numpy as np
+from mpi4py import MPI
+c = MPI.COMM_SELF
+v = MPI.DOUBLE.Create_vector(2, 1, 2)
+def error_of(call):
+    try:
+        call()
+    except MPI.Exception as e:
+        return e.Get_error_class()
+print(error_of(lambda: v.Pack(np.arange(8.0), bytearray(32), 0, c)) == MPI.ERR_TYPE)
+v.Commit()
+print(error_of(lambda: v.Pack(np.arange(8.0), bytearray(10), 0, c)) == MPI.ERR_TRUNCATE)
+print(error_of(lambda: v.Unpack(bytearray(8), 0, np.zeros(8), c)) == MPI.ERR_TRUNCATE)
+print(error_of(lambda: v.Pack(np.arange(8.0), bytearray(64), -1, c)) == MPI.ERR_ARG)
+print(error_of(lambda: v.Pack_size(-1, c)) == MPI.ERR_COUNT)
+"""
+    assert mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 1, body)) == ["True"] * 5

@@ -133,6 +133,47 @@ class Datatype(unimplemented.Missing):
         """MPI_Type_commit: this datatype may now be used in communication."""
         return self
 
+    def Pack(self, inbuf, outbuf, position, comm):
+        """MPI_Pack: the elements `inbuf` holds (its bytes // extent of them), packed (their
+        bytes without gaps) into `outbuf` from byte `position`; the position after them.
+        `comm` is not used. MPI.Exception ERR_ARG (a negative position), ERR_TRUNCATE (no
+        room in outbuf), ERR_TYPE (not committed)."""
+        data = self._elements_of(inbuf, False)
+        out = _contiguous_bytes(outbuf, True)[1]
+        count = len(data) // self.extent if self.extent > 0 else 0
+        start = _position(position)
+        end = start + count * self.size
+        if end > len(out):
+            raise MPIException(errors.ERR_TRUNCATE, f"Pack: {count * self.size} bytes from "
+                               f"position {start} do not fit {len(out)}")
+        out[start:end] = typemap.pack(self.typemap, data, count)
+        return end
+
+    def Unpack(self, inbuf, position, outbuf, comm):
+        """MPI_Unpack: the elements `outbuf` holds (its bytes // extent of them), placed
+        from the packed bytes of `inbuf` at byte `position`; the position after them.
+        Errors as Pack's (ERR_TRUNCATE: inbuf holds too few bytes)."""
+        out = self._elements_of(outbuf, True)
+        data = _contiguous_bytes(inbuf, False)[1]
+        count = len(out) // self.extent if self.extent > 0 else 0
+        start = _position(position)
+        end = start + count * self.size
+        if end > len(data):
+            raise MPIException(errors.ERR_TRUNCATE, f"Unpack: {count * self.size} bytes from "
+                               f"position {start} of {len(data)}")
+        typemap.unpack(self.typemap, data[start:end], out, count, end - start)
+        return end
+
+    def Pack_size(self, count, comm):
+        """MPI_Pack_size: the bytes Pack needs for `count` elements."""
+        return _count(count) * self.size
+
+    def _elements_of(self, buf, writable):
+        """Pack's and Unpack's user buffer, as bytes (ERR_TYPE if not committed)."""
+        if not self.committed:
+            raise MPIException(errors.ERR_TYPE, "a derived datatype not committed (Commit() first)")
+        return _contiguous_bytes(buf, writable)[1]
+
     def Free(self):
         """MPI_Type_free. MPI.Exception ERR_TYPE for a named datatype."""
         raise MPIException(errors.ERR_TYPE, f"Free of the named datatype {self.Get_name()}")
@@ -202,6 +243,14 @@ def _count(value):
     value = operator.index(value)
     if value < 0:
         raise MPIException(errors.ERR_COUNT, f"a negative count {value}")
+    return value
+
+
+def _position(value):
+    """Pack's and Unpack's byte position: an int at least 0 (MPI.Exception ERR_ARG else)."""
+    value = operator.index(value)
+    if value < 0:
+        raise MPIException(errors.ERR_ARG, f"a negative position {value}")
     return value
 
 

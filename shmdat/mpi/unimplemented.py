@@ -101,9 +101,9 @@ STATUS = frozenset("""
 
 DATATYPE = frozenset("""
     Create_darray Create_dup Create_f90_complex Create_f90_integer Create_f90_real
-    Get_contents Get_envelope Get_value_index Match_size Pack Pack_external
-    Pack_external_size Pack_size Unpack Unpack_external combiner contents decode
-    envelope f2py free fromhandle fromint handle py2f tocode toint typestr
+    Get_contents Get_envelope Get_value_index Match_size Pack_external
+    Pack_external_size Unpack_external combiner contents decode envelope f2py free
+    fromhandle fromint handle py2f tocode toint typestr
 """.split())
 
 OP = frozenset("""

@@ -10,18 +10,13 @@ message, not the wait for it. A count does not drift with the machine's load, as
 does, which makes it the measure to compare two trees of the hot path with.
 """
 
-import argparse
 import ast
 import collections
-import multiprocessing
 import sys
 
-from shmdat.bench.plan import Cell
 from shmdat.bench.timing import client_cell
 
-from profile_hot_path import LAYERS, _server
-
-ITERATION = ("_pingpong", "_rdma_once", "_batch", "_rdma_batch")
+from profile_hot_path import ITERATION, arguments, client
 
 
 def _functions(path, cache):
@@ -38,21 +33,7 @@ def _functions(path, cache):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--layer", choices=sorted(LAYERS), default="dat")
-    p.add_argument("--test", default="send_lat")
-    p.add_argument("--size", type=int, default=8)
-    p.add_argument("--wait", default="poll")
-    p.add_argument("--seconds", type=float, default=0.3)
-    p.add_argument("--top", type=int, default=30)
-    args = p.parse_args()
-    ctx = multiprocessing.get_context("spawn")
-    a, b = ctx.Pipe()
-    server = ctx.Process(target=_server, args=(args.layer, a, args.size), daemon=True)
-    server.start()
-    t = LAYERS[args.layer]("client", b, args.size)
-    cell = Cell(args.test, args.size, args.wait)
-    client_cell(t, b, cell, args.seconds)          # warm: the QP joined, caches filled
+    args = arguments(seconds=0.3, top=30)
     lines, calls = collections.Counter(), collections.Counter()
 
     def tracer(frame, event, arg):
@@ -63,12 +44,11 @@ def main():
             lines[(code.co_filename, frame.f_lineno)] += 1
         return tracer
 
-    sys.settrace(tracer)
-    client_cell(t, b, cell, args.seconds)
-    sys.settrace(None)
-    b.send(None)
-    server.join(10)
-    t.close()
+    with client(args) as (t, b, cell):
+        client_cell(t, b, cell, args.seconds)      # warm: the QP joined, caches filled
+        sys.settrace(tracer)
+        client_cell(t, b, cell, args.seconds)
+        sys.settrace(None)
     iterations = sum(calls[name] for name in ITERATION) or 1
     per_function, cache = collections.Counter(), {}
     for (path, line), n in lines.items():

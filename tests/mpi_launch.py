@@ -34,6 +34,21 @@ def fails(error, call, *args, **kw):
     return 1
 """
 
+# A test program's helpers for printing what its calls gave, put after its imports of os and
+# mpi4py's MPI: say() prints a line in one write (ranks share stdout), outcome(f) is
+# ("ok", f()) or what f raised: ("MPI", error class) or (exception name,).
+SAY = """
+def say(*items):
+    os.write(1, (" ".join(str(i) for i in items) + "\\n").encode())
+def outcome(f):
+    try:
+        return ("ok", f())
+    except MPI.Exception as e:
+        return ("MPI", e.Get_error_class())
+    except Exception as e:
+        return (type(e).__name__,)
+"""
+
 
 def write(tmp_path, body, name="prog.py"):
     path = tmp_path / name

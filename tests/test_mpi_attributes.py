@@ -9,27 +9,19 @@ from tests import mpi_launch
 
 PROGRAM = """import os
 from mpi4py import MPI
+""" + mpi_launch.SAY + """
 comm = MPI.COMM_WORLD
 rank = comm.rank
 out, deleted = [], []
-def say(*items):
-    os.write(1, (" ".join(str(i) for i in items) + "\\n").encode())     # (one write: ranks share stdout)
-def err(f):
-    try:
-        return ("ok", f())
-    except MPI.Exception as e:
-        return ("MPI", e.Get_error_class())
-    except Exception as e:
-        return (type(e).__name__,)
 k = MPI.Comm.Create_keyval(delete_fn=lambda o, kk, v: deleted.append(v))
 k2 = MPI.Comm.Create_keyval()
-out.append(("new", k != MPI.KEYVAL_INVALID, k2 != k, comm.Get_attr(k), err(lambda: comm.Delete_attr(k))))
+out.append(("new", k != MPI.KEYVAL_INVALID, k2 != k, comm.Get_attr(k), outcome(lambda: comm.Delete_attr(k))))
 comm.Set_attr(k, "a"); comm.Set_attr(k, "b")
 out.append(("replaced", comm.Get_attr(k), list(deleted), MPI.Comm(comm).Get_attr(k)))
-out.append(("errors", err(lambda: comm.Set_attr(MPI.TAG_UB, 5)), err(lambda: comm.Delete_attr(MPI.TAG_UB)),
-            err(lambda: comm.Get_attr("x")), err(lambda: comm.Set_attr("x", 1)), err(lambda: comm.Get_attr(MPI.KEYVAL_INVALID)),
-            err(lambda: comm.Get_attr(12345)), err(lambda: MPI.Comm.Free_keyval(MPI.KEYVAL_INVALID)),
-            err(lambda: comm.Set_attr(MPI.Win.Create_keyval(), 1)), comm.Get_attr(MPI.TAG_UB) > 0))
+out.append(("errors", outcome(lambda: comm.Set_attr(MPI.TAG_UB, 5)), outcome(lambda: comm.Delete_attr(MPI.TAG_UB)),
+            outcome(lambda: comm.Get_attr("x")), outcome(lambda: comm.Set_attr("x", 1)), outcome(lambda: comm.Get_attr(MPI.KEYVAL_INVALID)),
+            outcome(lambda: comm.Get_attr(12345)), outcome(lambda: MPI.Comm.Free_keyval(MPI.KEYVAL_INVALID)),
+            outcome(lambda: comm.Set_attr(MPI.Win.Create_keyval(), 1)), comm.Get_attr(MPI.TAG_UB) > 0))
 s = comm.Split(0, 0)
 d = comm.Dup()
 out.append(("not inherited", s.Get_attr(k), d.Get_attr(k)))
@@ -49,16 +41,16 @@ out.append(("dup of a comm", inner != held, bool(inner)))
 c3.Free(); comm.Delete_attr(kd)
 out.append(("freed with it", inner == MPI.COMM_NULL, held == MPI.COMM_NULL))
 kp = MPI.Comm.Create_keyval(nopython=True)
-out.append(("nopython", err(lambda: comm.Set_attr(kp, "x")), err(lambda: (comm.Set_attr(kp, 5), comm.Get_attr(kp))[1])))
+out.append(("nopython", outcome(lambda: comm.Set_attr(kp, "x")), outcome(lambda: (comm.Set_attr(kp, 5), comm.Get_attr(kp))[1])))
 win = MPI.Win.Allocate(8, comm=comm)
 kw = MPI.Win.Create_keyval(delete_fn=lambda o, kk, v: deleted.append(("win", v)))
 win.Set_attr(kw, "w")
-out.append(("win", win.Get_attr(kw), win.Get_attr(MPI.WIN_SIZE), err(lambda: win.Set_attr(MPI.WIN_SIZE, 1)), err(lambda: win.Get_attr(k))))
+out.append(("win", win.Get_attr(kw), win.Get_attr(MPI.WIN_SIZE), outcome(lambda: win.Set_attr(MPI.WIN_SIZE, 1)), outcome(lambda: win.Get_attr(k))))
 win.Free()
 out.append(("win freed", deleted[-1], MPI.Win.Free_keyval(kw) == MPI.KEYVAL_INVALID))
 kty = MPI.Datatype.Create_keyval()
 MPI.INT.Set_attr(kty, 7)
-out.append(("datatype", MPI.INT.Get_attr(kty), MPI.DOUBLE.Get_attr(kty), err(lambda: MPI.INT.Get_attr(k))))
+out.append(("datatype", MPI.INT.Get_attr(kty), MPI.DOUBLE.Get_attr(kty), outcome(lambda: MPI.INT.Get_attr(k))))
 MPI.INT.Delete_attr(kty)
 out.append(("datatype deleted", MPI.INT.Get_attr(kty), MPI.Datatype.Free_keyval(kty) == MPI.KEYVAL_INVALID))
 kf = MPI.Comm.Create_keyval(delete_fn=lambda o, kk, v: say(rank, "finalize deletes", v))

@@ -13,17 +13,9 @@ from tests import mpi_launch
 PROGRAM = """import os
 import numpy as np
 from mpi4py import MPI
+""" + mpi_launch.SAY + """
 comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
-def say(*items):
-    os.write(1, (" ".join(str(i) for i in items) + "\\n").encode())     # (one write: ranks share stdout)
-def err(f):
-    try:
-        return ("ok", f())
-    except MPI.Exception as e:
-        return ("MPI", e.Get_error_class())
-    except Exception as e:
-        return (type(e).__name__,)
 D, I, C = MPI.DOUBLE, MPI.INT, MPI.CHAR
 types = {
     "contiguous": I.Create_contiguous(3), "vector": D.Create_vector(3, 2, 4),
@@ -39,9 +31,9 @@ types = {
 if rank == 0:
     for name, t in types.items():
         say(name, t.Get_extent(), t.Get_true_extent(), t.size, t.lb, t.ub, t.is_named)
-    say("errors", err(lambda: I.Create_vector(-1, 1, 1)), err(lambda: I.Create_indexed([1, 2], [0])), err(lambda: I.Create_vector("a", 1, 1)),
-        err(lambda: comm.Send([np.zeros(9), 1, D.Create_vector(3, 1, 3)], 1)),
-        err(lambda: I.Free()), MPI.ORDER_C, MPI.ORDER_F == MPI.ORDER_FORTRAN)
+    say("errors", outcome(lambda: I.Create_vector(-1, 1, 1)), outcome(lambda: I.Create_indexed([1, 2], [0])), outcome(lambda: I.Create_vector("a", 1, 1)),
+        outcome(lambda: comm.Send([np.zeros(9), 1, D.Create_vector(3, 1, 3)], 1)),
+        outcome(lambda: I.Free()), MPI.ORDER_C, MPI.ORDER_F == MPI.ORDER_FORTRAN)
 for t in types.values():
     t.Commit()
 other = 1 - rank if size == 2 else rank
@@ -76,7 +68,7 @@ v = D.Create_vector(2, 1, 2).Commit()
 dup = v.Dup()
 v.Free()
 say(rank, "freed", v == MPI.DATATYPE_NULL, dup.Get_extent(), dup.size)
-say(rank, "collective", err(lambda: comm.Bcast([np.zeros(4), 1, dup], 0)))
+say(rank, "collective", outcome(lambda: comm.Bcast([np.zeros(4), 1, dup], 0)))
 """
 
 

@@ -68,6 +68,24 @@ def _call(fn, obj, keyval, value, what):
                            f"{type(exc).__name__}") from None
 
 
+class Keyvals:
+    """Create_keyval and Free_keyval, class methods of the kinds of object that hold
+    attributes (Comm, Win, Datatype), which name their kind in `_kind`."""
+
+    _kind = None
+
+    @classmethod
+    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
+        """MPI_<kind>_create_keyval: a new keyval (the module docstring says what the
+        callbacks do)."""
+        return create_keyval(cls._kind, copy_fn, delete_fn, nopython)
+
+    @classmethod
+    def Free_keyval(cls, keyval):
+        """MPI_<kind>_free_keyval: KEYVAL_INVALID. MPI.Exception ERR_KEYVAL."""
+        return free_keyval(cls._kind, keyval)
+
+
 class Attributes:
     """One object's attribute values (shared by every handle to the object)."""
 

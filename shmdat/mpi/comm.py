@@ -462,7 +462,7 @@ class _Done:
     done, error, nbytes, source, tag, buf, data = True, 0, 0, PROC_NULL, ANY_TAG, None, None
 
 
-class Comm(ErrorHandling, unimplemented.Missing):
+class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
     """An intracommunicator: COMM_WORLD, COMM_SELF, or one that Dup or Split made. `ranks`
     maps its ranks to the engine's (world) ranks; `context` tells its point-to-point traffic
     apart, and its collectives use context + 1 (their own channel,
@@ -545,28 +545,18 @@ class Comm(ErrorHandling, unimplemented.Missing):
             return ANY_SOURCE
         if keyval == LASTUSEDCODE:
             return errors.last_used_code()
-        return self._attrs.get("Comm", keyval)
+        return self._attrs.get(self._kind, keyval)
 
     def Set_attr(self, keyval, attrval):
         """MPI_Comm_set_attr: a value already set is deleted first (its delete_fn).
         MPI.Exception ERR_KEYVAL (a predefined key, or none of Comm's), ERR_OTHER (the
         delete_fn raised); TypeError (nopython keyval: not an int)."""
-        self._attrs.set(self, "Comm", keyval, attrval)
+        self._attrs.set(self, self._kind, keyval, attrval)
 
     def Delete_attr(self, keyval):
         """MPI_Comm_delete_attr: the value goes, through the keyval's delete_fn (nothing if
         not set). MPI.Exception ERR_KEYVAL, ERR_OTHER (the delete_fn raised)."""
-        self._attrs.delete(self, "Comm", keyval)
-
-    @classmethod
-    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
-        """MPI_Comm_create_keyval: a new keyval (attributes.py says what the callbacks do)."""
-        return attributes.create_keyval("Comm", copy_fn, delete_fn, nopython)
-
-    @classmethod
-    def Free_keyval(cls, keyval):
-        """MPI_Comm_free_keyval: KEYVAL_INVALID. MPI.Exception ERR_KEYVAL."""
-        return attributes.free_keyval("Comm", keyval)
+        self._attrs.delete(self, self._kind, keyval)
 
     def Get_name(self):
         """MPI_Comm_get_name: MPI_COMM_WORLD, MPI_COMM_SELF, else what Set_name gave ('')."""

@@ -12,13 +12,14 @@ from .errors import Exception as MPIException
 ORDER_C, ORDER_F = 56, 57       # Create_subarray's orders (MPICH's; mpi4py's ORDER_FORTRAN is ORDER_F)
 
 
-class Datatype(unimplemented.Missing):
+class Datatype(attributes.Keyvals, unimplemented.Missing):
     """A named MPI datatype (its Create_* methods make Derived ones): `size`, its data's
     bytes, and `extent`, its stride in a buffer (larger for the padded pair types);
     `typemap`, where its bytes lie (typemap.py); `Get_size()`, `Get_extent()`,
     `Get_name()`; `dtype`, the numpy dtype reductions compute in."""
 
     _unimplemented = unimplemented.DATATYPE
+    _kind = "Datatype"
 
     is_named = is_predefined = True
     committed = True
@@ -140,12 +141,7 @@ class Datatype(unimplemented.Missing):
         room in outbuf), ERR_TYPE (not committed)."""
         data = self._elements_of(inbuf, False)
         out = _contiguous_bytes(outbuf, True)[1]
-        count = len(data) // self.extent if self.extent > 0 else 0
-        start = _position(position)
-        end = start + count * self.size
-        if end > len(out):
-            raise MPIException(errors.ERR_TRUNCATE, f"Pack: {count * self.size} bytes from "
-                               f"position {start} do not fit {len(out)}")
+        count, start, end = self._packed_span(data, out, position, "Pack")
         out[start:end] = typemap.pack(self.typemap, data, count)
         return end
 
@@ -155,14 +151,20 @@ class Datatype(unimplemented.Missing):
         Errors as Pack's (ERR_TRUNCATE: inbuf holds too few bytes)."""
         out = self._elements_of(outbuf, True)
         data = _contiguous_bytes(inbuf, False)[1]
-        count = len(out) // self.extent if self.extent > 0 else 0
-        start = _position(position)
-        end = start + count * self.size
-        if end > len(data):
-            raise MPIException(errors.ERR_TRUNCATE, f"Unpack: {count * self.size} bytes from "
-                               f"position {start} of {len(data)}")
+        count, start, end = self._packed_span(out, data, position, "Unpack")
         typemap.unpack(self.typemap, data[start:end], out, count, end - start)
         return end
+
+    def _packed_span(self, elements, packed, position, what):
+        """(the elements in `elements`, start, end) of their packed bytes in `packed` from
+        `position`; MPI.Exception ERR_TRUNCATE if packed has not the room, ERR_ARG."""
+        count = len(elements) // self.extent if self.extent > 0 else 0
+        start = _position(position)
+        end = start + count * self.size
+        if end > len(packed):
+            raise MPIException(errors.ERR_TRUNCATE, f"{what}: {count * self.size} packed bytes "
+                               f"from position {start} of {len(packed)}")
+        return count, start, end
 
     def Pack_size(self, count, comm):
         """MPI_Pack_size: the bytes Pack needs for `count` elements."""
@@ -200,28 +202,18 @@ class Datatype(unimplemented.Missing):
     def Get_attr(self, keyval):
         """MPI_Type_get_attr: the keyval's value, None if not set. TypeError, MPI.Exception
         ERR_KEYVAL (no Datatype keyval)."""
-        return (self._attrs or _NO_ATTRIBUTES).get("Datatype", keyval)
+        return (self._attrs or _NO_ATTRIBUTES).get(self._kind, keyval)
 
     def Set_attr(self, keyval, attrval):
         """MPI_Type_set_attr: a value already set is deleted first (its delete_fn).
         MPI.Exception ERR_KEYVAL, ERR_OTHER (the delete_fn raised); TypeError."""
         if self._attrs is None:
             self._attrs = attributes.Attributes()
-        self._attrs.set(self, "Datatype", keyval, attrval)
+        self._attrs.set(self, self._kind, keyval, attrval)
 
     def Delete_attr(self, keyval):
         """MPI_Type_delete_attr (nothing if not set). MPI.Exception ERR_KEYVAL, ERR_OTHER."""
-        (self._attrs or _NO_ATTRIBUTES).delete(self, "Datatype", keyval)
-
-    @classmethod
-    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
-        """MPI_Type_create_keyval: a new keyval (attributes.py says what the callbacks do)."""
-        return attributes.create_keyval("Datatype", copy_fn, delete_fn, nopython)
-
-    @classmethod
-    def Free_keyval(cls, keyval):
-        """MPI_Type_free_keyval: KEYVAL_INVALID. MPI.Exception ERR_KEYVAL."""
-        return attributes.free_keyval("Datatype", keyval)
+        (self._attrs or _NO_ATTRIBUTES).delete(self, self._kind, keyval)
 
     def __repr__(self):
         return f"<Datatype {self.Get_name()}>"

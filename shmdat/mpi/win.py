@@ -131,7 +131,7 @@ def _check_op(op, datatype):
     op.check(datatype.dtype)            # ERR_OP where MPI's table has no entry
 
 
-class Win(ErrorHandling, unimplemented.Missing):
+class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate,
     Fetch_and_op, Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate, Fence, Post,
     Start, Complete, Wait, Test, Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all,
@@ -255,30 +255,20 @@ class Win(ErrorHandling, unimplemented.Missing):
             return self._flavor
         if keyval == WIN_MODEL:
             return WIN_UNIFIED
-        return self._attrs.get("Win", keyval)
+        return self._attrs.get(self._kind, keyval)
 
     def Set_attr(self, keyval, attrval):
         """MPI_Win_set_attr: a value already set is deleted first (its delete_fn).
         MPI.Exception ERR_WIN, ERR_KEYVAL (a predefined key, or none of Win's), ERR_OTHER
         (the delete_fn raised); TypeError (nopython keyval: not an int)."""
         self._check_live()
-        self._attrs.set(self, "Win", keyval, attrval)
+        self._attrs.set(self, self._kind, keyval, attrval)
 
     def Delete_attr(self, keyval):
         """MPI_Win_delete_attr: the value goes, through the keyval's delete_fn (nothing if
         not set). MPI.Exception ERR_WIN, ERR_KEYVAL, ERR_OTHER (the delete_fn raised)."""
         self._check_live()
-        self._attrs.delete(self, "Win", keyval)
-
-    @classmethod
-    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
-        """MPI_Win_create_keyval: a new keyval (a window has no Dup: copy_fn is kept, unused)."""
-        return attributes.create_keyval("Win", copy_fn, delete_fn, nopython)
-
-    @classmethod
-    def Free_keyval(cls, keyval):
-        """MPI_Win_free_keyval: KEYVAL_INVALID. MPI.Exception ERR_KEYVAL."""
-        return attributes.free_keyval("Win", keyval)
+        self._attrs.delete(self, self._kind, keyval)
 
     @property
     def attrs(self):

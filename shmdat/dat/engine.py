@@ -62,7 +62,7 @@ class EngineBase:
         # Completions taken into EVDs (EVD._drain counts them), to set beside what the device
         # says it made: when the two differ, a CQ holds a completion not yet drained.
         self.completions_taken = -1
-        self.posted = False             # a post since the last round (it may have completed at once)
+        self.posted = False             # a post since the last collect() (it may have completed at once)
         self.next_timer = None          # monotonic deadline of the earliest connect timer
         self.cm = None                  # cm.ConnectionManager: set by the IA
         self.blocked = 0                # threads inside block()

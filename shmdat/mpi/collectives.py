@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from . import errors
+from .datatypes import staged
 from .errors import Exception as MPIException
 from .pickler import pickle
 
@@ -38,6 +39,19 @@ class Channel:
         self.schedule = None        # a non-blocking channel's collective, once started
         self.flags = None           # the channel of its small blocking collectives, made at
         #                             the first (flags.FlagChannel: Comm._flags)
+        self.unpacks = []           # the collective's receive buffers of a derived datatype
+        #                             with gaps: their unpacks, run by finish()
+
+    def buffer(self, spec, writable, blocks=1):
+        """A collective's buffer spec, as datatypes.message reads it; a derived datatype with
+        gaps staged (datatypes.staged): placed in the user's buffer by finish()."""
+        return staged(spec, writable, blocks, self.unpacks)
+
+    def finish(self):
+        """The collective has ended well: its staged receive buffers are placed."""
+        unpacks, self.unpacks = self.unpacks, []
+        for unpack in unpacks:
+            unpack()
 
     def nonblocking(self):
         """A channel for one non-blocking collective: its own tag and scratch (others may run

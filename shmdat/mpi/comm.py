@@ -405,18 +405,28 @@ class _CollectiveRequest(Request):
         if status is not None:
             Status.__init__(status)
 
+    _channel = None                 # its NonblockingChannel (staged buffers placed at the end)
+
     def _finish(self, status):
         self._active = False
         self._fill(status)
         if self._op.exception is not None:
             raise self._op.exception
+        self._channel.finish()
 
 
 def _blocking(collective):
     """A buffer collective of Comm (MPI_Bcast, ...) from `collective(self, ch, ...)`: run on
     the communicator's channel, returning when done."""
     def call(self, *args, **kwargs):
-        collective(self, self._channel, *args, **kwargs)
+        ch = self._channel
+        try:
+            collective(self, ch, *args, **kwargs)
+        except BaseException:
+            ch.unpacks.clear()      # (a collective that raised places nothing)
+            raise
+        if ch.unpacks:
+            ch.finish()
     call.__name__ = call.__qualname__ = collective.__name__[1:].capitalize()
     call.__doc__ = collective.__doc__
     return call
@@ -430,7 +440,9 @@ def _nonblocking(collective):
     def call(self, *args, **kwargs):
         ch = self._channel.nonblocking()
         collective(self, ch, *args, **kwargs)
-        return _CollectiveRequest(self._engine, self._rank_of, ch.schedule)
+        request = _CollectiveRequest(self._engine, self._rank_of, ch.schedule)
+        request._channel = ch
+        return request
     name = collective.__name__[1:].capitalize()
     call.__name__ = call.__qualname__ = f"I{name.lower()}"
     call.__doc__ = f"MPI_I{name.lower()}: {name} as a Request (started now, advanced as " \
@@ -1007,7 +1019,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         """MPI_Bcast (binomial tree). MPI.Exception: ERR_ROOT, buffer errors, ERR_TRUNCATE
         if the ranks' sizes differ."""
         self._check_root(root)
-        collectives.bcast(ch, root, message(buf, self._rank != root)[0])
+        collectives.bcast(ch, root, ch.buffer(buf, self._rank != root)[0])
 
     Bcast, Ibcast = _blocking(_bcast), _nonblocking(_bcast)
 
@@ -1048,12 +1060,12 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         self._check_root(root)
         out = None
         if self._rank == root:
-            out = message(recvbuf, True, self._size)[0]
+            out = ch.buffer(recvbuf, True, self._size)[0]
             width = len(out) // self._size
             block = out[root * width:(root + 1) * width] if _in_place(sendbuf) else \
-                _fitting(message(sendbuf, False)[0], width)
+                _fitting(ch.buffer(sendbuf, False)[0], width)
         else:
-            block = message(sendbuf, False)[0]
+            block = ch.buffer(sendbuf, False)[0]
         collectives.gather(ch, root, block, out)
 
     Gather, Igather = _blocking(_gather), _nonblocking(_gather)
@@ -1064,31 +1076,31 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         self._check_root(root)
         blocks = None
         if self._rank == root:
-            blocks = message(sendbuf, False, self._size)[0]
+            blocks = ch.buffer(sendbuf, False, self._size)[0]
             width = len(blocks) // self._size
-            out = None if _in_place(recvbuf) else message(recvbuf, True)[0][:width]
+            out = None if _in_place(recvbuf) else ch.buffer(recvbuf, True)[0][:width]
             if out is not None and len(out) < width:
                 raise MPIException(errors.ERR_TRUNCATE, f"a block of {width} bytes into "
                                    f"{len(out)}")
         else:
-            out = message(recvbuf, True)[0]
+            out = ch.buffer(recvbuf, True)[0]
         collectives.scatter(ch, root, blocks, out)
 
     Scatter, Iscatter = _blocking(_scatter), _nonblocking(_scatter)
 
     def _allgather(self, ch, sendbuf, recvbuf):
         """MPI_Allgather (ring); `sendbuf` may be IN_PLACE (this rank's block in recvbuf)."""
-        views = equal_blocks(message(recvbuf, True, self._size)[0], self._size)
+        views = equal_blocks(ch.buffer(recvbuf, True, self._size)[0], self._size)
         collectives.allgatherv(ch, views, None if _in_place(sendbuf) else
-                               _fitting(message(sendbuf, False)[0], len(views[0])))
+                               _fitting(ch.buffer(sendbuf, False)[0], len(views[0])))
 
     Allgather, Iallgather = _blocking(_allgather), _nonblocking(_allgather)
 
     def _alltoall(self, ch, sendbuf, recvbuf):
         """MPI_Alltoall (pairwise exchange); `sendbuf` may be IN_PLACE."""
-        out = message(recvbuf, True, self._size)[0]
+        out = ch.buffer(recvbuf, True, self._size)[0]
         sends = memoryview(bytes(out)) if _in_place(sendbuf) else \
-            _fitting(message(sendbuf, False, self._size)[0], len(out))
+            _fitting(ch.buffer(sendbuf, False, self._size)[0], len(out))
         collectives.alltoallv(ch, equal_blocks(sends, self._size),
                               equal_blocks(out, self._size))
 

@@ -523,6 +523,22 @@ def send_message(spec):
     return memoryview(typemap.pack(tmap, data, count)), count, datatype
 
 
+def staged(spec, writable, blocks, unpacks):
+    """message() for a collective that takes a derived datatype with gaps: a buffer only read
+    is packed; one written is packed room (holding the buffer's elements packed, for the
+    collectives that read it in place), its unpack appended to `unpacks`, to run once the
+    collective has ended (collectives.Channel.finish)."""
+    data, count, datatype = _located(spec, writable, blocks)
+    tmap = datatype.typemap
+    if datatype.is_named or tmap.contiguous():
+        return data[:blocks * count * datatype.extent], count, datatype
+    elements = blocks * count
+    room = typemap.pack(tmap, data, elements)
+    if writable:
+        unpacks.append(lambda: typemap.unpack(tmap, room, data, elements, len(room)))
+    return memoryview(room), count, datatype
+
+
 def receive_message(spec):
     """A point-to-point receive's buffer spec: (bytes memoryview to receive into, count,
     datatype, unpack), unpack None, or (a derived datatype with gaps: the view is packed

@@ -204,3 +204,29 @@ print(error_of(lambda: v.Pack(np.arange(8.0), bytearray(64), -1, c)) == MPI.ERR_
 print(error_of(lambda: v.Pack_size(-1, c)) == MPI.ERR_COUNT)
 """
     assert mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 1, body)) == ["True"] * 5
+
+
+ENVELOPE = """from mpi4py import MPI
+comm = MPI.COMM_WORLD
+out = print if comm.rank == 0 else (lambda *items: None)    # (one rank prints: no interleaving)
+I = MPI.INT
+made = [I, I.Dup(), I.Create_contiguous(2), I.Create_vector(2, 1, 2), I.Create_hvector(2, 1, 8),
+        I.Create_indexed([1], [1]), I.Create_hindexed([1], [4]), I.Create_indexed_block(1, [1]),
+        I.Create_hindexed_block(1, [4]), MPI.Datatype.Create_struct([1], [0], [I]),
+        I.Create_subarray([2], [1], [0]), I.Create_resized(0, 8), MPI.DOUBLE.Dup()]
+out([t.combiner for t in made])
+out([t.typestr for t in made])
+out([getattr(MPI, name).typestr for name in ("BYTE", "CHAR", "WCHAR", "C_BOOL", "FLOAT", "LONG_DOUBLE",
+                                             "C_DOUBLE_COMPLEX", "DOUBLE_INT", "PACKED", "AINT")])
+out(MPI.COMBINER_NAMED, MPI.COMBINER_DUP, MPI.COMBINER_STRUCT, MPI.COMBINER_SUBARRAY, MPI.COMBINER_RESIZED)
+c = comm.Dup_with_info(MPI.INFO_NULL)
+d, request = comm.Idup()
+request.Wait()
+out(c.Get_size(), d.Get_size(), d.allreduce(1), c.Compare(comm) == MPI.CONGRUENT)
+c.Free()
+d.Free()
+"""
+
+
+def test_combiners_typestrs_and_dups_with_info_as_under_mpiexec(tmp_path):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 2, ENVELOPE)

@@ -16,8 +16,12 @@ from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # n
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
                    Status)
 from .bsend import BSEND_OVERHEAD, BUFFER_AUTOMATIC, BufferAutomaticType  # noqa: F401
-from .datatypes import (BOTTOM, DATATYPE_NULL, IN_PLACE, ORDER_C, ORDER_F, Aint_add,  # noqa: F401
-                        Aint_diff, BottomType, Datatype, Get_address)
+from .datatypes import (BOTTOM, COMBINER_CONTIGUOUS, COMBINER_DUP,  # noqa: F401
+                        COMBINER_HINDEXED, COMBINER_HINDEXED_BLOCK, COMBINER_HVECTOR,
+                        COMBINER_INDEXED, COMBINER_INDEXED_BLOCK, COMBINER_NAMED,
+                        COMBINER_RESIZED, COMBINER_STRUCT, COMBINER_SUBARRAY, COMBINER_VECTOR,
+                        DATATYPE_NULL, IN_PLACE, ORDER_C, ORDER_F, Aint_add, Aint_diff,
+                        BottomType, Datatype, Get_address)
 ORDER_FORTRAN = ORDER_F
 from .dims import Compute_dims  # noqa: F401
 from .engine import Engine

@@ -620,6 +620,17 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         dup._attrs = self._attrs.copied(self)       # (after the collective: every rank got there)
         return dup
 
+    def Dup_with_info(self, info):
+        """MPI_Comm_dup_with_info: Dup (hints are accepted and not used, as MPI allows)."""
+        return self.Dup(info)
+
+    def Idup(self, info=None):
+        """MPI_Comm_idup: (the Dup, a Request already complete): the context is agreed at
+        once, as Dup's, so the new communicator may be used before the request is waited on."""
+        return self.Dup(info), Request(self._engine, self._rank_of, SendOp(self._rank, done=True))
+
+    Idup_with_info = Idup
+
     def _new_context(self):
         """(Collective) a context id free at every rank here, claimed: a new
         communicator's, among any of these ranks."""

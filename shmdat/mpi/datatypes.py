@@ -10,6 +10,10 @@ from . import attributes, dlpack, errors, typemap, unimplemented
 from .errors import Exception as MPIException
 
 ORDER_C, ORDER_F = 56, 57       # Create_subarray's orders (MPICH's; mpi4py's ORDER_FORTRAN is ORDER_F)
+# Datatype.combiner: the constructor that made a datatype (MPICH's numbers).
+COMBINER_NAMED, COMBINER_DUP, COMBINER_CONTIGUOUS, COMBINER_VECTOR, COMBINER_HVECTOR = 1, 2, 3, 4, 6
+COMBINER_INDEXED, COMBINER_HINDEXED, COMBINER_INDEXED_BLOCK, COMBINER_STRUCT = 7, 9, 10, 12
+COMBINER_SUBARRAY, COMBINER_RESIZED, COMBINER_HINDEXED_BLOCK = 13, 18, 19
 
 
 class Datatype(attributes.Keyvals, unimplemented.Missing):
@@ -23,6 +27,7 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
 
     is_named = is_predefined = True
     committed = True
+    combiner = COMBINER_NAMED
 
     def __init__(self, name, size, typechar, extent=None):
         self._name, self.size, self.typechar = name, size, typechar
@@ -52,6 +57,19 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
         t = self.typemap
         return t.true_lb, t.true_ub - t.true_lb
 
+    @property
+    def typestr(self):
+        """mpi4py's typestr: numpy's type string of the datatype's element (its C type's;
+        "V" and the extent for a pair type or a derived datatype; a Dup's, its original's)."""
+        if self.combiner == COMBINER_DUP:
+            return self._dup_of.typestr
+        if not self.is_named or self.dtype.names is not None:
+            return f"V{self.extent}"
+        special = _TYPESTR.get(self._name)
+        if special is not None:
+            return special
+        return (np.dtype(self.typechar) if self.typechar else self.dtype).str[1:]
+
     lb = property(lambda self: self.typemap.lb)
     ub = property(lambda self: self.typemap.ub)
     true_lb = property(lambda self: self.typemap.true_lb)
@@ -62,34 +80,43 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
 
     def Create_contiguous(self, count):
         """MPI_Type_contiguous: `count` elements, one after the other."""
-        return Derived(typemap.blocks([(self.typemap, _count(count), 0)]))
+        return Derived(typemap.blocks([(self.typemap, _count(count), 0)]), COMBINER_CONTIGUOUS)
 
     def Create_vector(self, count, blocklength, stride):
         """MPI_Type_vector: `count` blocks of `blocklength` elements, `stride` elements apart."""
-        return self.Create_hvector(count, blocklength, _int(stride) * self.extent)
+        return self._hvector(count, blocklength, _int(stride) * self.extent, COMBINER_VECTOR)
 
     def Create_hvector(self, count, blocklength, stride):
         """MPI_Type_create_hvector: as Create_vector, `stride` in bytes."""
+        return self._hvector(count, blocklength, stride, COMBINER_HVECTOR)
+
+    def _hvector(self, count, blocklength, stride, combiner):
         length, stride = _count(blocklength), _int(stride)
         return Derived(typemap.blocks([(self.typemap, length, i * stride)
-                                       for i in range(_count(count))]))
+                                       for i in range(_count(count))]), combiner)
 
     def Create_indexed(self, blocklengths, displacements):
         """MPI_Type_indexed: blocks of blocklengths[i] elements at displacements[i] elements."""
-        return self.Create_hindexed(blocklengths, [_int(d) * self.extent for d in displacements])
+        return self._hindexed(blocklengths, [_int(d) * self.extent for d in displacements],
+                              COMBINER_INDEXED)
 
     def Create_hindexed(self, blocklengths, displacements):
         """MPI_Type_create_hindexed: as Create_indexed, displacements in bytes."""
+        return self._hindexed(blocklengths, displacements, COMBINER_HINDEXED)
+
+    def _hindexed(self, blocklengths, displacements, combiner):
         return Derived(typemap.blocks([(self.typemap, _count(n), _int(d))
-                                       for n, d in _pairs(blocklengths, displacements)]))
+                                       for n, d in _pairs(blocklengths, displacements)]), combiner)
 
     def Create_indexed_block(self, blocklength, displacements):
         """MPI_Type_create_indexed_block: Create_indexed with one blocklength."""
-        return self.Create_indexed([blocklength] * len(displacements), displacements)
+        return self._hindexed([blocklength] * len(displacements),
+                              [_int(d) * self.extent for d in displacements], COMBINER_INDEXED_BLOCK)
 
     def Create_hindexed_block(self, blocklength, displacements):
         """MPI_Type_create_hindexed_block: Create_hindexed with one blocklength."""
-        return self.Create_hindexed([blocklength] * len(displacements), displacements)
+        return self._hindexed([blocklength] * len(displacements), displacements,
+                              COMBINER_HINDEXED_BLOCK)
 
     @classmethod
     def Create_struct(cls, blocklengths, displacements, datatypes):
@@ -101,7 +128,7 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
                              f"{len(types)} datatypes")
         return Derived(typemap.blocks([(t.typemap, _count(n), _int(d)) for (n, d), t
                                        in zip(_pairs(blocklengths, displacements), types)],
-                                      pad=True))
+                                      pad=True), COMBINER_STRUCT)
 
     def Create_subarray(self, sizes, subsizes, starts, order=ORDER_C):
         """MPI_Type_create_subarray: the subsizes block at starts of a sizes array (ORDER_C:
@@ -113,18 +140,20 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
                        for size, sub, st in zip(sizes, subsizes, starts)):
             raise MPIException(errors.ERR_ARG, f"Create_subarray: subsizes {subsizes} at "
                                f"{starts} of sizes {sizes}, order {order}")
-        return Derived(typemap.subarray(self.typemap, sizes, subsizes, starts, order == ORDER_C))
+        return Derived(typemap.subarray(self.typemap, sizes, subsizes, starts, order == ORDER_C),
+                       COMBINER_SUBARRAY)
 
     def Create_resized(self, lb, extent):
         """MPI_Type_create_resized: the same bytes, bounds lb and lb + extent."""
-        return Derived(typemap.resized(self.typemap, _int(lb), _int(extent)))
+        return Derived(typemap.resized(self.typemap, _int(lb), _int(extent)), COMBINER_RESIZED)
 
     Resized = Create_resized
 
     def Dup(self):
         """MPI_Type_dup: the same type map (committed if this is), the attributes its keyvals'
         copy_fn give."""
-        dup = Derived(self.typemap)
+        dup = Derived(self.typemap, COMBINER_DUP)
+        dup._dup_of = self
         dup.committed = self.committed
         if self._attrs is not None:
             dup._attrs = self._attrs.copied(self)
@@ -220,6 +249,8 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
 
 
 _NO_ATTRIBUTES = attributes.Attributes()     # (a datatype's before its first Set_attr: empty)
+# typestr where numpy's type string of the buffer format is not mpi4py's.
+_TYPESTR = {"WCHAR": "U1", "PACKED": "u1"}
 # The MAXLOC/MINLOC pair types' bytes: the value, then the int after the value's padding.
 _PAIR_RUNS = {"SHORT_INT": ((0, 2), (4, 4)), "LONG_INT": ((0, 8), (8, 4)),
               "DOUBLE_INT": ((0, 8), (8, 4)), "LONG_DOUBLE_INT": ((0, 16), (16, 4))}
@@ -262,8 +293,9 @@ class Derived(Datatype):
     is_named = is_predefined = False
     committed = False
 
-    def __init__(self, tmap):
+    def __init__(self, tmap, combiner):
         self.typemap, self.size, self.extent = tmap, tmap.size, tmap.extent
+        self.combiner = combiner
         self.wire_size = self.size
         self.typechar = None
 

@@ -43,17 +43,14 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    COMBINER_CONTIGUOUS COMBINER_DARRAY COMBINER_DUP COMBINER_F90_COMPLEX
-    COMBINER_F90_INTEGER COMBINER_F90_REAL COMBINER_HINDEXED COMBINER_HINDEXED_BLOCK
-    COMBINER_HVECTOR COMBINER_INDEXED COMBINER_INDEXED_BLOCK COMBINER_NAMED
-    COMBINER_RESIZED COMBINER_STRUCT COMBINER_SUBARRAY COMBINER_VALUE_INDEX
-    COMBINER_VECTOR COMM_TYPE_HW_GUIDED COMM_TYPE_HW_UNGUIDED COMM_TYPE_RESOURCE_GUIDED
-    COMM_TYPE_SHARED Close_port DISPLACEMENT_CURRENT DISP_CUR DISTRIBUTE_BLOCK
-    DISTRIBUTE_CYCLIC DISTRIBUTE_DFLT_DARG DISTRIBUTE_NONE Distgraphcomm ERR_ABI
-    ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL F_ERROR F_SOURCE
-    F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info Get_abi_version
-    Get_hw_resource_info Graphcomm Grequest Iflush_buffer InPlaceType Intercomm
-    Lookup_name MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
+    COMBINER_DARRAY COMBINER_F90_COMPLEX COMBINER_F90_INTEGER COMBINER_F90_REAL
+    COMBINER_VALUE_INDEX COMM_TYPE_HW_GUIDED COMM_TYPE_HW_UNGUIDED
+    COMM_TYPE_RESOURCE_GUIDED COMM_TYPE_SHARED Close_port DISPLACEMENT_CURRENT DISP_CUR
+    DISTRIBUTE_BLOCK DISTRIBUTE_CYCLIC DISTRIBUTE_DFLT_DARG DISTRIBUTE_NONE
+    Distgraphcomm ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
+    F_ERROR F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info
+    Get_abi_version Get_hw_resource_info Graphcomm Grequest Iflush_buffer InPlaceType
+    Intercomm Lookup_name MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
     MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
     MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
     MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Open_port Publish_name ROOT
@@ -67,12 +64,12 @@ COMM = frozenset("""
     Accept Ack_failed Agree Allgather_init Allgatherv_init Allreduce_init Alltoall_init
     Alltoallv_init Alltoallw Alltoallw_init Barrier_init Bcast_init Cart_map Connect
     Create_dist_graph Create_dist_graph_adjacent Create_from_group Create_graph
-    Create_group Create_intercomm Disconnect Dup_with_info Exscan_init Gather_init
-    Gatherv_init Get_failed Get_info Get_parent Graph_map Iagree Ialltoallw Idup
-    Idup_with_info Iflush_buffer Is_revoked Isendrecv Isendrecv_replace Ishrink Join
-    Precv_init Psend_init Reduce_init Reduce_scatter_block_init Reduce_scatter_init
-    Revoke Scan_init Scatter_init Scatterv_init Set_info Shrink Spawn Spawn_multiple
-    Split_type f2py free fromhandle fromint handle info py2f toint
+    Create_group Create_intercomm Disconnect Exscan_init Gather_init Gatherv_init
+    Get_failed Get_info Get_parent Graph_map Iagree Ialltoallw Iflush_buffer Is_revoked
+    Isendrecv Isendrecv_replace Ishrink Join Precv_init Psend_init Reduce_init
+    Reduce_scatter_block_init Reduce_scatter_init Revoke Scan_init Scatter_init
+    Scatterv_init Set_info Shrink Spawn Spawn_multiple Split_type f2py free fromhandle
+    fromint handle info py2f toint
 """.split())
 
 # Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
@@ -102,8 +99,8 @@ STATUS = frozenset("""
 DATATYPE = frozenset("""
     Create_darray Create_dup Create_f90_complex Create_f90_integer Create_f90_real
     Get_contents Get_envelope Get_value_index Match_size Pack_external
-    Pack_external_size Unpack_external combiner contents decode envelope f2py free
-    fromhandle fromint handle py2f tocode toint typestr
+    Pack_external_size Unpack_external contents decode envelope f2py free fromhandle
+    fromint handle py2f tocode toint
 """.split())
 
 OP = frozenset("""

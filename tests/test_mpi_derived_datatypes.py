@@ -230,3 +230,31 @@ d.Free()
 
 def test_combiners_typestrs_and_dups_with_info_as_under_mpiexec(tmp_path):
     mpi_launch.assert_same_as_mpiexec(tmp_path, 2, ENVELOPE)
+
+
+DECODE = """from mpi4py import MPI
+I, D = MPI.INT, MPI.DOUBLE
+def names(types):
+    return [t.Get_name() for t in types]
+made = [I.Dup(), I.Create_contiguous(2), I.Create_vector(2, 1, 2), I.Create_hvector(2, 1, 8),
+        I.Create_indexed([1, 2], [1, 5]), I.Create_hindexed([1], [4]), I.Create_indexed_block(1, [1, 3]),
+        I.Create_hindexed_block(1, [4]), MPI.Datatype.Create_struct([1, 2], [0, 8], [I, D]),
+        I.Create_subarray([2, 3], [1, 2], [0, 1]), I.Create_resized(0, 8)]
+for t in made:
+    ints, addrs, counts, types = t.Get_contents()
+    base, combiner, params = t.decode()
+    params = {k: names(v) if k == "datatypes" else v for k, v in params.items()}
+    print(t.Get_envelope(), t.envelope == t.Get_envelope(), ints, addrs, counts, names(types),
+          base == MPI.DATATYPE_NULL or base.Get_name(), combiner, sorted(params.items()))
+nested = I.Create_vector(2, 1, 3).Create_contiguous(2)
+print(nested.decode()[1:], nested.decode()[0].decode()[1:], I.decode()[1:], I.Get_envelope())
+for call in (I.Get_contents, lambda: MPI.DATATYPE_NULL.Get_envelope()):
+    try:
+        call()
+    except MPI.Exception as e:
+        print("error", e.Get_error_class() == MPI.ERR_TYPE)
+"""
+
+
+def test_envelopes_contents_and_decode_as_under_mpiexec(tmp_path):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 1, DECODE)

@@ -62,7 +62,7 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
         """mpi4py's typestr: numpy's type string of the datatype's element (its C type's;
         "V" and the extent for a pair type or a derived datatype; a Dup's, its original's)."""
         if self.combiner == COMBINER_DUP:
-            return self._dup_of.typestr
+            return self._contents[3][0].typestr
         if not self.is_named or self.dtype.names is not None:
             return f"V{self.extent}"
         special = _TYPESTR.get(self._name)
@@ -76,47 +76,57 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
     true_ub = property(lambda self: self.typemap.true_ub)
     true_extent = property(lambda self: self.Get_true_extent()[1])
 
-    # Derived datatypes (MPI 4.1 section 5.1; typemap.py): made uncommitted, as MPI's.
+    # Derived datatypes (MPI 4.1 section 5.1; typemap.py): made uncommitted, as MPI's. Each
+    # keeps its constructor's arguments as MPICH's MPI_Type_get_contents_c gives them:
+    # (integers, addresses, large counts, datatypes).
 
     def Create_contiguous(self, count):
         """MPI_Type_contiguous: `count` elements, one after the other."""
-        return Derived(typemap.blocks([(self.typemap, _count(count), 0)]), COMBINER_CONTIGUOUS)
+        count = _count(count)
+        return Derived(typemap.blocks([(self.typemap, count, 0)]), COMBINER_CONTIGUOUS,
+                       ([], [], [count], [self]))
 
     def Create_vector(self, count, blocklength, stride):
         """MPI_Type_vector: `count` blocks of `blocklength` elements, `stride` elements apart."""
-        return self._hvector(count, blocklength, _int(stride) * self.extent, COMBINER_VECTOR)
+        return self._hvector(count, blocklength, stride, _int(stride) * self.extent, COMBINER_VECTOR)
 
     def Create_hvector(self, count, blocklength, stride):
         """MPI_Type_create_hvector: as Create_vector, `stride` in bytes."""
-        return self._hvector(count, blocklength, stride, COMBINER_HVECTOR)
+        return self._hvector(count, blocklength, stride, _int(stride), COMBINER_HVECTOR)
 
-    def _hvector(self, count, blocklength, stride, combiner):
-        length, stride = _count(blocklength), _int(stride)
-        return Derived(typemap.blocks([(self.typemap, length, i * stride)
-                                       for i in range(_count(count))]), combiner)
+    def _hvector(self, count, blocklength, stride, stride_bytes, combiner):
+        count, length = _count(count), _count(blocklength)
+        return Derived(typemap.blocks([(self.typemap, length, i * stride_bytes) for i in range(count)]),
+                       combiner, ([], [], [count, length, _int(stride)], [self]))
 
     def Create_indexed(self, blocklengths, displacements):
         """MPI_Type_indexed: blocks of blocklengths[i] elements at displacements[i] elements."""
-        return self._hindexed(blocklengths, [_int(d) * self.extent for d in displacements],
-                              COMBINER_INDEXED)
+        return self._hindexed(blocklengths, displacements, self.extent, COMBINER_INDEXED)
 
     def Create_hindexed(self, blocklengths, displacements):
         """MPI_Type_create_hindexed: as Create_indexed, displacements in bytes."""
-        return self._hindexed(blocklengths, displacements, COMBINER_HINDEXED)
-
-    def _hindexed(self, blocklengths, displacements, combiner):
-        return Derived(typemap.blocks([(self.typemap, _count(n), _int(d))
-                                       for n, d in _pairs(blocklengths, displacements)]), combiner)
+        return self._hindexed(blocklengths, displacements, 1, COMBINER_HINDEXED)
 
     def Create_indexed_block(self, blocklength, displacements):
         """MPI_Type_create_indexed_block: Create_indexed with one blocklength."""
-        return self._hindexed([blocklength] * len(displacements),
-                              [_int(d) * self.extent for d in displacements], COMBINER_INDEXED_BLOCK)
+        return self._hindexed([blocklength] * len(displacements), displacements, self.extent,
+                              COMBINER_INDEXED_BLOCK)
 
     def Create_hindexed_block(self, blocklength, displacements):
         """MPI_Type_create_hindexed_block: Create_hindexed with one blocklength."""
-        return self._hindexed([blocklength] * len(displacements), displacements,
+        return self._hindexed([blocklength] * len(displacements), displacements, 1,
                               COMBINER_HINDEXED_BLOCK)
+
+    def _hindexed(self, blocklengths, displacements, unit, combiner):
+        """The indexed family: displacements in `unit` bytes (1: the h- forms)."""
+        pairs = [(_count(n), _int(d)) for n, d in _pairs(blocklengths, displacements)]
+        lengths, displs = [n for n, _ in pairs], [d for _, d in pairs]
+        if combiner in (COMBINER_INDEXED_BLOCK, COMBINER_HINDEXED_BLOCK):
+            counts = [len(pairs), lengths[0] if lengths else 0, *displs]
+        else:
+            counts = [len(pairs), *lengths, *displs]
+        return Derived(typemap.blocks([(self.typemap, n, d * unit) for n, d in pairs]), combiner,
+                       ([], [], counts, [self]))
 
     @classmethod
     def Create_struct(cls, blocklengths, displacements, datatypes):
@@ -126,9 +136,10 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
         if len(types) != len(blocklengths):
             raise ValueError(f"Create_struct: {len(blocklengths)} blocklengths for "
                              f"{len(types)} datatypes")
-        return Derived(typemap.blocks([(t.typemap, _count(n), _int(d)) for (n, d), t
-                                       in zip(_pairs(blocklengths, displacements), types)],
-                                      pad=True), COMBINER_STRUCT)
+        pairs = [(_count(n), _int(d)) for n, d in _pairs(blocklengths, displacements)]
+        return Derived(typemap.blocks([(t.typemap, n, d) for (n, d), t in zip(pairs, types)],
+                                      pad=True), COMBINER_STRUCT,
+                       ([], [], [len(pairs), *(n for n, _ in pairs), *(d for _, d in pairs)], types))
 
     def Create_subarray(self, sizes, subsizes, starts, order=ORDER_C):
         """MPI_Type_create_subarray: the subsizes block at starts of a sizes array (ORDER_C:
@@ -141,23 +152,46 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
             raise MPIException(errors.ERR_ARG, f"Create_subarray: subsizes {subsizes} at "
                                f"{starts} of sizes {sizes}, order {order}")
         return Derived(typemap.subarray(self.typemap, sizes, subsizes, starts, order == ORDER_C),
-                       COMBINER_SUBARRAY)
+                       COMBINER_SUBARRAY, ([len(sizes), order], [], sizes + subsizes + starts, [self]))
 
     def Create_resized(self, lb, extent):
         """MPI_Type_create_resized: the same bytes, bounds lb and lb + extent."""
-        return Derived(typemap.resized(self.typemap, _int(lb), _int(extent)), COMBINER_RESIZED)
+        lb, extent = _int(lb), _int(extent)
+        return Derived(typemap.resized(self.typemap, lb, extent), COMBINER_RESIZED,
+                       ([], [], [lb, extent], [self]))
 
     Resized = Create_resized
 
     def Dup(self):
         """MPI_Type_dup: the same type map (committed if this is), the attributes its keyvals'
         copy_fn give."""
-        dup = Derived(self.typemap, COMBINER_DUP)
-        dup._dup_of = self
+        dup = Derived(self.typemap, COMBINER_DUP, ([], [], [], [self]))
         dup.committed = self.committed
         if self._attrs is not None:
             dup._attrs = self._attrs.copied(self)
         return dup
+
+    # What made a datatype (MPI_Type_get_envelope, _get_contents, and mpi4py's decode).
+
+    def Get_envelope(self):
+        """MPI_Type_get_envelope_c: (integers, addresses, large counts, datatypes, combiner),
+        the sizes of what Get_contents gives, as MPICH's."""
+        return (0, 0, 0, 0, COMBINER_NAMED)
+
+    envelope = property(lambda self: self.Get_envelope())
+
+    def Get_contents(self):
+        """MPI_Type_get_contents_c: (integers, addresses, large counts, datatypes) a derived
+        datatype was made from. MPI.Exception ERR_TYPE for a named datatype."""
+        raise MPIException(errors.ERR_TYPE, f"Get_contents of the named datatype {self.Get_name()}")
+
+    contents = property(lambda self: self.Get_contents())
+
+    def decode(self):
+        """mpi4py's decode: (the datatype it was made from, the combiner's name, the
+        constructor's arguments by name); a named datatype is (itself, "NAMED", {}), a
+        struct's is (DATATYPE_NULL, "STRUCT", {..., "datatypes": [...]})."""
+        return self, "NAMED", {}
 
     def Commit(self):
         """MPI_Type_commit: this datatype may now be used in communication."""
@@ -249,6 +283,33 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
 
 
 _NO_ATTRIBUTES = attributes.Attributes()     # (a datatype's before its first Set_attr: empty)
+_COMBINER_NAMES = {COMBINER_DUP: "DUP", COMBINER_CONTIGUOUS: "CONTIGUOUS", COMBINER_VECTOR: "VECTOR",
+                   COMBINER_HVECTOR: "HVECTOR", COMBINER_INDEXED: "INDEXED",
+                   COMBINER_HINDEXED: "HINDEXED", COMBINER_INDEXED_BLOCK: "INDEXED_BLOCK",
+                   COMBINER_HINDEXED_BLOCK: "HINDEXED_BLOCK", COMBINER_SUBARRAY: "SUBARRAY",
+                   COMBINER_RESIZED: "RESIZED"}
+
+
+def _decoded(combiner, integers, counts):
+    """decode()'s arguments by name, from a derived datatype's contents (not a struct's)."""
+    if combiner in (COMBINER_VECTOR, COMBINER_HVECTOR):
+        return dict(zip(("count", "blocklength", "stride"), counts))
+    if combiner in (COMBINER_INDEXED, COMBINER_HINDEXED):
+        n = counts[0]
+        return {"blocklengths": counts[1:n + 1], "displacements": counts[n + 1:]}
+    if combiner in (COMBINER_INDEXED_BLOCK, COMBINER_HINDEXED_BLOCK):
+        return {"blocklength": counts[1], "displacements": counts[2:]}
+    if combiner == COMBINER_SUBARRAY:
+        ndims, order = integers
+        return {"sizes": counts[:ndims], "subsizes": counts[ndims:2 * ndims],
+                "starts": counts[2 * ndims:], "order": order}
+    if combiner == COMBINER_RESIZED:
+        return {"lb": counts[0], "extent": counts[1]}
+    if combiner == COMBINER_CONTIGUOUS:
+        return {"count": counts[0]}
+    return {}                           # DUP
+
+
 # typestr where numpy's type string of the buffer format is not mpi4py's.
 _TYPESTR = {"WCHAR": "U1", "PACKED": "u1"}
 # The MAXLOC/MINLOC pair types' bytes: the value, then the int after the value's padding.
@@ -293,9 +354,9 @@ class Derived(Datatype):
     is_named = is_predefined = False
     committed = False
 
-    def __init__(self, tmap, combiner):
+    def __init__(self, tmap, combiner, contents):
         self.typemap, self.size, self.extent = tmap, tmap.size, tmap.extent
-        self.combiner = combiner
+        self.combiner, self._contents = combiner, contents
         self.wire_size = self.size
         self.typechar = None
 
@@ -310,6 +371,23 @@ class Derived(Datatype):
     def Commit(self):
         self.committed = True
         return self
+
+    def Get_envelope(self):
+        return tuple(len(part) for part in self._contents) + (self.combiner,)
+
+    def Get_contents(self):
+        integers, addresses, counts, types = self._contents
+        return list(integers), list(addresses), list(counts), list(types)
+
+    def decode(self):
+        integers, _, counts, types = self._contents
+        combiner = self.combiner
+        if combiner == COMBINER_STRUCT:
+            n = counts[0]
+            return DATATYPE_NULL, "STRUCT", {"blocklengths": counts[1:n + 1],
+                                             "displacements": counts[n + 1:],
+                                             "datatypes": list(types)}
+        return types[0], _COMBINER_NAMES[combiner], _decoded(combiner, integers, counts)
 
     def Free(self):
         """MPI_Type_free: the attributes go (their delete_fn), this handle becomes
@@ -354,6 +432,7 @@ class NullDatatype(Datatype):
         _null_type(self)
 
     Get_attr = Set_attr = Delete_attr = Set_name = _no_attributes
+    Get_envelope = Get_contents = decode = _no_attributes
 
 
 DATATYPE_NULL = NullDatatype()

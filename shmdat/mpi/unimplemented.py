@@ -98,9 +98,8 @@ STATUS = frozenset("""
 
 DATATYPE = frozenset("""
     Create_darray Create_dup Create_f90_complex Create_f90_integer Create_f90_real
-    Get_contents Get_envelope Get_value_index Match_size Pack_external
-    Pack_external_size Unpack_external contents decode envelope f2py free fromhandle
-    fromint handle py2f tocode toint
+    Get_value_index Match_size Pack_external Pack_external_size Unpack_external f2py
+    free fromhandle fromint handle py2f tocode toint
 """.split())
 
 OP = frozenset("""

@@ -83,8 +83,12 @@ for what, kwargs in (("delete", dict(delete_fn=boom)), ("copy", dict(copy_fn=boo
 """
 
 
+@mpi_launch.needs_mpiexec
 def test_attributes_as_under_mpiexec(tmp_path):
     mpi_launch.assert_same_as_mpiexec(tmp_path, 2, PROGRAM)
+
+
+def test_finalize_deletes_comm_self_attributes_then_comm_world_ones(tmp_path):
     lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 2, PROGRAM), sort=False)
     for rank in (0, 1):
         mine = [line for line in lines if line.startswith(f"{rank} ")]

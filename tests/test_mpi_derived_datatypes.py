@@ -72,6 +72,7 @@ say(rank, "reduction", outcome(lambda: comm.Allreduce(MPI.IN_PLACE, [np.zeros(4)
 """
 
 
+@mpi_launch.needs_mpiexec
 def test_derived_datatypes_as_under_mpiexec(tmp_path):
     mpi_launch.assert_same_as_mpiexec(tmp_path, 2, PROGRAM.replace(
         'say(rank, "reduction"', '# say(rank, "reduction"'))
@@ -125,11 +126,13 @@ say(rank, "alltoall", recvm.tolist())
 """
 
 
+@mpi_launch.needs_mpiexec
 def test_collectives_of_derived_datatypes_as_under_mpiexec(tmp_path):
     for n in (2, 3):
         mpi_launch.assert_same_as_mpiexec(tmp_path, n, COLLECTIVES)
 
 
+@mpi_launch.needs_mpiexec
 @pytest.mark.parametrize("count", [0, 1, 3])
 def test_truncated_and_empty_receives_into_a_derived_datatype(tmp_path, count):
     body = f"""import os
@@ -181,6 +184,7 @@ print("pair packed", MPI.DOUBLE_INT.Pack(pair.view("u1"), out, 0, c))
 """
 
 
+@mpi_launch.needs_mpiexec
 def test_pack_and_unpack_as_under_mpiexec(tmp_path):
     mpi_launch.assert_same_as_mpiexec(tmp_path, 1, PACK)
 
@@ -228,6 +232,7 @@ d.Free()
 """
 
 
+@mpi_launch.needs_mpiexec
 def test_combiners_typestrs_and_dups_with_info_as_under_mpiexec(tmp_path):
     mpi_launch.assert_same_as_mpiexec(tmp_path, 2, ENVELOPE)
 
@@ -256,5 +261,6 @@ for call in (I.Get_contents, lambda: MPI.DATATYPE_NULL.Get_envelope()):
 """
 
 
+@mpi_launch.needs_mpiexec
 def test_envelopes_contents_and_decode_as_under_mpiexec(tmp_path):
     mpi_launch.assert_same_as_mpiexec(tmp_path, 1, DECODE)

@@ -3,7 +3,12 @@ grid's coordinates, ranks, shifts and sub-grids on 7 ranks (6 in the grid, one l
 out), checked against values worked out here and, where MPICH is installed, line for
 line against the same program under mpiexec; the neighbour collectives on open, periodic
 and doubly-neighboured grids (the same rank before and after) likewise; and a halo
-exchange on a periodic grid checked against numpy."""
+exchange on a periodic grid checked against numpy. Graph topologies (Comm.Create_graph,
+Graphcomm): dims, neighbours, the neighbour collectives over a ring with a doubled edge,
+Dup, a graph over fewer ranks than the communicator's, line for line against mpiexec; and
+each malformed graph refused."""
+
+import pytest
 
 from tests import mpi_launch
 
@@ -167,3 +172,51 @@ def test_neighbour_collectives(tmp_path):
 @mpi_launch.needs_mpiexec
 def test_the_neighbour_collectives_under_mpiexec(tmp_path):
     mpi_launch.assert_same_as_mpiexec(tmp_path, 4, NEIGHBOURS)
+
+
+GRAPH = """import os
+import numpy as np
+from mpi4py import MPI
+""" + mpi_launch.SAY + """
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+index, edges = [], []                   # a ring, and (from 3 ranks) a second edge 0-1
+for r in range(size):
+    edges += [(r - 1) % size, (r + 1) % size] + ([1 - r] if r in (0, 1) and size > 2 else [])
+    index.append(len(edges))
+g = comm.Create_graph(index, edges)
+say(rank, type(g).__name__, g.Get_topology() == MPI.GRAPH, g.is_topo, g.Get_dims(), g.nnodes, g.nedges,
+    g.Get_neighbors_count(rank), g.Get_neighbors(rank), g.neighbors, g.degrees, g.inoutedges,
+    g.Get_topo() == (index, edges), outcome(lambda: g.Get_neighbors(size)))
+recv = np.full(2 * g.indegree, -1, "i4")
+g.Neighbor_allgather(np.full(2, rank, "i4"), recv)
+say(rank, "allgather", recv.tolist())
+recv = np.full(g.indegree, -1, "i4")
+g.Neighbor_alltoall(np.arange(g.outdegree, dtype="i4") + 100 * rank, recv)
+say(rank, "alltoall", recv.tolist())
+say(rank, "objects", g.neighbor_allgather(rank), g.neighbor_alltoall([(rank, i) for i in range(g.outdegree)]))
+d = g.Dup()
+say(rank, "dup", type(d).__name__, d.Get_topo() == g.Get_topo(), MPI.Graphcomm(g).neighbors)
+small = comm.Create_graph([1, 2], [1, 0])
+say(rank, "small", small == MPI.COMM_NULL if rank >= 2 else (small.Get_size(), small.neighbors))
+"""
+
+
+@mpi_launch.needs_mpiexec
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_graph_topologies_as_under_mpiexec(tmp_path, n):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, n, GRAPH)
+
+
+def test_a_graph_that_is_not_one_is_refused(tmp_path):
+    body = """from mpi4py import MPI
+comm = MPI.COMM_WORLD
+for index, edges in (([1, 2, 3], [1, 0, 0]), ([2, 1], [1, 0]), ([1, 2], [1, 5]), ([1, 3], [1, 0]), ([], [0])):
+    try:
+        comm.Create_graph(index, edges)
+    except MPI.Exception as e:
+        print(e.Get_error_class() == MPI.ERR_ARG)
+"""
+    # (more nodes than ranks, an index that decreases, an edge to no node, an index that
+    # does not end at the edges, edges with no node: on both ranks, before any message)
+    assert mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 2, body)) == ["True"] * 10

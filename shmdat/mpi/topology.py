@@ -1,15 +1,17 @@
-"""Cartesian topologies (MPI_Cart_*): Comm.Create_cart and mpi4py's Topocomm and Cartcomm,
-a communicator whose ranks are the points of a grid, row-major (reorder is a hint: ranks
-keep their order), and its blocking neighbour collectives. Graph and distributed-graph
-topologies and the non-blocking and persistent neighbour collectives are not implemented
-(NotImplementedError naming the call).
+"""Cartesian and graph topologies (MPI_Cart_*, MPI_Graph_*): Comm.Create_cart and
+Comm.Create_graph, mpi4py's Topocomm, Cartcomm and Graphcomm (reorder is a hint: ranks keep
+their order), and the blocking neighbour collectives. Distributed-graph topologies and the
+non-blocking and persistent neighbour collectives are not implemented (NotImplementedError
+naming the call).
 
 A Cartesian rank's neighbours are, dimension by dimension, the one before and the one
 after (Shift(d, 1)); PROC_NULL ones take no part. A message to the neighbour after in
 dimension d carries tag NEIGHBOUR_TAG + 2d + 1, to the one before + 2d, on the
 communicator's collective context, and a receive from the neighbour before expects the
 tag of a send "after": so when both neighbours are one rank (a periodic dimension of 1 or
-2), each block still lands where MPI says."""
+2), each block still lands where MPI says. A graph rank's neighbours are its edges in
+order; every message carries NEIGHBOUR_TAG, and two ranks joined by several edges match
+them in order (MPI's messages between two ranks do not overtake)."""
 
 import math
 import operator
@@ -37,6 +39,64 @@ class Topocomm(Comm):
         if isinstance(comm, Comm) and comm and not isinstance(comm, cls):
             raise TypeError(f"expected a {cls.__name__}, got {type(comm).__name__}")
         return super().__new__(cls, comm, *args, **kwargs)
+
+    # The neighbour collectives, over inoutedges (each topology's own).
+
+    inedges = property(lambda self: self.inoutedges[0])
+    outedges = property(lambda self: self.inoutedges[1])
+    indegree = property(lambda self: self.degrees[0])
+    outdegree = property(lambda self: self.degrees[1])
+
+    def _exchange(self, sends, receives):
+        """Send sends[i] to neighbour i and receive from neighbour i into receives[i] (a
+        writable byte view, or None: into new bytes); returns the receives' ops (None for
+        PROC_NULL). MPI.Exception ERR_TRUNCATE if a block does not fit."""
+        engine, context = self._engine, self._channel.context
+        neighbours = self.inoutedges[0]
+        got = [None] * len(neighbours)
+        ops = []
+        for i, rank in enumerate(neighbours):
+            if rank != PROC_NULL:
+                got[i] = engine.post_recv(context, self._ranks[rank], self._tags(i)[1], receives[i])
+                ops.append(got[i])
+        for i, rank in enumerate(neighbours):
+            if rank != PROC_NULL:
+                ops.append(engine.send(self._ranks[rank], context, self._tags(i)[0], sends[i]))
+        self._channel.wait(ops)
+        return got
+
+    def Neighbor_allgather(self, sendbuf, recvbuf):
+        """MPI_Neighbor_allgather: this rank's sendbuf to every neighbour, block i of
+        recvbuf from neighbour i (untouched for PROC_NULL). Buffer errors as Allgather."""
+        n = self.indegree
+        view = message(sendbuf, False)[0]
+        self._exchange([view] * n, equal_blocks(message(recvbuf, True, n)[0], n) if n else [])
+
+    def Neighbor_alltoall(self, sendbuf, recvbuf):
+        """MPI_Neighbor_alltoall: block i of sendbuf to neighbour i, block i of recvbuf
+        from neighbour i (untouched for PROC_NULL). Buffer errors as Alltoall."""
+        n = self.indegree
+        if n:
+            self._exchange(equal_blocks(message(sendbuf, False, n)[0], n),
+                           equal_blocks(message(recvbuf, True, n)[0], n))
+
+    def neighbor_allgather(self, sendobj):
+        """The object of each neighbour (None for PROC_NULL), as mpi4py's."""
+        data = memoryview(pickle.dumps(sendobj))
+        return self._objects(self._exchange([data] * self.indegree, [None] * self.indegree))
+
+    def neighbor_alltoall(self, sendobj):
+        """sendobj[i] to neighbour i; the object each neighbour sent this rank (None for
+        PROC_NULL). ValueError unless sendobj has outdegree items."""
+        sendobj = list(sendobj)
+        if len(sendobj) != self.outdegree:
+            raise ValueError(f"expecting {self.outdegree} items, got {len(sendobj)}")
+        sends = [memoryview(pickle.dumps(obj)) for obj in sendobj]
+        return self._objects(self._exchange(sends, [None] * self.indegree))
+
+    @staticmethod
+    def _objects(ops):
+        return [None if op is None else pickle.loads(op.data) for op in ops]
 
 
 class Cartcomm(Topocomm):
@@ -138,7 +198,7 @@ class Cartcomm(Topocomm):
         """MPI_Comm_dup: the same grid on a new context."""
         return Cartcomm._over(Comm.Dup(self, info), self._dims, self._periods)
 
-    # Neighbours and the neighbour collectives.
+    # Neighbours: before and after in each dimension.
 
     @property
     def inoutedges(self):
@@ -149,62 +209,77 @@ class Cartcomm(Topocomm):
             neighbours.extend(self.Shift(direction, 1))
         return neighbours, neighbours
 
-    inedges = property(lambda self: self.inoutedges[0])
-    outedges = property(lambda self: self.inoutedges[1])
     degrees = property(lambda self: (2 * len(self._dims), 2 * len(self._dims)))
-    indegree = outdegree = property(lambda self: 2 * len(self._dims))
-
-    def _exchange(self, sends, receives):
-        """Send sends[i] to neighbour i and receive from neighbour i into receives[i] (a
-        writable byte view, or None: into new bytes); returns the receives' ops (None for
-        PROC_NULL). MPI.Exception ERR_TRUNCATE if a block does not fit."""
-        engine, context = self._engine, self._channel.context
-        neighbours = self.inoutedges[0]
-        got = [None] * len(neighbours)
-        ops = []
-        for i, rank in enumerate(neighbours):
-            if rank != PROC_NULL:
-                tag = NEIGHBOUR_TAG + (i ^ 1)   # what that neighbour sends this way
-                got[i] = engine.post_recv(context, self._ranks[rank], tag, receives[i])
-                ops.append(got[i])
-        for i, rank in enumerate(neighbours):
-            if rank != PROC_NULL:
-                ops.append(engine.send(self._ranks[rank], context, NEIGHBOUR_TAG + i, sends[i]))
-        self._channel.wait(ops)
-        return got
-
-    def Neighbor_allgather(self, sendbuf, recvbuf):
-        """MPI_Neighbor_allgather: this rank's sendbuf to every neighbour, block i of
-        recvbuf from neighbour i (untouched for PROC_NULL). Buffer errors as Allgather."""
-        n = self.indegree
-        view = message(sendbuf, False)[0]
-        self._exchange([view] * n, equal_blocks(message(recvbuf, True, n)[0], n) if n else [])
-
-    def Neighbor_alltoall(self, sendbuf, recvbuf):
-        """MPI_Neighbor_alltoall: block i of sendbuf to neighbour i, block i of recvbuf
-        from neighbour i (untouched for PROC_NULL). Buffer errors as Alltoall."""
-        n = self.indegree
-        if n:
-            self._exchange(equal_blocks(message(sendbuf, False, n)[0], n),
-                           equal_blocks(message(recvbuf, True, n)[0], n))
-
-    def neighbor_allgather(self, sendobj):
-        """The object of each neighbour (None for PROC_NULL), as mpi4py's."""
-        data = memoryview(pickle.dumps(sendobj))
-        return self._objects(self._exchange([data] * self.indegree, [None] * self.indegree))
-
-    def neighbor_alltoall(self, sendobj):
-        """sendobj[i] to neighbour i; the object each neighbour sent this rank (None for
-        PROC_NULL). ValueError unless sendobj has outdegree items."""
-        sendobj = list(sendobj)
-        if len(sendobj) != self.outdegree:
-            raise ValueError(f"expecting {self.outdegree} items, got {len(sendobj)}")
-        sends = [memoryview(pickle.dumps(obj)) for obj in sendobj]
-        return self._objects(self._exchange(sends, [None] * self.indegree))
 
     @staticmethod
-    def _objects(ops):
-        return [None if op is None else pickle.loads(op.data) for op in ops]
+    def _tags(i):
+        return NEIGHBOUR_TAG + i, NEIGHBOUR_TAG + (i ^ 1)   # (to neighbour i, from it)
+
+
+class Graphcomm(Topocomm):
+    """A communicator over a graph: rank r's neighbours are edges[index[r - 1]:index[r]]
+    (mpi4py's Graphcomm). Made by Comm.Create_graph (and Dup); Graphcomm(graph) is another
+    handle."""
+
+    _topology = GRAPH
+
+    def __init__(self, engine, context=None, ranks=None, name="", index=(), edges=()):
+        super().__init__(engine, context, ranks, name)
+        if not isinstance(engine, Comm):
+            self._index, self._edges = list(index), list(edges)
+
+    def Get_dims(self):
+        """MPI_Graphdims_get: (nodes, edges)."""
+        return len(self._index), len(self._edges)
+
+    dims = property(Get_dims)
+    nnodes = property(lambda self: len(self._index))
+    nedges = property(lambda self: len(self._edges))
+
+    def Get_topo(self):
+        """MPI_Graph_get: (index, edges)."""
+        return list(self._index), list(self._edges)
+
+    topo = property(Get_topo)
+    index = property(lambda self: list(self._index))
+    edges = property(lambda self: list(self._edges))
+
+    def Get_neighbors_count(self, rank):
+        """MPI_Graph_neighbors_count. MPI.Exception ERR_RANK if `rank` is not a node."""
+        start, end = self._span(rank)
+        return end - start
+
+    def Get_neighbors(self, rank):
+        """MPI_Graph_neighbors: `rank`'s neighbours in order. MPI.Exception ERR_RANK."""
+        start, end = self._span(rank)
+        return self._edges[start:end]
+
+    def _span(self, rank):
+        rank = operator.index(rank)
+        if not 0 <= rank < len(self._index):
+            raise MPIException(errors.ERR_RANK, f"rank {rank} ({len(self._index)} nodes)")
+        return (self._index[rank - 1] if rank else 0), self._index[rank]
+
+    nneighbors = property(lambda self: self.Get_neighbors_count(self._rank))
+    neighbors = property(lambda self: self.Get_neighbors(self._rank))
+
+    @property
+    def inoutedges(self):
+        """(incoming, outgoing) neighbours: this rank's edges, both ways."""
+        neighbours = self.Get_neighbors(self._rank)
+        return neighbours, neighbours
+
+    degrees = property(lambda self: (self.nneighbors, self.nneighbors))
+
+    @staticmethod
+    def _tags(i):
+        return NEIGHBOUR_TAG, NEIGHBOUR_TAG     # (edges between two ranks match in order)
+
+    def Dup(self, info=None):
+        """MPI_Comm_dup: the same graph on a new context."""
+        dup = Comm.Dup(self, info)
+        return Graphcomm(dup._engine, dup._context, dup._ranks, dup._name, self._index, self._edges)
+
 
 
 def create_cart(self, dims, periods=None, reorder=False):
@@ -228,6 +303,25 @@ def create_cart(self, dims, periods=None, reorder=False):
     return Cartcomm(self._engine, context, self._ranks[:points], "", dims, periods)
 
 
-# Comm's method, defined here where Cartcomm is (comm.py, which this module builds on,
-# cannot import it).
+def create_graph(self, index, edges, reorder=False):
+    """MPI_Graph_create (collective): a Graphcomm over the first len(index) ranks (`reorder`
+    is a hint, not taken); COMM_NULL at the others. MPI.Exception ERR_ARG for more nodes
+    than ranks, an index that decreases or does not end at len(edges), or an edge to no
+    node."""
+    index, edges = [operator.index(i) for i in index], [operator.index(e) for e in edges]
+    nodes = len(index)
+    if nodes > self._size or any(b < a for a, b in zip([0] + index, index)) \
+            or (index and index[-1] != len(edges)) or (not index and edges) \
+            or any(not 0 <= e < nodes for e in edges):
+        raise MPIException(errors.ERR_ARG, f"Create_graph: index {index}, edges {edges} over "
+                           f"{self._size} ranks")
+    context = self._new_context()
+    if self._rank >= nodes:
+        return COMM_NULL
+    return Graphcomm(self._engine, context, self._ranks[:nodes], "", index, edges)
+
+
+# Comm's methods, defined here where Cartcomm and Graphcomm are (comm.py, which this module
+# builds on, cannot import them).
 Comm.Create_cart = create_cart
+Comm.Create_graph = create_graph

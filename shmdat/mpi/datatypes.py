@@ -281,6 +281,10 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
     def __repr__(self):
         return f"<Datatype {self.Get_name()}>"
 
+    def __reduce__(self):
+        """pickle: a named datatype by its name (this process's own, as mpi4py's)."""
+        return _unpickled, (self._name,)
+
 
 _NO_ATTRIBUTES = attributes.Attributes()     # (a datatype's before its first Set_attr: empty)
 _COMBINER_NAMES = {COMBINER_DUP: "DUP", COMBINER_CONTIGUOUS: "CONTIGUOUS", COMBINER_VECTOR: "VECTOR",
@@ -400,7 +404,20 @@ class Derived(Datatype):
     def __repr__(self):
         return f"<Datatype {self._given_name or 'derived'}>"
 
+    def __reduce__(self):
+        """pickle: made again from what decode() says, committed if this was (as mpi4py's)."""
+        return _rebuilt, (*self.decode(), self.committed)
 
+
+def _rebuilt(base, combiner, params, committed):
+    """A derived datatype unpickled: its constructor called again with its arguments."""
+    if combiner == "DUP":
+        made = base.Dup()
+    elif combiner == "STRUCT":
+        made = Datatype.Create_struct(**params)
+    else:
+        made = getattr(base, f"Create_{combiner.lower()}")(**params)
+    return made.Commit() if committed else made
 
 
 def _null_type(self):
@@ -428,6 +445,9 @@ class NullDatatype(Datatype):
     def Get_name(self):
         return "MPI_DATATYPE_NULL"
 
+    def __reduce__(self):
+        return _unpickled, (None,)
+
     def _no_attributes(self, *args):
         _null_type(self)
 
@@ -436,6 +456,12 @@ class NullDatatype(Datatype):
 
 
 DATATYPE_NULL = NullDatatype()
+
+
+def _unpickled(name):
+    """A named datatype (or DATATYPE_NULL, name None) unpickled: this process's own."""
+    return DATATYPE_NULL if name is None else NAMED[name]
+
 
 # (name, size, buffer format character of a matching numpy dtype or None[, extent])
 _NAMED = [

@@ -269,20 +269,21 @@ def test_envelopes_contents_and_decode_as_under_mpiexec(tmp_path):
 PICKLE = """import os
 import pickle
 from mpi4py import MPI
+""" + mpi_launch.SAY + """
 comm = MPI.COMM_WORLD
 I = MPI.INT
 made = [I.Dup(), I.Create_vector(2, 1, 3).Commit(), MPI.Datatype.Create_struct([1, 2], [0, 8], [I, MPI.DOUBLE]),
         I.Create_subarray([2, 3], [1, 2], [0, 1]), I.Create_vector(2, 1, 3).Create_contiguous(2),
         I.Create_resized(0, 8), I.Create_hindexed_block(2, [0, 16])]
 if comm.rank == 0:
-    print([pickle.loads(pickle.dumps(t)) is t for t in (MPI.INT, MPI.DOUBLE, MPI.DATATYPE_NULL)])
+    say([pickle.loads(pickle.dumps(t)) is t for t in (MPI.INT, MPI.DOUBLE, MPI.DATATYPE_NULL)])
     for t in made:
         u = pickle.loads(pickle.dumps(t))
-        print(u.Get_envelope(), u.Get_contents()[:3], u.Get_extent(), u.decode()[1], u.is_named)
+        say(u.Get_envelope(), u.Get_contents()[:3], u.Get_extent(), u.decode()[1], u.is_named)
     comm.send(made[1], 1)
 else:
     t = comm.recv(source=0)
-    os.write(1, f"received {t.Get_envelope()} {t.Get_extent()}\\n".encode())
+    say("received", t.Get_envelope(), t.Get_extent())
 """
 
 

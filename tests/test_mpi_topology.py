@@ -219,3 +219,33 @@ for index, edges in (([1, 2, 3], [1, 0, 0]), ([2, 1], [1, 0]), ([1, 2], [1, 5]),
     # (more nodes than ranks, an index that decreases, an edge to no node, an index that
     # does not end at the edges, edges with no node: on both ranks, before any message)
     assert mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, 2, body)) == ["True"] * 10
+
+
+NEIGHBOURS_V = """import os
+import numpy as np
+from mpi4py import MPI
+""" + mpi_launch.SAY + """
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+for topo in (comm.Create_cart([size], periods=[True]), comm.Create_graph(
+        [2 * (r + 1) for r in range(size)], sum([[(r - 1) % size, (r + 1) % size] for r in range(size)], []))):
+    n = topo.indegree
+    send = np.full(1, rank, "i4")
+    recv = np.full(2 * n, -1, "i4")
+    topo.Neighbor_allgatherv(send, [recv, ([1] * n, [2 * i for i in range(n)]), MPI.INT])
+    say(rank, type(topo).__name__, "allgatherv", recv.tolist())
+    scounts = [i + 1 for i in range(topo.outdegree)]
+    sdispls = [sum(scounts[:i]) for i in range(topo.outdegree)]
+    sendv = np.arange(sum(scounts), dtype="i4") + 100 * rank
+    rcounts = [2, 1]                    # (a ring: the one before sends its block 1, the one after its block 0)
+    rdispls = [sum(rcounts[:i]) for i in range(n)]
+    recvv = np.full(sum(rcounts), -1, "i4")
+    topo.Neighbor_alltoallv([sendv, (scounts, sdispls), MPI.INT], [recvv, (rcounts, rdispls), MPI.INT])
+    say(rank, type(topo).__name__, "alltoallv", recvv.tolist())
+"""
+
+
+@mpi_launch.needs_mpiexec
+@pytest.mark.parametrize("n", [3, 4])
+def test_the_v_neighbour_collectives_as_under_mpiexec(tmp_path, n):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, n, NEIGHBOURS_V)

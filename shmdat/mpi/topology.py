@@ -18,7 +18,7 @@ import operator
 
 from . import errors, unimplemented
 from .comm import COMM_NULL, Comm, equal_blocks
-from .datatypes import message
+from .datatypes import message, vector
 from .errors import Exception as MPIException
 from .matching import PROC_NULL
 from .pickler import pickle
@@ -79,6 +79,20 @@ class Topocomm(Comm):
         if n:
             self._exchange(equal_blocks(message(sendbuf, False, n)[0], n),
                            equal_blocks(message(recvbuf, True, n)[0], n))
+
+    def Neighbor_allgatherv(self, sendbuf, recvbuf):
+        """MPI_Neighbor_allgatherv: this rank's sendbuf to every neighbour, from neighbour i
+        into block i of recvbuf (a v-spec: `[buf, counts, displs, T]`, as Allgatherv's)."""
+        n = self.indegree
+        view = message(sendbuf, False)[0]
+        self._exchange([view] * n, vector(recvbuf, True, n)[0] if n else [])
+
+    def Neighbor_alltoallv(self, sendbuf, recvbuf):
+        """MPI_Neighbor_alltoallv: block i of sendbuf to neighbour i, block i of recvbuf from
+        neighbour i (v-specs, as Alltoallv's)."""
+        n = self.indegree
+        if n:
+            self._exchange(vector(sendbuf, False, self.outdegree)[0], vector(recvbuf, True, n)[0])
 
     def neighbor_allgather(self, sendobj):
         """The object of each neighbour (None for PROC_NULL), as mpi4py's."""

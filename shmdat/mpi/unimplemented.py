@@ -75,9 +75,9 @@ COMM = frozenset("""
 # Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
 CARTCOMM = COMM | frozenset("""
     Ineighbor_allgather Ineighbor_allgatherv Ineighbor_alltoall Ineighbor_alltoallv
-    Ineighbor_alltoallw Neighbor_allgather_init Neighbor_allgatherv
-    Neighbor_allgatherv_init Neighbor_alltoall_init Neighbor_alltoallv
-    Neighbor_alltoallv_init Neighbor_alltoallw Neighbor_alltoallw_init
+    Ineighbor_alltoallw Neighbor_allgather_init Neighbor_allgatherv_init
+    Neighbor_alltoall_init Neighbor_alltoallv_init Neighbor_alltoallw
+    Neighbor_alltoallw_init
 """.split())
 
 REQUEST = frozenset("""

@@ -643,7 +643,7 @@ def message(spec, writable, blocks=1):
     must be written, not contiguous); MPI.Exception ERR_COUNT for a count beyond the
     buffer, ERR_TYPE (a derived datatype not committed)."""
     data, count, datatype = _located(spec, writable, blocks)
-    if not (datatype.is_named or datatype.typemap.contiguous()):
+    if not _gapless(datatype):
         raise unimplemented.NotImplementedCall(
             "a derived datatype with gaps is not implemented by shmdat.mpi in this call "
             "(point-to-point sends and receives take one)")
@@ -653,11 +653,7 @@ def message(spec, writable, blocks=1):
 def send_message(spec):
     """A point-to-point send's buffer spec: (bytes memoryview, count, datatype), a derived
     datatype with gaps packed into new bytes. Errors as message()'s."""
-    data, count, datatype = _located(spec, False, 1)
-    tmap = datatype.typemap
-    if datatype.is_named or tmap.contiguous():
-        return data[:count * datatype.extent], count, datatype
-    return memoryview(typemap.pack(tmap, data, count)), count, datatype
+    return staged(spec, False, 1, None)
 
 
 def staged(spec, writable, blocks, unpacks):
@@ -666,9 +662,9 @@ def staged(spec, writable, blocks, unpacks):
     collectives that read it in place), its unpack appended to `unpacks`, to run once the
     collective has ended (collectives.Channel.finish)."""
     data, count, datatype = _located(spec, writable, blocks)
-    tmap = datatype.typemap
-    if datatype.is_named or tmap.contiguous():
+    if _gapless(datatype):
         return data[:blocks * count * datatype.extent], count, datatype
+    tmap = datatype.typemap
     elements = blocks * count
     room = typemap.pack(tmap, data, elements)
     if writable:
@@ -681,12 +677,17 @@ def receive_message(spec):
     datatype, unpack), unpack None, or (a derived datatype with gaps: the view is packed
     room) a function of the bytes received that places them. Errors as message()'s."""
     data, count, datatype = _located(spec, True, 1)
-    tmap = datatype.typemap
-    if datatype.is_named or tmap.contiguous():
+    if _gapless(datatype):
         return data[:count * datatype.extent], count, datatype, None
+    tmap = datatype.typemap
     room = bytearray(count * datatype.size)
     return memoryview(room), count, datatype, \
         lambda nbytes: typemap.unpack(tmap, room, data, count, nbytes)
+
+
+def _gapless(datatype):
+    """Whether `count` elements of `datatype` are their buffer's first bytes, as they are."""
+    return datatype.is_named or datatype.typemap.contiguous()
 
 
 def _located(spec, writable, blocks):

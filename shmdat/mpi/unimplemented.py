@@ -44,8 +44,7 @@ def missing(owner, table, name):
 
 MODULE = frozenset("""
     COMBINER_DARRAY COMBINER_F90_COMPLEX COMBINER_F90_INTEGER COMBINER_F90_REAL
-    COMBINER_VALUE_INDEX COMM_TYPE_HW_GUIDED COMM_TYPE_HW_UNGUIDED
-    COMM_TYPE_RESOURCE_GUIDED COMM_TYPE_SHARED Close_port DISPLACEMENT_CURRENT DISP_CUR
+    COMBINER_VALUE_INDEX Close_port DISPLACEMENT_CURRENT DISP_CUR
     DISTRIBUTE_BLOCK DISTRIBUTE_CYCLIC DISTRIBUTE_DFLT_DARG DISTRIBUTE_NONE
     Distgraphcomm ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
     F_ERROR F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info
@@ -68,7 +67,7 @@ COMM = frozenset("""
     Get_parent Graph_map Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
     Isendrecv_replace Ishrink Join Precv_init Psend_init Reduce_init
     Reduce_scatter_block_init Reduce_scatter_init Revoke Scan_init Scatter_init
-    Scatterv_init Set_info Shrink Spawn Spawn_multiple Split_type f2py free fromhandle
+    Scatterv_init Set_info Shrink Spawn Spawn_multiple f2py free fromhandle
     fromint handle info py2f toint
 """.split())
 
@@ -88,7 +87,7 @@ REQUEST = frozenset("""
 """.split())
 
 WIN = frozenset("""
-    Allocate_shared Attach Create_dynamic Detach Get_info Set_info Shared_query f2py
+    Attach Create_dynamic Detach Get_info Set_info f2py
     free fromhandle fromint handle info py2f toint
 """.split())
 

@@ -117,6 +117,11 @@ class _Operations:
         return all(op.done for op in self.ops)
 
 
+def _check_size(size):
+    if not isinstance(size, int) or size < 0:
+        _fail(errors.ERR_SIZE, f"size must be an int >= 0, not {size!r}")
+
+
 def _check_disp_unit(disp_unit):
     if not isinstance(disp_unit, int) or disp_unit < 1:
         _fail(errors.ERR_DISP, f"disp_unit must be a positive int, not {disp_unit!r}")
@@ -143,6 +148,7 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
     _kind = "Win"
 
     COMM_SELF = None    # mpi4py's default communicator, set by MPI.py (it cannot be imported)
+    _shared_parts = None    # a shared window's parts, [(memory, disp_unit)] by rank (shared.py)
 
     def __init__(self, win=None):
         """mpi4py's Win(win=None): a null handle (equal to WIN_NULL, false), or another handle
@@ -221,8 +227,7 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         """MPI_Win_allocate: a window over `size` new bytes (a provider LMR), which
         tomemory() gives; collective over `comm` (None: COMM_SELF). MPI.Exception ERR_SIZE,
         ERR_DISP."""
-        if not isinstance(size, int) or size < 0:
-            _fail(errors.ERR_SIZE, f"size must be an int >= 0, not {size!r}")
+        _check_size(size)
         _check_disp_unit(disp_unit)
         comm = cls.COMM_SELF if comm is None else comm
         engine = comm._engine
@@ -240,8 +245,8 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
     def Get_attr(self, keyval):
         """MPI_Win_get_attr: a user keyval's value (None if not set), or a predefined key's:
         WIN_BASE (the address of this rank's window memory, 0 if it has none), WIN_SIZE
-        (its bytes), WIN_DISP_UNIT, WIN_CREATE_FLAVOR (WIN_FLAVOR_CREATE or
-        WIN_FLAVOR_ALLOCATE), WIN_MODEL (WIN_UNIFIED: RDMA reaches the memory a rank
+        (its bytes), WIN_DISP_UNIT, WIN_CREATE_FLAVOR (WIN_FLAVOR_CREATE,
+        WIN_FLAVOR_ALLOCATE or WIN_FLAVOR_SHARED), WIN_MODEL (WIN_UNIFIED: RDMA reaches the memory a rank
         reads). TypeError for a keyval that is not an int, MPI.Exception ERR_WIN,
         ERR_KEYVAL for one that names no Win keyval."""
         self._check_live()
@@ -679,7 +684,7 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         del self._engine.windows[self._id]
         if self._lmr is not None:
             self._lmr.free()
-        self._memory = self._lmr = None
+        self._memory = self._lmr = self._shared_parts = None
         self._drop_errhandler()
 
     def _check_live(self):

@@ -630,6 +630,51 @@ def test_poll_cq_takes_what_is_there_and_progress_runs_the_device(verbs_pair):
     assert err.value.error_code == errno.EBADF
 
 
+def test_cq_reader_takes_every_completion_there_and_keeps_its_queue_through_a_reset(verbs_pair):
+    a, b = verbs_pair
+    read = shm0dv.cq_reader(b.cq)
+    assert read() == ()
+    for i in range(3):
+        b.recv(i, 64 * i, 64)
+        a.send(i, b"x" * (i + 1))
+    shm0dv.progress(b.ctx)
+    assert [(wc.wr_id, wc.byte_len) for wc in read()] == [(0, 1), (1, 2), (2, 3)]
+    assert read() == ()
+    # A QP that goes to RESET drops its completions from the CQ: the reader's queue is the
+    # CQ's still (emptied in place), so what comes after is read.
+    b.recv(3, 0, 64)
+    a.send(3, b"late")
+    shm0dv.progress(b.ctx)
+    b.qp.modify(QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
+    assert read() == ()
+    b.qp.to_init(qp_attr())
+    b.recv(4, 0, 64)
+    b.qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)      # flushes the receive
+    assert [(wc.wr_id, wc.status) for wc in read()] == [(4, e.IBV_WC_WR_FLUSH_ERR)]
+
+
+def test_cq_reader_raises_eoverflow_once_the_cq_overran_and_refuses_what_is_not_an_open_cq(verbs_pair):
+    a, b = verbs_pair
+    read = shm0dv.cq_reader(b.cq)
+    b.cq.resize(1)
+    b.recv(1)
+    b.recv(2)
+    a.send(1, b"one")
+    a.send(2, b"two")
+    shm0dv.progress(b.ctx)
+    with pytest.raises(PyverbsRDMAError) as err:
+        read()
+    assert err.value.error_code == errno.EOVERFLOW
+    for _ in range(2):
+        bounded(b.ctx.get_async_event).ack()     # CQ_ERR, QP_FATAL: else closing waits for them
+    with pytest.raises(PyverbsUserError, match="cq must be"):
+        shm0dv.cq_reader("a CQ")
+    b.cq.close()
+    with pytest.raises(PyverbsRDMAError) as err:
+        shm0dv.cq_reader(b.cq)
+    assert err.value.error_code == errno.EBADF
+
+
 # wc_solicited
 
 def test_wc_solicited_says_which_receives_a_solicited_send_took(verbs_pair):

@@ -21,7 +21,6 @@ without waiting (shm0dv.cm_channel_fd), its events naming their CMID.
 """
 
 import fcntl
-import functools
 import itertools
 import os
 import time
@@ -31,7 +30,6 @@ from .private_data import HEADER_BYTES
 from .values import AsyncError
 
 _SPIN = float(os.environ.get("SHMDAT_SPIN_US", "100")) / 1e6
-_DRAIN = 1 << 16                # completions taken from a shm0 CQ at once: all of them
 _now = time.monotonic
 _WATCH_SLICE = 0.005            # seconds: the hot paths' watch() is due at most this often
 
@@ -271,9 +269,10 @@ class Engine(EngineBase):
         return self.dev.cq.CQ(self.ctx, cqe), None
 
     def cq_poller(self, cq):
-        """All of the CQ's completions, bound once: (npolled, [WC]) without running the
-        device (the engine runs it once a round)."""
-        return functools.partial(self.dv.poll_cq, cq, _DRAIN)
+        """A function of no arguments: all of the CQ's completions ([WC], or an empty
+        sequence), without running the device (the engine runs it once a round); called
+        under the IA lock, which is the Context's (shm0dv.cq_reader)."""
+        return self.dv.cq_reader(cq)
 
     def wc_solicited(self, wc):
         return self.dv.wc_solicited(wc)

@@ -83,11 +83,11 @@ class EVD(Handle):
         dapls_evd_copy_cq: what has completed counts as queued. The device is not run
         here (a message still in the ring has not completed, and does not)."""
         if self._cq is not None:
-            n, wcs = self._poll_cq()
-            if n:                   # each WC to the EP it completes a DTO of, by its wr_id
+            wcs = self._poll_cq()
+            if wcs:                 # each WC to the EP it completes a DTO of, by its wr_id
                 engine = self._engine
                 slots = engine.slots
-                engine.completions_taken += n
+                engine.completions_taken += len(wcs)
                 for wc in wcs:
                     ep, cookie, flags, op, length = slots.pop(wc.wr_id)
                     (ep or engine.eps_by_qp_num[wc.qp_num])._completed(self, wc, cookie, flags, op, length)

@@ -322,13 +322,11 @@ class NicEngine(EngineBase):
     def cq_poller(cq):
         """All of the CQ's completions, in batches (pyverbs allocates each batch)."""
         def poll_all():
-            n, wcs = cq.poll(_BATCH)
-            got = n
+            got, wcs = cq.poll(_BATCH)
             while got == _BATCH:
                 got, more = cq.poll(_BATCH)
-                n += got
                 wcs += more
-            return n, wcs
+            return wcs
         return poll_all
 
     @staticmethod

@@ -237,7 +237,9 @@ class CQ(PyverbsCM):
 
     def _purge(self, qp_num):
         """Drop the completions of a QP that went to RESET."""
-        self._wcs = collections.deque(wc for wc in self._wcs if wc.qp_num != qp_num)
+        kept = [wc for wc in self._wcs if wc.qp_num != qp_num]
+        self._wcs.clear()               # (in place: shm0dv.cq_reader holds this queue)
+        self._wcs.extend(kept)
 
     def _release(self):
         close_children([self.qps])

@@ -93,6 +93,29 @@ def poll_cq(cq, num_entries):
         lock.release()
 
 
+def cq_reader(cq):
+    """A function of no arguments that takes every completion the CQ holds now: a list of
+    WCs (emptied from the CQ), or an empty tuple. For a consumer that holds the Context's
+    lock (context_lock) whenever it calls it, and drains whole CQs each device round: the
+    checks of poll_cq are made here once (mlx5dv's direct CQ access, in Python). The reader
+    raises PyverbsRDMAError (EOVERFLOW) once the CQ overran, as poll_cq; a closed CQ reads
+    as empty. Raises PyverbsUserError, PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
+    _shm0(cq, CQ, "cq", "cq_reader")
+    cq._check_open("Failed to make a CQ reader")
+    wcs = cq._wcs               # (the CQ keeps this one queue for its life: _purge empties it in place)
+
+    def read():
+        if cq.overrun:
+            cq._take(0)         # (raises EOVERFLOW, as poll_cq)
+        if not wcs:
+            return ()
+        taken = list(wcs)
+        wcs.clear()
+        return taken
+
+    return read
+
+
 def block(ctx, ready, deadline):
     """Sleep on the device's doorbell, running its progress (no core spins meanwhile),
     until ready() is true (-> True), the time.monotonic() `deadline` passes (-> False;

@@ -27,7 +27,7 @@ def fails(error, call, *args, **kw):
         call(*args, **kw)
     except MPI.Exception as e:
         assert e.Get_error_class() == error, (call, e, error)
-    except (ValueError, TypeError, BufferError) as e:
+    except (ValueError, TypeError, BufferError, KeyError) as e:
         assert isinstance(error, type) and isinstance(e, error), (call, e, error)
     else:
         raise AssertionError(f"{call}{args} did not fail with {error}")

@@ -3,6 +3,7 @@
 size; a bare buffer's datatype comes from its format (a numpy dtype's character)."""
 
 import operator
+import sys
 
 import numpy as np
 
@@ -549,6 +550,8 @@ def _datatype_of(view):
     """The datatype mpi4py infers from a buffer's format (numpy's 'd', '<d', 'Zd', ...)."""
     datatype = _SEEN_FORMATS.get(view.format)
     if datatype is None:
+        if view.format[:1] in _FOREIGN_ORDER:
+            raise BufferError(f"format string {view.format!r} with non-native byte order")
         fmt = view.format.lstrip("@=<>!")
         if fmt.startswith("Z"):        # a complex in the buffer protocol's format
             fmt = fmt[1:].upper()
@@ -561,16 +564,17 @@ def _datatype_of(view):
 
 
 _SEEN_FORMATS = {}      # a buffer's format as given -> its datatype (a send's per-call parse)
+_FOREIGN_ORDER = (">", "!") if sys.byteorder == "little" else ("<",)   # a format's prefix
 
 
 def named(datatype):
     """A buffer spec's datatype: an MPI datatype, or a typecode as mpi4py takes one ('d',
-    'i', 'B', ...). MPI.Exception ERR_TYPE otherwise."""
+    'i', 'B', ...). KeyError otherwise, as mpi4py's."""
     if isinstance(datatype, Datatype):
         return datatype
     found = _BY_FORMAT.get(datatype) if isinstance(datatype, str) else None
     if found is None:
-        raise MPIException(errors.ERR_TYPE, f"not an MPI datatype: {datatype!r}")
+        raise KeyError(f"cannot map {datatype!r} to MPI datatype")
     return found
 
 
@@ -604,7 +608,9 @@ def _contiguous_bytes(buf, writable):
     except TypeError:
         view = _other_buffer(buf)
     if not view.c_contiguous:
-        raise BufferError("the buffer is not contiguous")        # (as mpi4py's getbuffer)
+        if not view.contiguous:
+            raise BufferError("the buffer is not contiguous")    # (as mpi4py's getbuffer)
+        view = memoryview(np.asarray(view).ravel(order="K"))    # Fortran order: memory order
     if writable and view.readonly:
         raise BufferError("a receive buffer must be writable")
     return view, view.cast("B") if view.format != "B" or view.ndim != 1 else view
@@ -785,9 +791,9 @@ def per_block(value, blocks, spread):
     or one int spread over the blocks by `spread(i, value)`; None stays None."""
     if value is None:
         return None
-    if isinstance(value, (int, np.integer)):
-        return [spread(i, int(value)) for i in range(blocks)]
-    value = [int(v) for v in value]
+    if np.ndim(value) == 0:             # (an int, a numpy integer, a 0-d array)
+        return [spread(i, operator.index(value)) for i in range(blocks)]
+    value = [operator.index(v) for v in value]      # TypeError for floats, as mpi4py
     if len(value) != blocks:
         raise ValueError(f"expecting {blocks} items, got {len(value)}")
     return value

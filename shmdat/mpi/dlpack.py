@@ -1,6 +1,11 @@
 """DLPack tensors in host memory as buffers, as mpi4py takes them (an object with
-`__dlpack__` and no buffer protocol): a writable numpy array over the tensor's own memory,
-which holds the tensor's capsule, so the memory lives as long as the array."""
+`__dlpack__` and no buffer protocol): DLPack 1.x's versioned capsule when the producer
+gives one (`__dlpack__(max_version=(1, 0), copy=False)`), else the older unversioned one;
+a numpy array over the tensor's own memory, which holds the tensor's capsule, so the
+memory lives as long as the array. What mpi4py checks is checked here, with the same
+errors: the device pair (TypeError, ValueError), the capsule and its version, the shape
+and strides (BufferError), contiguity in C or Fortran order, read-only tensors (a
+read-only array, which a receive refuses)."""
 
 import ctypes
 import math
@@ -8,8 +13,12 @@ import math
 import numpy as np
 
 DEVICE_CPU = 1
-_KINDS = {0: "i", 1: "u", 2: "f", 5: "c"}   # DLPack's type codes (and 6: bool)
-_FLOAT, _COMPLEX, _BOOL = 2, 5, 6
+READ_ONLY = 1                               # DLPACK_FLAG_BITMASK_READ_ONLY
+_VERSIONED, _UNVERSIONED = b"dltensor_versioned", b"dltensor"
+_INT, _UINT, _FLOAT, _COMPLEX, _BOOL = 0, 1, 2, 5, 6
+_KINDS = {_INT: "i", _UINT: "u", _FLOAT: "f", _COMPLEX: "c"}
+_BITS = {_INT: (8, 16, 32, 64), _UINT: (8, 16, 32, 64), _FLOAT: (16, 32, 64),
+         _COMPLEX: (64, 128), _BOOL: (8,)}     # what numpy has; anything else is bytes
 
 
 class _Device(ctypes.Structure):
@@ -21,38 +30,124 @@ class _DataType(ctypes.Structure):
 
 
 class _Tensor(ctypes.Structure):
-    """DLPack's DLTensor (the first member of the DLManagedTensor a capsule points to)."""
+    """DLPack's DLTensor (the first member of the unversioned DLManagedTensor)."""
     _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32),
                 ("dtype", _DataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
                 ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
+class _Versioned(ctypes.Structure):
+    """DLPack 1.x's DLManagedTensorVersioned."""
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
+                ("flags", ctypes.c_uint64), ("dl_tensor", _Tensor)]
+
+
+_capsule_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_valid.restype = ctypes.c_int
+_capsule_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
+def _device(obj):
+    """The (device_type, device_id) pair __dlpack_device__ gives: TypeError unless a pair
+    of ints (ValueError for another number of items), as mpi4py unpacks it."""
+    device_type, device_id = obj.__dlpack_device__()
+    if device_type.__class__ is not int or device_id.__class__ is not int:
+        raise TypeError(f"__dlpack_device__ gave ({device_type!r}, {device_id!r}): ints are due")
+    return device_type
+
+
+def _capsule(obj):
+    """(capsule, versioned): the versioned one if the producer takes max_version."""
+    try:
+        return obj.__dlpack__(max_version=(1, 0), copy=False), True
+    except TypeError:           # a producer of DLPack 0.x
+        return obj.__dlpack__(), False
+
+
+def _tensor(capsule, versioned):
+    """(DLTensor, read-only) of a capsule. BufferError for what is not a live capsule of the
+    kind asked (one consumed already is renamed), or a version before 1."""
+    name = _VERSIONED if versioned else _UNVERSIONED
+    if not _capsule_valid(capsule, name):
+        raise BufferError("dlpack: invalid capsule object")
+    pointer = _capsule_pointer(capsule, name)
+    if not versioned:
+        return _Tensor.from_address(pointer), False
+    managed = _Versioned.from_address(pointer)
+    if managed.major < 1:
+        raise BufferError("dlpack: unexpected version")
+    return managed.dl_tensor, bool(managed.flags & READ_ONLY)
+
+
+def _contiguous(shape, strides, order):
+    """Whether strides (None: C order) lay shape out contiguously in `order` ("C" or
+    "F"); a dimension of 1 may have any stride."""
+    if strides is None:
+        return order == "C" or len(shape) <= 1
+    size = 1
+    for dim, stride in (zip(shape, strides) if order == "F" else
+                        zip(reversed(shape), reversed(strides))):
+        if dim > 1 and stride != size:
+            return False
+        size *= dim
+    return True
+
+
+def _layout(tensor):
+    """(shape, strides or None) of a tensor. BufferError for a negative number of
+    dimensions, a missing shape, a negative extent or stride, or a layout contiguous in
+    neither order."""
+    ndim = tensor.ndim
+    if ndim < 0:
+        raise BufferError("dlpack: number of dimensions is negative")
+    if ndim > 0 and not tensor.shape:
+        raise BufferError("dlpack: shape is NULL")
+    shape = [tensor.shape[i] for i in range(ndim)]
+    strides = [tensor.strides[i] for i in range(ndim)] if tensor.strides else None
+    if any(dim < 0 for dim in shape):
+        raise BufferError("dlpack: shape item is negative")
+    if strides is not None and any(stride < 0 for stride in strides):
+        raise BufferError("dlpack: strides item is negative")
+    if not (_contiguous(shape, strides, "C") or _contiguous(shape, strides, "F")):
+        raise BufferError("dlpack: buffer is not contiguous")
+    return shape, strides
+
+
+def _dtype(data_type):
+    """The numpy dtype of a DLPack type, or None: bytes (a type numpy lacks, several lanes
+    other than a complex number's two, an opaque handle), as mpi4py takes it."""
+    code, bits, lanes = data_type.code, data_type.bits, data_type.lanes
+    if lanes == 2 and code == _FLOAT and bits in (32, 64):
+        code, bits, lanes = _COMPLEX, 2 * bits, 1      # a complex number as two lanes of floats
+    if lanes != 1 or bits not in _BITS.get(code, ()):
+        return None
+    return np.dtype("?" if code == _BOOL else f"{_KINDS[code]}{bits // 8}")
+
+
 def as_array(obj):
-    """A numpy array over the memory of DLPack tensor `obj`. TypeError if it is not in host
-    memory, not C-contiguous or of a type numpy lacks."""
-    device_type, _ = obj.__dlpack_device__()
+    """A numpy array over the memory of DLPack tensor `obj` (read-only if the tensor is),
+    1-D in memory order. TypeError if it is not in host memory or its device pair is not
+    two ints, ValueError if that is not a pair; BufferError as _tensor and _layout say."""
+    device_type = _device(obj)
     if device_type != DEVICE_CPU:
         raise TypeError(f"a DLPack tensor on device {device_type}, not in host memory")
-    capsule = obj.__dlpack__()
-    tensor = _Tensor.from_address(_capsule_pointer(capsule, b"dltensor"))
-    code, bits, lanes = tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes
-    if lanes == 2 and code == _FLOAT:     # (a complex long double: two lanes of floats)
-        code, bits, lanes = _COMPLEX, 2 * bits, 1
-    if lanes != 1 or (code not in _KINDS and code != _BOOL):
-        raise TypeError(f"a DLPack tensor of type code {code}, {bits} bits, {lanes} lanes")
-    dtype = np.dtype("?" if code == _BOOL else f"{_KINDS[code]}{bits // 8}")
-    shape = [tensor.shape[i] for i in range(tensor.ndim)]
-    if tensor.strides and any(tensor.strides[i] != math.prod(shape[i + 1:])
-                              for i in range(tensor.ndim) if shape[i] > 1):
-        raise TypeError("a DLPack tensor that is not C-contiguous")
-    nbytes = math.prod(shape) * dtype.itemsize
+    capsule, versioned = _capsule(obj)
+    tensor, readonly = _tensor(capsule, versioned)
+    shape, _ = _layout(tensor)
+    dtype = _dtype(tensor.dtype)
+    width = (tensor.dtype.bits * tensor.dtype.lanes + 7) // 8
+    nbytes = math.prod(shape) * width
     if nbytes == 0:
-        return np.zeros(shape, dtype)
-    memory = (ctypes.c_char * nbytes).from_address(tensor.data + tensor.byte_offset)
-    memory.capsule = capsule        # the tensor's memory lives as long as its capsule
-    return np.frombuffer(memory, dtype).reshape(shape)
+        array = np.zeros(0, dtype or np.uint8)
+    else:
+        memory = (ctypes.c_char * nbytes).from_address(tensor.data + tensor.byte_offset)
+        memory.capsule = capsule    # the tensor's memory lives as long as its capsule
+        array = np.frombuffer(memory, dtype if dtype is not None and dtype.itemsize == width
+                              else np.uint8)
+    if readonly:
+        array.flags.writeable = False
+    return array

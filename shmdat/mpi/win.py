@@ -8,6 +8,7 @@ General active target (Post, Start, Complete, Wait) sends empty messages on the 
 communicator. docs/design/mpi.md has the protocol."""
 
 import collections
+import operator
 import struct
 
 import numpy as np
@@ -16,7 +17,7 @@ from shmdat import MemPriv, RmrTriplet
 
 from . import attributes, errors, ops, unimplemented
 from .comm import Request
-from .datatypes import BYTE, NAMED, BottomType, Datatype, message
+from .datatypes import BYTE, NAMED, BottomType, message, named
 from .errhandler import ErrorHandling
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
@@ -72,22 +73,22 @@ def _fail(error_class, detail):
 def _target_spec(target, count, datatype):
     """(disp, count, datatype) of mpi4py's target argument: None, a displacement, or a
     sequence (disp, count, datatype) of which trailing items may be left out (the origin's
-    count and datatype stand in)."""
+    count and datatype stand in), the datatype also a typecode. ValueError for another
+    kind or more items, TypeError for a displacement or count that is not an int, KeyError
+    for no datatype, MPI.Exception ERR_COUNT for a negative count."""
     if target is None:
         return 0, count, datatype
     if isinstance(target, int):
         return target, count, datatype
-    if not isinstance(target, (list, tuple)) or len(target) > 3:
-        _fail(errors.ERR_ARG, f"target must be a displacement or (disp, count, datatype), "
-                              f"not {target!r}")
+    if not isinstance(target, (list, tuple)):
+        raise ValueError(f"target: expecting integral or list/tuple, not {target!r}")
+    if len(target) > 3:
+        raise ValueError(f"target: expecting 3 items at most, not {len(target)}")
     disp, count, datatype = (*target, *(0, count, datatype)[len(target):])
-    if not isinstance(disp, int):
-        _fail(errors.ERR_DISP, f"target displacement {disp!r}")
-    if not isinstance(count, int) or count < 0:
-        _fail(errors.ERR_COUNT, f"target count {count!r}")
-    if not isinstance(datatype, Datatype):
-        _fail(errors.ERR_TYPE, f"not an MPI datatype: {datatype!r}")
-    return disp, count, datatype
+    disp, count = operator.index(disp), operator.index(count)   # TypeError, as mpi4py
+    if count < 0:
+        _fail(errors.ERR_COUNT, f"target count {count}")
+    return disp, count, named(datatype)
 
 
 def _check_single(**messages):

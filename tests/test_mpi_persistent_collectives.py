@@ -1,9 +1,10 @@
 """MPI-4 persistent collectives (Comm.Barrier_init ... Exscan_init): each made once, started
 several times with its send buffers changed between starts, every result compared with what
 numpy computes from every rank's contribution; the IN_PLACE forms; Startall of several with
-a blocking and a non-blocking collective in between; a derived datatype with gaps; the
-errors (at init as MPICH: ERR_ROOT, ERR_OP; Start while active or after Free: ERR_REQUEST).
-The program runs unchanged under `shmdat run --mpi4py` and under MPICH's mpiexec."""
+a blocking and a non-blocking collective in between; a derived datatype with gaps; an init
+that does not wait for the other ranks; the errors (at init as MPICH: ERR_ROOT, ERR_OP;
+Start while active or after Free: ERR_REQUEST). The program runs unchanged under
+`shmdat run --mpi4py` and under MPICH's mpiexec."""
 
 import pytest
 
@@ -217,6 +218,19 @@ while not barrier.Test():       # (a completed persistent request is inactive: T
     pass
 for r in requests:
     r.Free()
+
+# The init sends nothing: rank 0 makes its request before the others reach theirs and tells
+# them only afterwards (an init that waited for the others would deadlock here).
+send, recv = np.full(1, rank + 1.0), np.zeros(1)
+if rank == 0:
+    request = comm.Allreduce_init(send, recv, MPI.SUM)
+    for other in range(1, size):
+        comm.send("made", other)
+else:
+    assert comm.recv(source=0) == "made"
+    request = comm.Allreduce_init(send, recv, MPI.SUM)
+starts(request, lambda s: fill(send, rank + s), lambda s: equal(recv, [sum(
+    r + s for r in range(size))]))
 
 # The errors: at init as MPICH; Start of an active request, of a freed one: ERR_REQUEST.
 checks += fails(MPI.ERR_ROOT, comm.Bcast_init, np.zeros(1), size)

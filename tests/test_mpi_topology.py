@@ -326,6 +326,9 @@ for t, topo in enumerate(topologies):
         checks += 1
     requests[0].Start()
     checks += fails(MPI.ERR_REQUEST, requests[0].Start)     # (active)
+    if topo.indegree:   # (a receive buffer that is not indegree blocks: at init, as mpi4py)
+        checks += fails(ValueError, topo.Neighbor_allgather_init, np.zeros(2, "i4"),
+                        np.zeros(2 * topo.indegree + 1, "i4"))
     requests[0].Wait()
     for request in requests:
         request.Free()

@@ -9,7 +9,8 @@ recvcounts, which gathers them once, as mpi4py does). It checks the arguments as
 non-blocking call would (on a channel that starts nothing), so an error (ERR_ROOT, ERR_OP,
 a buffer's) is raised there, as MPICH raises it; and it takes the collective's tag, as a
 non-blocking collective takes one at its call, in the same order on every rank: every Start
-of the request runs on that tag, so starts need not come in the same order everywhere."""
+of the request runs on that tag, so its messages never meet another request's, whatever
+order the ranks start them in."""
 
 import functools
 

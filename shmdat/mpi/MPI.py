@@ -34,6 +34,7 @@ from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa:
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .pickler import Pickle, pickle  # noqa: F401
+from . import persistent  # noqa: F401  (sets Comm's and Topocomm's *_init)
 from .topology import CART, DIST_GRAPH, GRAPH, Cartcomm, Graphcomm, Topocomm  # noqa: F401
 from .shared import (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,  # noqa: F401
                      COMM_TYPE_RESOURCE_GUIDED, COMM_TYPE_SHARED)

@@ -60,22 +60,21 @@ MODULE = frozenset("""
 """.split())
 
 COMM = frozenset("""
-    Accept Ack_failed Agree Allgather_init Allgatherv_init Allreduce_init Alltoall_init
-    Alltoallv_init Alltoallw Alltoallw_init Barrier_init Bcast_init Cart_map Connect
+    Accept Ack_failed Agree
+    Alltoallw Alltoallw_init Cart_map Connect
     Create_dist_graph Create_dist_graph_adjacent Create_from_group Create_group
-    Create_intercomm Disconnect Exscan_init Gather_init Gatherv_init Get_failed Get_info
+    Create_intercomm Disconnect Get_failed Get_info
     Get_parent Graph_map Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
-    Isendrecv_replace Ishrink Join Precv_init Psend_init Reduce_init
-    Reduce_scatter_block_init Reduce_scatter_init Revoke Scan_init Scatter_init
-    Scatterv_init Set_info Shrink Spawn Spawn_multiple f2py free fromhandle
+    Isendrecv_replace Ishrink Join Precv_init Psend_init
+    Revoke
+    Set_info Shrink Spawn Spawn_multiple f2py free fromhandle
     fromint handle info py2f toint
 """.split())
 
 # Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
 CARTCOMM = COMM | frozenset("""
-    Ineighbor_allgather Ineighbor_allgatherv Ineighbor_alltoall Ineighbor_alltoallv
-    Ineighbor_alltoallw Neighbor_allgather_init Neighbor_allgatherv_init
-    Neighbor_alltoall_init Neighbor_alltoallv_init Neighbor_alltoallw
+    Ineighbor_alltoallw
+    Neighbor_alltoallw
     Neighbor_alltoallw_init
 """.split())
 

@@ -100,8 +100,8 @@ class Grequest(Request):
             raise MPIException(errors.ERR_REQUEST, "Complete of a request that is no "
                                "generalized request under way (Start, and Complete once)")
         state.result = obj
+        state.end()                 # (before `done`: a Wait that sees it runs free_fn itself)
         state.done = True
-        state.end()
         engine = self._engine
         with engine.lock:           # (the engine's waiters look at their operations again)
             engine._wake()

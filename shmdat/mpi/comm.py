@@ -622,7 +622,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         dup = Comm(self._engine, self._new_context(), self._ranks)
         dup._attrs = self._attrs.copied(self)       # (after the collective: every rank got there)
         if assertions:
-            dup._assert(assertions)
+            dup._set_assertions(assertions)
         return dup
 
     def Dup_with_info(self, info):
@@ -650,7 +650,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         return {key: "true" if info.Get(key) in ("true", "1") else "false"
                 for key in Comm._ASSERTIONS if info and key in info}
 
-    def _assert(self, assertions):
+    def _set_assertions(self, assertions):
         hints = Comm._hints.setdefault(self._context, dict.fromkeys(Comm._ASSERTIONS, "false"))
         hints.update(assertions)
 
@@ -660,7 +660,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         assertions = Comm._assertions(info)
         if not info:
             raise MPIException(errors.ERR_ARG, "Comm.Set_info of INFO_NULL")
-        self._assert(assertions)
+        self._set_assertions(assertions)
 
     def Get_info(self):
         """MPI_Comm_get_info: a new Info of the assertions ("false" for those not set)."""

@@ -64,9 +64,9 @@ class Grequest(Request):
     COMM_SELF = None    # set by MPI.py (it cannot be imported): whose engine Start's requests use
 
     def __init__(self, request=None):
-        """mpi4py's Grequest(): a null request (equal to REQUEST_NULL), as Grequest of a
-        null request; Grequest(greq): another handle to greq. TypeError for a request under
-        way that is not a generalized one, and for anything else."""
+        """mpi4py's Grequest(), or Grequest of a null request: a null request (equal to
+        REQUEST_NULL); Grequest(greq): another handle to greq. TypeError for anything else
+        (a request under way that is not a generalized one included)."""
         if isinstance(request, Request) and not request:
             request = None
         if request is not None and not isinstance(request, Grequest):

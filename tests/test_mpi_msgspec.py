@@ -74,6 +74,7 @@ fortran = np.asfortranarray(np.arange(6.0).reshape(2, 3))
 got = np.zeros((2, 3), order="F")
 say("fortran buffer", exchange(fortran, got), (got == fortran).all())
 say("a strided buffer", exchange(np.arange(6.0)[::2], np.zeros(3)))
+say("empty, a 0 in the shape", exchange(np.zeros((2, 0)), np.zeros((0, 3))))
 for order in ("=", "<", ">"):
     sent = np.arange(3, dtype=np.dtype("i4").newbyteorder(order))
     got = np.zeros(3, sent.dtype)
@@ -121,6 +122,7 @@ def test_specs(tmp_path):
     assert "no capsule ('BufferError',)" in lines and "not a capsule ('BufferError',)" in lines
     assert "fortran buffer ('ok', None) True" in lines
     assert "a strided buffer ('BufferError',)" in lines
+    assert "empty, a 0 in the shape ('ok', None)" in lines
     assert "byte order > ('BufferError',) [0, 0, 0]" in lines
     assert "byte order with a datatype > ('ok', None) [0, 1, 2]" in lines
     assert "numpy counts ('ok', None) bytearray(b'\\x00abc')" in lines

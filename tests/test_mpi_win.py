@@ -512,3 +512,38 @@ def test_post_start_complete_wait(tmp_path, n):
 def test_post_start_the_same_under_mpi4py_and_mpich(tmp_path):
     pytest.importorskip("mpi4py")
     _same_under_mpich(tmp_path, PSCW)
+
+
+# A window outlives the communicator it was made over (MPI lets a program free that one
+# first, as mpi4py's own tests do in their tearDown): the window has a communicator of its own.
+OUTLIVES = HEAD + """
+world = MPI.COMM_WORLD
+rank, size = world.rank, world.size
+checks = 0
+for make in (lambda c: MPI.Win.Allocate(8, 8, comm=c),
+             lambda c: MPI.Win.Create(np.zeros(1, np.int64), 8, comm=c),
+             lambda c: MPI.Win.Allocate_shared(8, 8, comm=c)):
+    comm = world.Dup()
+    win = make(comm)
+    comm.Free()
+    win.Fence()
+    win.Put(np.array([rank + 1], np.int64), (rank + 1) % size)
+    win.Fence()
+    got = np.frombuffer(win.tomemory(), np.int64)[0]
+    assert got == (rank - 1) % size + 1, got
+    assert win.Get_group().Get_size() == size
+    win.Free()
+    checks += 1
+os.write(1, f"rank {rank}: {checks} checks\\n".encode())
+"""
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_window_outlives_its_communicator(tmp_path, n):
+    check_every_rank_agrees(launch(tmp_path, n, OUTLIVES), n)
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (mpi4py + MPICH) installed")
+def test_a_window_outlives_its_communicator_under_mpi4py_and_mpich(tmp_path):
+    pytest.importorskip("mpi4py")
+    _same_under_mpich(tmp_path, OUTLIVES)

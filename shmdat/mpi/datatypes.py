@@ -613,7 +613,9 @@ def _contiguous_bytes(buf, writable):
         view = memoryview(np.asarray(view).ravel(order="K"))    # Fortran order: memory order
     if writable and view.readonly:
         raise BufferError("a receive buffer must be writable")
-    return view, view.cast("B") if view.format != "B" or view.ndim != 1 else view
+    if view.format == "B" and view.ndim == 1:
+        return view, view
+    return view, view.cast("B") if view.nbytes else memoryview(bytearray())  # (no cast of a 0 in the shape)
 
 
 def _items(spec, pair):

@@ -169,7 +169,7 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         `comm` (collective): ids and triplets agreed, registered with the engine."""
         self = cls.__new__(cls)
         engine = self._engine = comm._engine
-        self._memory, self._lmr, self._comm, self._flavor = memory, lmr, comm, flavor
+        self._memory, self._lmr, self._flavor = memory, lmr, flavor
         self._name = ""
         mine = (engine.next_window, tuple(lmr.rmr_triplet()) if lmr else (0, 0, 0), disp_unit)
         self._ranks = [comm._ranks[r] for r in range(comm.size)]
@@ -184,7 +184,9 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         self._waiting = collections.deque()       # lock requests not yet granted
         self._started = None                      # Start's targets, while its epoch is open
         self._exposure = None                     # Post's receives of Complete, while open
-        self._sync = comm.Dup()                   # Post's and Complete's messages
+        # The window's own communicator (its group, Fence's barrier, Post's and Complete's
+        # messages): a program may free the one it gave before the window, as MPI allows.
+        self._comm = comm.Dup()
         self._attrs = attributes.Attributes()
         engine.windows[self._id] = self
         comm.Barrier()          # every member has registered the window before any message
@@ -498,12 +500,11 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         epoch unless `assertion` has MODE_NOSUCCEED. MPI.Exception ERR_WIN."""
         self._check_live()
         self._complete_all()
-        if self._comm is not None:
-            self._comm.Barrier()
+        self._comm.Barrier()
         self._fence_open = not assertion & MODE_NOSUCCEED
 
     # General active target: Post and Start, Complete and Wait. Their messages go on the
-    # window's own communicator (`_sync`), empty: Post tells each origin of its group that
+    # window's own communicator (`_comm`), empty: Post tells each origin of its group that
     # it may access this rank's window (Start waits for that), Complete tells each target
     # that this rank's operations on it are done (Wait waits for that).
 
@@ -517,8 +518,8 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         if self._exposure is not None:
             _fail(errors.ERR_RMA_SYNC, "Post while Post's epoch is open (Wait first)")
         for rank in origins:
-            self._sync.Send(b"", rank, POST_TAG)        # (empty: eager, done at once)
-        self._exposure = [self._sync.Irecv(bytearray(), rank, COMPLETE_TAG) for rank in origins]
+            self._comm.Send(b"", rank, POST_TAG)        # (empty: eager, done at once)
+        self._exposure = [self._comm.Irecv(bytearray(), rank, COMPLETE_TAG) for rank in origins]
 
     def Start(self, group, assertion=0):
         """MPI_Win_start: an access epoch on the windows of `group`'s processes; returns once
@@ -529,7 +530,7 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         targets = self._window_ranks(group)
         if self._started is not None or self._locks or self._lock_all:
             _fail(errors.ERR_RMA_SYNC, "Start while Start's epoch or a lock is open")
-        Request.Waitall([self._sync.Irecv(bytearray(), rank, POST_TAG) for rank in targets])
+        Request.Waitall([self._comm.Irecv(bytearray(), rank, POST_TAG) for rank in targets])
         self._started = frozenset(targets)
 
     def Complete(self):
@@ -541,7 +542,7 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
             _fail(errors.ERR_RMA_SYNC, "Complete without Start")
         for rank in sorted(self._started):
             self._complete(rank)
-            self._sync.Send(b"", rank, COMPLETE_TAG)
+            self._comm.Send(b"", rank, COMPLETE_TAG)
         self._started = None
 
     def Wait(self):
@@ -681,9 +682,8 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
                                        "of Start or Post is open (Complete, Wait)")
         self._attrs.clear(self)         # each keyval's delete_fn (ERR_OTHER if one raised)
         self._complete_all()
-        if self._comm is not None:
-            self._comm.Barrier()
-        self._sync.Free()
+        self._comm.Barrier()
+        self._comm.Free()
         del self._engine.windows[self._id]
         if self._lmr is not None:
             self._lmr.free()

@@ -42,7 +42,6 @@ class Intercomm(Comm):
     context of its own (see the module's docstring)."""
 
     _unimplemented = unimplemented.INTERCOMM
-    _kind = "Comm"
     _inter = True
 
     def __init__(self, engine, context=None, local_ranks=None, remote_ranks=None, name=""):
@@ -266,7 +265,9 @@ class Intercomm(Comm):
         ERR_TRUNCATE."""
         root = self._root(root)
         if root == ROOT:
-            self._recv(LEADER, message(recvbuf, True)[0])
+            view, _, datatype = message(recvbuf, True)
+            op.check(datatype.dtype)    # (ERR_OP here too, not a wait for what never comes)
+            self._recv(LEADER, view)
         elif root != PROC_NULL:
             value = self._local_reduction(sendbuf, op)
             if self._rank == LEADER:

@@ -34,7 +34,8 @@ assert (lr, size, rsize) == (here.index(r), len(here), len(there))
 GROUPS = SETUP + """
 say(r, "sizes", lr, size, rsize, ic.Get_remote_size(), ic.is_inter, ic.Is_inter(), ic.is_intra,
     isinstance(ic, MPI.Intercomm), isinstance(ic, MPI.Intracomm), isinstance(ic, MPI.Comm),
-    isinstance(local, MPI.Intracomm), isinstance(local, MPI.Intercomm), ic.topology == MPI.UNDEFINED)
+    isinstance(local, MPI.Intracomm), isinstance(local, MPI.Intercomm),
+    ic.topology == MPI.UNDEFINED)
 groups = (ic.group.Translate_ranks(None, world.group),
           ic.Get_remote_group().Translate_ranks(None, world.group))
 assert groups == (here, there), groups
@@ -152,7 +153,8 @@ if lr < rsize:
 ic.Send(block(0), MPI.PROC_NULL)
 st = MPI.Status()
 ic.Recv(np.zeros(2, 'i'), MPI.PROC_NULL, status=st)
-say(r, "PROC_NULL", st.source == MPI.PROC_NULL, st.Get_count(MPI.INT), ic.recv(source=MPI.PROC_NULL))
+say(r, "PROC_NULL", st.source == MPI.PROC_NULL, st.Get_count(MPI.INT),
+    ic.recv(source=MPI.PROC_NULL))
 """
 
 COLLECTIVES = """
@@ -230,7 +232,8 @@ say(r, "alltoall", obj)
 # Allreduce: each group gets the OTHER group's reduction.
 for op, dtype, want in ((MPI.SUM, 'i', [sum(there), sum(there) + rsize]),
                         (MPI.MAX, 'd', [max(there), max(there) + 1]),
-                        (MPI.PROD, 'i', [int(np.prod(there)), int(np.prod([w + 1 for w in there]))])):
+                        (MPI.PROD, 'i', [int(np.prod(there)),
+                                         int(np.prod([w + 1 for w in there]))])):
     out = np.zeros(2, dtype)
     ic.Allreduce(np.array([r, r + 1], dtype), out, op)
     assert out.tolist() == want, (out, want)
@@ -307,6 +310,9 @@ for name, call in [
     ("world Gather ROOT", lambda: world.Gather(b, None, root=MPI.ROOT)),
     ("Intracomm(ic)", lambda: MPI.Intracomm(ic)),
     ("Intercomm(world)", lambda: MPI.Intercomm(world)),
+    ("null Get_remote_size", lambda: MPI.Intercomm().Get_remote_size()),
+    ("null Merge", lambda: MPI.Intercomm().Merge(True)),
+    ("Comm.Compare(COMM_NULL, ic)", lambda: MPI.Comm.Compare(MPI.COMM_NULL, ic)),
 ]:
     say(r, name, outcome(call))
 say(r, "still", ic.allreduce(r) == sum(others))
@@ -324,7 +330,8 @@ ERRORS_SEEN = {
     "Isend dest ROOT": RANK, "Send dest remote_size": RANK, "Recv source remote_size": RANK,
     "Iprobe source ROOT": RANK, "Compare COMM_NULL": COMM, "world bcast ROOT": ROOT,
     "world Bcast PROC_NULL": ROOT, "world Gather ROOT": ROOT, "Intracomm(ic)": TYPE,
-    "Intercomm(world)": TYPE, "still": "True"}
+    "Intercomm(world)": TYPE, "null Get_remote_size": COMM, "null Merge": COMM,
+    "Comm.Compare(COMM_NULL, ic)": COMM, "still": "True"}
 
 
 @pytest.mark.parametrize("n", [2, 3])

@@ -611,9 +611,10 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
 
     def Compare(self, comm):
         """MPI_Comm_compare: IDENT (this very communicator), CONGRUENT (the same ranks in the
-        same order), SIMILAR (the same ranks in another order) or UNEQUAL. MPI.Exception
-        ERR_COMM if `comm` is COMM_NULL or no communicator."""
-        if not isinstance(comm, Comm) or isinstance(comm, _NullComm):
+        same order), SIMILAR (the same ranks in another order) or UNEQUAL (an Intercomm too).
+        MPI.Exception ERR_COMM if either is COMM_NULL (Comm.Compare(COMM_NULL, comm)) or
+        `comm` is no communicator."""
+        if not isinstance(comm, Comm) or not comm or not self:
             raise MPIException(errors.ERR_COMM, f"Compare with {comm!r}")
         if comm is self:
             return IDENT
@@ -1391,6 +1392,12 @@ for _name, _attr in list(vars(Comm).items()):     # (class methods, as Create_ke
     if not _name.startswith("_") and _name not in vars(_NullComm) and not isinstance(_attr, classmethod):
         setattr(_NullComm, _name,
                 property(_invalid(_name)) if isinstance(_attr, property) else _invalid(_name))
+# An Intercomm's own calls, on a null one (Intercomm() is COMM_NULL too), and Create_intercomm
+# (which shmdat/mpi/intercomm.py sets on Comm): ERR_COMM as well.
+for _name in ("Get_remote_group", "Get_remote_size", "Merge", "Create_intercomm"):
+    setattr(_NullComm, _name, _invalid(_name))
+_NullComm.remote_group, _NullComm.remote_size = (property(_invalid(_name))
+                                                 for _name in ("remote_group", "remote_size"))
 
 
 class _IntracommType(type(Comm)):

@@ -1396,8 +1396,8 @@ for _name, _attr in list(vars(Comm).items()):     # (class methods, as Create_ke
 # (which shmdat/mpi/intercomm.py sets on Comm): ERR_COMM as well.
 for _name in ("Get_remote_group", "Get_remote_size", "Merge", "Create_intercomm"):
     setattr(_NullComm, _name, _invalid(_name))
-_NullComm.remote_group, _NullComm.remote_size = (property(_invalid(_name))
-                                                 for _name in ("remote_group", "remote_size"))
+_NullComm.remote_group = property(_invalid("remote_group"))
+_NullComm.remote_size = property(_invalid("remote_size"))
 
 
 class _IntracommType(type(Comm)):

@@ -25,7 +25,7 @@ def not_implemented(obj, owner, name):
     assert not hasattr(obj, name) and getattr(obj, name, "default") == "default"
 
 
-for obj, owner, name in ((MPI, "MPI", "File"), (MPI, "MPI", "ROOT"), (comm, "Comm", "Connect"),
+for obj, owner, name in ((MPI, "MPI", "File"), (MPI, "MPI", "Open_port"), (comm, "Comm", "Connect"),
                          (comm, "Comm", "Spawn"), (comm.Irecv(bytearray(1), 0), "Request",
                                                    "Pready"),
                          (MPI.DOUBLE, "Datatype", "Create_darray"),

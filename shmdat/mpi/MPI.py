@@ -33,6 +33,8 @@ from .errors import (SUCCESS, Add_error_class, Add_error_code,  # noqa: F401
 from .grequest import Grequest
 from .group import GROUP_EMPTY, GROUP_NULL, Group  # noqa: F401
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa: F401
+from .comm import Intracomm  # noqa: F401
+from .intercomm import ROOT, Intercomm  # noqa: F401
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .pickler import Pickle, pickle  # noqa: F401
@@ -113,7 +115,6 @@ def Flush_buffer():
 
 
 VERSION, SUBVERSION = 3, 1         # the MPI standard's version, as Get_version()
-Intracomm = Comm                   # every communicator here is an intracommunicator
 memory = buffer                    # mpi4py's name for it before mpi4py 4
 
 

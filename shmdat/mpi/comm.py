@@ -483,15 +483,22 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
 
     _unimplemented = unimplemented.COMM
     _kind = "Comm"
+    _inter = False      # (an Intercomm's is True: shmdat/mpi/intercomm.py)
 
     def __new__(cls, engine=None, *args, **kwargs):
-        """mpi4py's Comm() (and Intracomm()): a new null communicator, equal to COMM_NULL;
-        Comm(comm): another handle to comm (also through a subclass's super().__new__(cls,
-        comm)). TypeError for anything else."""
+        """mpi4py's Comm() (and Intracomm(), Intercomm()): a new null communicator, equal to
+        COMM_NULL; Comm(comm): another handle to comm (also through a subclass's
+        super().__new__(cls, comm)), an Intercomm for an intercommunicator. TypeError for
+        anything else, and for Intracomm(intercomm) and Intercomm(intracomm), as mpi4py."""
         if engine is None or isinstance(engine, _NullComm):
             return super().__new__(_NullComm)
         if not isinstance(engine, (Comm, Engine)):
             raise TypeError(f"expected a Comm, got {type(engine).__name__}")
+        if isinstance(engine, Comm) and engine._inter != cls._inter:
+            if cls is not Comm:
+                raise TypeError("expecting an " + ("intercommunicator" if cls._inter
+                                                   else "intracommunicator"))
+            cls = type(engine)          # (its point-to-point names the remote group's ranks)
         return super().__new__(cls)
 
     def __init__(self, engine, context=None, ranks=None, name=""):
@@ -503,6 +510,8 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         self._engine, self._context, self._name = engine, context, name
         self._ranks = ranks            # this communicator's rank -> the engine's (world) rank
         self._rank, self._size = ranks.index(engine.rank), len(ranks)
+        # The ranks point-to-point names (MPI: an intracommunicator's remote group is itself).
+        self._remote_ranks, self._remote_size = ranks, self._size
         # The engine's rank -> this communicator's, for statuses (PROC_NULL's is PROC_NULL).
         self._rank_of = {PROC_NULL: PROC_NULL, **{r: i for i, r in enumerate(ranks)}}
         self._channel = Channel(engine, context + 1, self._rank, ranks)
@@ -603,12 +612,15 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
 
     def Compare(self, comm):
         """MPI_Comm_compare: IDENT (this very communicator), CONGRUENT (the same ranks in the
-        same order), SIMILAR (the same ranks in another order) or UNEQUAL. MPI.Exception
-        ERR_COMM if `comm` is COMM_NULL or no communicator."""
-        if not isinstance(comm, Comm) or isinstance(comm, _NullComm):
+        same order), SIMILAR (the same ranks in another order) or UNEQUAL (an Intercomm too).
+        MPI.Exception ERR_COMM if either is COMM_NULL (Comm.Compare(COMM_NULL, comm)) or
+        `comm` is no communicator."""
+        if not isinstance(comm, Comm) or not comm or not self:
             raise MPIException(errors.ERR_COMM, f"Compare with {comm!r}")
         if comm is self:
             return IDENT
+        if comm._inter:
+            return UNEQUAL
         if list(comm._ranks) == list(self._ranks):
             return CONGRUENT
         return SIMILAR if sorted(comm._ranks) == sorted(self._ranks) else UNEQUAL
@@ -741,16 +753,17 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
     # Point-to-point: checks and the translation to the engine's ranks.
 
     def _engine_rank(self, rank, what, wildcard=False):
-        """This communicator's `rank` as the engine's rank (PROC_NULL, and ANY_SOURCE with
-        `wildcard`, as they are); MPI.Exception ERR_RANK if it is none of these."""
+        """A rank of this communicator's remote group (its own group, unless an Intercomm)
+        as the engine's rank (PROC_NULL, and ANY_SOURCE with `wildcard`, as they are);
+        MPI.Exception ERR_RANK if it is none of these."""
         if isinstance(rank, int):
-            if 0 <= rank < self._size:
-                return self._ranks[rank]
+            if 0 <= rank < self._remote_size:
+                return self._remote_ranks[rank]
             if rank == PROC_NULL or wildcard and rank == ANY_SOURCE:
                 return rank
         elif isinstance(rank, float):   # mpi4py takes a float as C's int conversion does
             return self._engine_rank(int(rank), what, wildcard)
-        raise MPIException(errors.ERR_RANK, f"{what} {rank!r} (size {self._size})")
+        raise MPIException(errors.ERR_RANK, f"{what} {rank!r} (size {self._remote_size})")
 
     def _check_tag(self, tag, wildcard=False):
         if not isinstance(tag, int) or not (0 <= tag <= _TAG_MAX or wildcard and tag == ANY_TAG):
@@ -1379,11 +1392,12 @@ def equal_blocks(view, size):
     return [view[i * width:(i + 1) * width] for i in range(size)]
 
 
-def _claim(context):
+def _claim(context, ids=2):
     """A new communicator's members agreed on `context` (at least every member's next free
-    id): it and its collective twin are used here from now on."""
+    id): it and the `ids` - 1 after it are used here from now on (2: its collective twin; an
+    Intercomm's local group has its own pair after them)."""
     global _next_context
-    _next_context = context + 2
+    _next_context = context + ids
 
 
 def _invalid(name):
@@ -1423,6 +1437,33 @@ for _name, _attr in list(vars(Comm).items()):     # (class methods, as Create_ke
     if not _name.startswith("_") and _name not in vars(_NullComm) and not isinstance(_attr, classmethod):
         setattr(_NullComm, _name,
                 property(_invalid(_name)) if isinstance(_attr, property) else _invalid(_name))
+# An Intercomm's own calls, on a null one (Intercomm() is COMM_NULL too), and Create_intercomm
+# (which shmdat/mpi/intercomm.py sets on Comm): ERR_COMM as well.
+for _name in ("Get_remote_group", "Get_remote_size", "Merge", "Create_intercomm"):
+    setattr(_NullComm, _name, _invalid(_name))
+_NullComm.remote_group = property(_invalid("remote_group"))
+_NullComm.remote_size = property(_invalid("remote_size"))
+
+
+class _IntracommType(type(Comm)):
+    """Intracomm's metaclass: every communicator that is not an intercommunicator is an
+    Intracomm to isinstance and issubclass (COMM_WORLD, Dup's, Split's and Cartcomm are of
+    class Comm here, which serves both), and an Intercomm is not one, as in mpi4py."""
+
+    def __instancecheck__(cls, obj):
+        if cls is Intracomm:
+            return isinstance(obj, Comm) and not obj._inter
+        return super().__instancecheck__(obj)
+
+    def __subclasscheck__(cls, sub):
+        if cls is Intracomm:
+            return issubclass(sub, Comm) and not sub._inter
+        return super().__subclasscheck__(sub)
+
+
+class Intracomm(Comm, metaclass=_IntracommType):
+    """mpi4py's Intracomm: Intracomm() a null communicator, Intracomm(comm) another handle
+    to comm (TypeError for an intercommunicator); its calls are Comm's."""
 
 
 def _predefined(context):

@@ -727,6 +727,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
             raise MPIException(errors.ERR_COMM, f"Free of {self._name}")
         self._attrs.clear(self)         # each keyval's delete_fn
         self._drop_errhandler()
+        Comm._hints.pop(self._context, None)
         if self._channel.flags is not None:     # (None again: another handle's Free)
             self._channel.flags.close()
             self._channel.flags = None

@@ -9,6 +9,7 @@ import pytest
 from tests import mpi_launch
 
 SPECS = """
+import enum
 import os
 import numpy as np
 from mpi4py import MPI
@@ -60,6 +61,12 @@ say("read-only tensor received into", exchange(np.zeros(3, "i"), DLPackOnly(read
 say("read-only tensor received into (DLPack 0.x)",
     exchange(np.zeros(3, "i"), DLPackOnly(readonly, versioned=False))[0])
 say("address", MPI.Get_address(DLPackOnly(readonly)) == readonly.ctypes.data)
+class DLDeviceType(enum.IntEnum):        # (as DLPack producers name the device)
+    kDLCPU = 1
+
+
+say("device as an IntEnum", exchange(DLPackOnly(np.ones(2, "i"), device=lambda: (DLDeviceType.kDLCPU, 0)),
+                                     np.zeros(2, "i")))
 for device in (lambda: None, lambda: (None, 0), lambda: (1, None), lambda: (1,),
                lambda: (1, 0, 1), None):
     tensor = DLPackOnly(np.zeros(3, "i"), device=device)
@@ -116,9 +123,10 @@ def test_specs(tmp_path):
     assert "dtype c16 ('ok', None) [(1+0j), 0j, (1+0j)]" in lines
     assert "read-only tensor received into ('BufferError',)" in lines
     assert "read-only tensor received into (DLPack 0.x) BufferError" in lines  # (numpy's refusal)
-    assert [line for line in lines if line.startswith("device ")] == [
+    assert [line for line in lines if line.startswith("device ") and "IntEnum" not in line] == [
         "device TypeError", "device TypeError", "device TypeError", "device ValueError",
         "device ValueError", "device TypeError"]
+    assert "device as an IntEnum ('ok', None)" in lines
     assert "no capsule ('BufferError',)" in lines and "not a capsule ('BufferError',)" in lines
     assert "fortran buffer ('ok', None) True" in lines
     assert "a strided buffer ('BufferError',)" in lines

@@ -9,6 +9,7 @@ read-only array, which a receive refuses)."""
 
 import ctypes
 import math
+import operator
 
 import numpy as np
 
@@ -52,12 +53,12 @@ _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def _device(obj):
-    """The (device_type, device_id) pair __dlpack_device__ gives: TypeError unless a pair
-    of ints (ValueError for another number of items), as mpi4py unpacks it."""
+    """The device type of the (device_type, device_id) pair __dlpack_device__ gives (ints,
+    or an IntEnum such as DLPack's DLDeviceType): TypeError unless both are integers,
+    ValueError for another number of items, as mpi4py unpacks it."""
     device_type, device_id = obj.__dlpack_device__()
-    if device_type.__class__ is not int or device_id.__class__ is not int:
-        raise TypeError(f"__dlpack_device__ gave ({device_type!r}, {device_id!r}): ints are due")
-    return device_type
+    operator.index(device_id)
+    return operator.index(device_type)
 
 
 def _capsule(obj):

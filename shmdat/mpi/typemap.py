@@ -111,6 +111,25 @@ def subarray(child, sizes, subsizes, starts, c_order):
     return resized(blocks(parts), 0, whole)
 
 
+def darray(child, gsizes, held, c_order):
+    """MPI_Type_create_darray: the elements this rank holds of a gsizes array of children
+    (row-major if c_order, else column-major), held[d] being the (start, length) runs of
+    indices it holds in dimension d; bounds 0 and the whole array. Built outwards from the
+    fastest dimension, each a block of the one inside it, as MPICH builds it."""
+    dims = range(len(gsizes) - 1, -1, -1) if c_order else range(len(gsizes))
+    whole = child.extent
+    for size in gsizes:
+        whole *= size
+    if not all(held):                       # a dimension where this rank holds nothing
+        return resized(Typemap((), 0, 0, 0, 0, child.align), 0, whole)
+    tmap, stride = child, child.extent
+    for dim in dims:
+        tmap = resized(blocks([(tmap, length, start * stride) for start, length in held[dim]]),
+                       0, stride * gsizes[dim])
+        stride = tmap.extent
+    return tmap
+
+
 def pack(typemap, data, count):
     """The packed bytes (a bytearray) of `count` elements in the byte memoryview `data`."""
     return bytearray(np.frombuffer(data, np.uint8)[typemap.byte_index(count)].tobytes())

@@ -56,7 +56,8 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
         self.extent = extent or size
         self.wire_size = self.extent    # bytes an element takes in a message (padding too)
         self.dtype = np.dtype(_REDUCE_AS.get(name, format))
-        self.typemap = typemap.named(size, self.extent, _PAIR_RUNS.get(name))
+        self.typemap = typemap.named(size, self.extent, _PAIR_RUNS.get(name),
+                                     _ALIGNS.get(name) or self.dtype.alignment)
         self._char = _CHARS.get(name, format)           # (mpi4py's typechar, None: "V")
         self._code = _CODES.get(name, self._char)       # (mpi4py's tocode, None: none)
         return self
@@ -286,6 +287,8 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
         if self._attrs is not None:
             dup._attrs = self._attrs.copied(self)
         return dup
+
+    Create_dup = Dup                    # (mpi4py's alias)
 
     # What made a datatype (MPI_Type_get_envelope, _get_contents, and mpi4py's decode).
 
@@ -550,8 +553,11 @@ class Derived(Datatype):
     committed = False
 
     def __init__(self, tmap, combiner, contents):
+        integers, addresses, counts, types = contents
         self.typemap, self.size, self.extent = tmap, tmap.size, tmap.extent
-        self.combiner, self._contents = combiner, contents
+        self.combiner = combiner
+        # (handles of its own to the datatypes it was made of: freeing the caller's leaves them)
+        self._contents = (integers, addresses, counts, [_handle(t) for t in types])
         self.wire_size = self.size
         self._format = None
 
@@ -577,8 +583,9 @@ class Derived(Datatype):
         return tuple(len(part) for part in self._contents) + (self.combiner,)
 
     def Get_contents(self):
+        """(new handles to the datatypes it was made of, for the caller to Free, as MPI's)"""
         integers, addresses, counts, types = self._contents
-        return list(integers), list(addresses), list(counts), list(types)
+        return list(integers), list(addresses), list(counts), [_handle(t) for t in types]
 
     def decode(self):
         integers, _, counts, types = self._contents
@@ -587,8 +594,8 @@ class Derived(Datatype):
             n = counts[0]
             return DATATYPE_NULL, "STRUCT", {"blocklengths": counts[1:n + 1],
                                              "displacements": counts[n + 1:],
-                                             "datatypes": list(types)}
-        return types[0], _COMBINER_NAMES[combiner], _decoded(combiner, integers, counts)
+                                             "datatypes": [_handle(t) for t in types]}
+        return _handle(types[0]), _COMBINER_NAMES[combiner], _decoded(combiner, integers, counts)
 
     def Free(self):
         """MPI_Type_free: the attributes go (their delete_fn), this handle becomes
@@ -644,6 +651,11 @@ class Fortran90(Datatype):
     def __reduce__(self):
         """pickle: made again by its Create_f90_* call (this process's same datatype)."""
         return _rebuilt, (*self.decode(), True)
+
+
+def _handle(datatype):
+    """A new handle to a datatype that is not named (a named one is itself)."""
+    return datatype if datatype.is_named else Datatype(datatype)
 
 
 def _rebuilt(base, combiner, params, committed):
@@ -728,6 +740,8 @@ _NAMED = [
     ("SHORT_INT", 6, None, 8), ("TWOINT", 8, None), ("FLOAT_INT", 8, None),
     ("LONG_INT", 12, None, 16), ("DOUBLE_INT", 12, None, 16), ("LONG_DOUBLE_INT", 20, None, 32),
 ]
+# The alignment of the named datatypes whose numpy dtype has not MPICH's (opaque bytes).
+_ALIGNS = {"INTEGER16": 16, "REAL2": 2, "COMPLEX4": 4}
 # The numpy dtype of the datatypes whose buffer format is not one (or not a number).
 _REDUCE_AS = {"BYTE": "u1", "CHAR": "i1", "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4",
               "INT64_T": "i8", "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4",
@@ -791,6 +805,10 @@ _BY_CODE.update({"f2": NAMED["FLOAT16_T"], "f4": NAMED["FLOAT"], "f8": NAMED["DO
                  "c8": NAMED["C_FLOAT_COMPLEX"], "c16": NAMED["C_DOUBLE_COMPLEX"],
                  "c32": NAMED["C_LONG_DOUBLE_COMPLEX"], "n": NAMED["COUNT"],
                  "P": NAMED["UNSIGNED_LONG"], "N": NAMED["UNSIGNED_LONG"]})
+# ... and numpy's and PEP 3118's codes of characters, and of datetimes (as mpi4py's).
+_BY_CODE.update({code: NAMED[name] for name, codes in (
+    ("CHAR", "a S S1 s 1s"), ("WCHAR", "U U1 1w"), ("UINT16_T", "u 1u"), ("INT64_T", "M M8 m m8"))
+    for code in codes.split()})
 # mpi4py's other names of the same datatypes (MPICH's handles are equal).
 ALIASES = {alias: NAMED[name] for alias, name in (
     ("SIGNED_SHORT", "SHORT"), ("SIGNED_INT", "INT"), ("UNSIGNED_INT", "UNSIGNED"),

@@ -39,10 +39,11 @@ class Typemap:
         return np.add.outer(np.arange(count) * self.extent, self._index).ravel()
 
 
-def named(size, extent, runs=None):
-    """A named datatype's: one run (or the pair types' two), bounds 0 and extent."""
+def named(size, extent, runs, align):
+    """A named datatype's: one run (or the pair types' two), bounds 0 and extent; `align`, its
+    C type's alignment (a struct's extent is padded to its members' largest)."""
     runs = tuple(runs or ((0, size),))
-    return Typemap(runs, 0, extent, 0, max(o + n for o, n in runs), min(extent, 8) or 1)
+    return Typemap(runs, 0, extent, 0, max(o + n for o, n in runs), align)
 
 
 def _merged(runs):

@@ -93,7 +93,7 @@ STATUS = frozenset("""
 """.split())
 
 DATATYPE = frozenset("""
-    Create_dup Pack_external Pack_external_size Unpack_external f2py
+    Pack_external Pack_external_size Unpack_external f2py
     free fromhandle fromint handle py2f toint
 """.split())
 

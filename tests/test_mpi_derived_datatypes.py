@@ -528,3 +528,24 @@ say(outcome(lambda: dtlib.to_numpy_dtype(MPI.DATATYPE_NULL)), outcome(lambda: dt
 @mpi_launch.needs_mpiexec
 def test_alignment_and_dtlib_as_under_mpiexec(tmp_path):
     mpi_launch.assert_same_as_mpiexec(tmp_path, 1, DTLIB)
+
+
+F90_MESSAGES = """import os
+import numpy as np
+from mpi4py import MPI
+""" + mpi_launch.SAY + """
+comm = MPI.COMM_WORLD
+for t, dt in ((MPI.Datatype.Create_f90_integer(9), "i4"), (MPI.Datatype.Create_f90_real(15, 300), "f8"),
+              (MPI.Datatype.Create_f90_complex(6, 30), "c8"), (MPI.Datatype(MPI.INT), "i4"),
+              (MPI.Datatype.Match_size(MPI.TYPECLASS_REAL, 4), "f4")):
+    a = np.arange(3, dtype=dt) + comm.rank
+    total, got = np.zeros(3, dtype=dt), np.zeros(3, dtype=dt)
+    comm.Allreduce([a, t], [total, t], MPI.SUM)
+    comm.Sendrecv([a, t], (comm.rank + 1) % comm.size, 0, [got, t], MPI.ANY_SOURCE, 0)
+    say(comm.rank, t.Get_envelope(), total.tolist(), got.tolist())
+"""
+
+
+@mpi_launch.needs_mpiexec
+def test_messages_and_reductions_of_fortran_datatypes_as_under_mpiexec(tmp_path):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 2, F90_MESSAGES)

@@ -249,3 +249,103 @@ for topo in (comm.Create_cart([size], periods=[True]), comm.Create_graph(
 @pytest.mark.parametrize("n", [3, 4])
 def test_the_v_neighbour_collectives_as_under_mpiexec(tmp_path, n):
     mpi_launch.assert_same_as_mpiexec(tmp_path, n, NEIGHBOURS_V)
+
+
+# Non-blocking and persistent neighbour collectives (stop 24): Ineighbor_allgather(v) and
+# Ineighbor_alltoall(v), all four under way at once, and Neighbor_*_init started several
+# times with the send buffers changed between starts, each giving what the blocking call gives
+# on the same data, on open, periodic and doubly-neighboured grids (one rank before and after:
+# a periodic dimension of 1 or 2) and on a graph with a doubled edge given as mpi4py's
+# adjacency arrays (an index with a leading 0); the results line for line as under mpiexec.
+NEIGHBOURS_NB = mpi_launch.FAILS.replace("def fails", "import os\nimport numpy as np\n"
+                                         "from mpi4py import MPI\n\n\ndef fails") + \
+    mpi_launch.SAY + """
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+checks = 0
+index, edges = [0], []                  # a ring, and (from 3 ranks) a second edge 0-1
+for r in range(size):
+    edges += [(r - 1) % size, (r + 1) % size] + ([1 - r] if r in (0, 1) and size > 2 else [])
+    index.append(len(edges))
+topologies = [comm.Create_cart([size], [True]), comm.Create_cart([size], [False]),
+              comm.Create_cart([1, size], [True, True]),
+              comm.Create_cart([2, size // 2], [True, False]) if size % 2 == 0 else MPI.COMM_NULL,
+              comm.Create_graph(index, edges)]
+
+
+def buffers(topo, start):
+    # The send and receive buffers of the four calls, the sends filled for this start: block i
+    # of an all-to-all (to neighbour i) holds i + 1 elements on a grid (so the receiver's slot
+    # i takes (i ^ 1) + 1: the neighbour after sent it its block "before"), 2 on a graph; the
+    # v-receives leave a gap of one element after each block.
+    n, m = topo.indegree, topo.outdegree
+    grid = topo.Get_topology() == MPI.CART
+    scounts = [i + 1 if grid else 2 for i in range(m)]
+    rcounts = [(i ^ 1) + 1 if grid else 2 for i in range(n)]
+    rdispls = [sum(rcounts[:i]) + i for i in range(n)]
+    mine = np.array([rank, start], "i4")
+    blocks = np.arange(2 * m, dtype="i4").reshape(m, 2) + 100 * rank + 1000 * start
+    sendv = np.arange(sum(scounts), dtype="i4") + 100 * rank + 1000 * start
+    return ([mine, np.full((n, 2), -1, "i4")],
+            [mine, [np.full(3 * n, -1, "i4"), ([2] * n, [3 * i for i in range(n)]), MPI.INT]],
+            [blocks, np.full((n, 2), -1, "i4")],
+            [[sendv, scounts], [np.full(sum(rcounts) + n, -1, "i4"), (rcounts, rdispls), MPI.INT]])
+
+
+def results(calls):
+    return [(r[0] if isinstance(r, list) else r).tolist() for _, r in calls]
+
+
+NAMES = ("allgather", "allgatherv", "alltoall", "alltoallv")
+for t, topo in enumerate(topologies):
+    if topo == MPI.COMM_NULL:
+        continue
+    blocking = buffers(topo, 0)
+    for name, (send, recv) in zip(NAMES, blocking):
+        getattr(topo, "Neighbor_" + name)(send, recv)
+    nonblocking = buffers(topo, 0)
+    MPI.Request.Waitall([getattr(topo, "Ineighbor_" + name)(send, recv)
+                         for name, (send, recv) in zip(NAMES, nonblocking)])
+    assert results(nonblocking) == results(blocking), (results(nonblocking), results(blocking))
+    say(rank, t, type(topo).__name__, topo.inoutedges, results(blocking))
+    checks += 1
+    persistent = buffers(topo, 0)
+    requests = [getattr(topo, f"Neighbor_{name}_init")(send, recv)
+                for name, (send, recv) in zip(NAMES, persistent)]
+    for start in range(3):
+        fresh = buffers(topo, start)
+        for (send, recv), (new_send, _) in zip(persistent, fresh):
+            (send[0] if isinstance(send, list) else send)[...] = \\
+                new_send[0] if isinstance(new_send, list) else new_send
+            (recv[0] if isinstance(recv, list) else recv)[...] = -1
+        MPI.Prequest.Startall(requests)
+        MPI.Request.Waitall(requests)
+        for name, (send, recv) in zip(NAMES, fresh):
+            getattr(topo, "Neighbor_" + name)(send, recv)
+        assert results(persistent) == results(fresh), (start, results(persistent), results(fresh))
+        checks += 1
+    requests[0].Start()
+    checks += fails(MPI.ERR_REQUEST, requests[0].Start)     # (active)
+    if topo.indegree:   # (a receive buffer that is not indegree blocks: at init, as mpi4py)
+        checks += fails(ValueError, topo.Neighbor_allgather_init, np.zeros(2, "i4"),
+                        np.zeros(2 * topo.indegree + 1, "i4"))
+    requests[0].Wait()
+    for request in requests:
+        request.Free()
+    topo.Free()
+say(f"rank {rank}: {checks} checks")
+"""
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_nonblocking_and_persistent_neighbour_collectives(tmp_path, n):
+    lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, n, NEIGHBOURS_NB))
+    checks = [line for line in lines if line.startswith("rank ")]
+    assert [line.split(":")[0] for line in checks] == [f"rank {i}" for i in range(n)]
+    assert len({line.split(":")[1] for line in checks}) == 1
+
+
+@mpi_launch.needs_mpiexec
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_nonblocking_and_persistent_neighbour_collectives_as_under_mpiexec(tmp_path, n):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, n, NEIGHBOURS_NB)

@@ -16,6 +16,7 @@ from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # n
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
                    Status)
 from .bsend import BSEND_OVERHEAD, BUFFER_AUTOMATIC, BufferAutomaticType  # noqa: F401
+from .buffer import buffer
 from .datatypes import (BOTTOM, COMBINER_CONTIGUOUS, COMBINER_DUP,  # noqa: F401
                         COMBINER_HINDEXED, COMBINER_HINDEXED_BLOCK, COMBINER_HVECTOR,
                         COMBINER_INDEXED, COMBINER_INDEXED_BLOCK, COMBINER_NAMED,
@@ -34,11 +35,13 @@ from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,  # noq
                          ERRORS_RETURN, Errhandler)
 from .errors import (SUCCESS, Add_error_class, Add_error_code,  # noqa: F401
                      Add_error_string, Exception, Get_error_class, Get_error_string)
+from .grequest import Grequest
 from .group import GROUP_EMPTY, GROUP_NULL, Group  # noqa: F401
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa: F401
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .pickler import Pickle, pickle  # noqa: F401
+from . import persistent  # noqa: F401  (sets Comm's and Topocomm's *_init)
 from .topology import CART, DIST_GRAPH, GRAPH, Cartcomm, Graphcomm, Topocomm  # noqa: F401
 from .shared import (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,  # noqa: F401
                      COMM_TYPE_RESOURCE_GUIDED, COMM_TYPE_SHARED)
@@ -73,36 +76,27 @@ def Get_processor_name():
     return socket.gethostname()
 
 
-class _Memory(bytearray):
-    """Alloc_mem's memory: a writable buffer of its size, true while not empty, whose slices
-    take a byte value to fill with (`mem[:] = 0`), as mpi4py's MPI.buffer."""
-
-    def __setitem__(self, key, value):
-        if isinstance(key, slice) and isinstance(value, int):
-            value = bytes([value]) * len(range(*key.indices(len(self))))
-        super().__setitem__(key, value)
-
-
 _allocated = {}         # id -> the memory Alloc_mem gave and Free_mem has not taken back
 
 
 def Alloc_mem(size, info=INFO_NULL):
-    """MPI_Alloc_mem: `size` bytes of memory (zeroed), a writable buffer of len `size`.
-    MPI.Exception ERR_ARG for a negative size; TypeError for a size that is not an int."""
+    """MPI_Alloc_mem: `size` bytes of memory (zeroed), an MPI.buffer. MPI.Exception ERR_ARG
+    for a negative size; TypeError for a size that is not an int."""
     size = operator.index(size)
     if size < 0:
         raise Exception(ERR_ARG, f"Alloc_mem of {size} bytes")
-    memory = _Memory(size)
+    memory = buffer.allocate(size, True)
     _allocated[id(memory)] = memory
     return memory
 
 
 def Free_mem(memory):
-    """MPI_Free_mem: give back memory Alloc_mem gave. MPI.Exception ERR_ARG for anything else
-    (or memory given back already)."""
+    """MPI_Free_mem: give back memory Alloc_mem gave; the buffer is released (empty, address
+    0). MPI.Exception ERR_ARG for anything else (or memory given back already)."""
     if _allocated.get(id(memory)) is not memory:
         raise Exception(ERR_ARG, "Free_mem of memory that Alloc_mem did not give")
     del _allocated[id(memory)]
+    memory.release()
 
 
 def Attach_buffer(buf):
@@ -125,6 +119,7 @@ def Flush_buffer():
 
 VERSION, SUBVERSION = 3, 1         # the MPI standard's version, as Get_version()
 Intracomm = Comm                   # every communicator here is an intracommunicator
+memory = buffer                    # mpi4py's name for it before mpi4py 4
 
 
 def Is_thread_main():
@@ -225,5 +220,6 @@ COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
 COMM_SELF = Comm(_engine, SELF_CONTEXT, [_engine.rank], "MPI_COMM_SELF")
 Win.COMM_SELF = COMM_SELF   # Win.Create's and Allocate's default communicator
 Message.COMM_SELF = COMM_SELF   # where MESSAGE_NO_PROC's receives from PROC_NULL run
+Grequest.COMM_SELF = COMM_SELF  # whose engine generalized requests wait in
 atexit.register(_delete_attributes)
 del errors

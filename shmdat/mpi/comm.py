@@ -16,6 +16,7 @@ from .errors import Exception as MPIException
 from .flags import SLOT_PAYLOAD, FlagChannel
 from .pickler import pickle
 from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
+from .info import Info
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .message import MESSAGE_NO_PROC, Message
 from .ops import MAX, SUM
@@ -614,15 +615,59 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
 
     def Dup(self, info=None):
         """MPI_Comm_dup (collective): the same ranks on a new context, so its traffic never
-        matches this communicator's, and the attributes the keyvals' copy_fn give. `info`
-        is not used. MPI.Exception ERR_OTHER if a copy_fn raised."""
+        matches this communicator's, and the attributes the keyvals' copy_fn give; with an
+        `info`, MPI_Comm_dup_with_info. TypeError if `info` is neither None nor an Info;
+        MPI.Exception ERR_OTHER if a copy_fn raised."""
+        assertions = {} if info is None else Comm._assertions(info)
         dup = Comm(self._engine, self._new_context(), self._ranks)
         dup._attrs = self._attrs.copied(self)       # (after the collective: every rank got there)
+        if assertions:
+            dup._set_assertions(assertions)
         return dup
 
     def Dup_with_info(self, info):
-        """MPI_Comm_dup_with_info: Dup (hints are accepted and not used, as MPI allows)."""
+        """MPI_Comm_dup_with_info: Dup, with the hints `info` gives (none of this
+        communicator's, as MPICH). TypeError if `info` is no Info (None included)."""
+        if info is None:
+            raise TypeError("expected an Info, not NoneType")
         return self.Dup(info)
+
+    # Hints: MPI's assertions, kept per communicator as MPICH keeps them (by context id, so
+    # its handles share them; ids are never reused), acted on by nothing here. Other hints
+    # are not kept: MPI lets Get_info leave out the hints not used, and MPICH leaves out
+    # those it does not know.
+    _ASSERTIONS = ("mpi_assert_no_any_tag", "mpi_assert_no_any_source",
+                   "mpi_assert_exact_length", "mpi_assert_allow_overtaking",
+                   "mpi_assert_strict_persistent_collective_ordering")
+    _hints = {}         # context -> {assertion: "true" or "false"}, once one was set
+
+    @staticmethod
+    def _assertions(info):
+        """The assertions `info` sets, "true" ("true" or "1") or "false" (any other value, as
+        MPICH reads them); none in INFO_NULL. TypeError if `info` is no Info."""
+        if not isinstance(info, Info):
+            raise TypeError(f"expected an Info, not {type(info).__name__}")
+        return {key: "true" if info.Get(key) in ("true", "1") else "false"
+                for key in Comm._ASSERTIONS if info and key in info}
+
+    def _set_assertions(self, assertions):
+        hints = Comm._hints.setdefault(self._context, dict.fromkeys(Comm._ASSERTIONS, "false"))
+        hints.update(assertions)
+
+    def Set_info(self, info):
+        """MPI_Comm_set_info: the assertions `info` sets replace theirs, the others stay.
+        TypeError if `info` is no Info; MPI.Exception ERR_ARG for INFO_NULL (or freed)."""
+        assertions = Comm._assertions(info)
+        if not info:
+            raise MPIException(errors.ERR_ARG, "Comm.Set_info of INFO_NULL")
+        self._set_assertions(assertions)
+
+    def Get_info(self):
+        """MPI_Comm_get_info: a new Info of the assertions ("false" for those not set)."""
+        return Info.Create(Comm._hints.get(self._context)
+                           or dict.fromkeys(Comm._ASSERTIONS, "false"))
+
+    info = property(Get_info, Set_info)
 
     def Idup(self, info=None):
         """MPI_Comm_idup: (the Dup, a Request already complete): the context is agreed at

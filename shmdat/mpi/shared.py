@@ -20,6 +20,7 @@ import socket
 import numpy as np
 
 from . import errors
+from .buffer import over
 from .comm import Comm
 from .group import UNDEFINED
 from .info import INFO_NULL
@@ -129,20 +130,24 @@ def _map_shared(comm, length):
 
 
 def shared_query(self, rank):
-    """MPI_Win_shared_query: (memory, disp_unit) of `rank`'s part of a shared window, which
-    this rank reads and writes directly; PROC_NULL: the first part that is not empty. On a
+    """MPI_Win_shared_query: (memory, disp_unit) of `rank`'s part of a shared window (an
+    MPI.buffer, as tomemory's), which this rank reads and writes directly; PROC_NULL: the first part that is not empty. On a
     window of another flavor, whose memory is not shared, an empty memory (MPI 4.1).
     MPI.Exception ERR_WIN, ERR_RANK."""
     self._check_live()
     if rank != PROC_NULL:
         self._check_rank(rank)
     if self._shared_parts is None:
-        return memoryview(bytearray()), (0 if rank == PROC_NULL else self._targets[rank][1])
-    if rank == PROC_NULL:
+        memory, disp_unit = _EMPTY, (0 if rank == PROC_NULL else self._targets[rank][1])
+    elif rank == PROC_NULL:
         rank = next((r for r, (memory, _) in enumerate(self._shared_parts) if len(memory)), None)
-        if rank is None:
-            return self._shared_parts[0][0], 0        # (as MPICH: no part has memory)
-    return self._shared_parts[rank]
+        memory, disp_unit = (_EMPTY, 0) if rank is None else self._shared_parts[rank]  # (0: MPICH's)
+    else:
+        memory, disp_unit = self._shared_parts[rank]
+    return over(memory, self, None if len(memory) else 0), disp_unit
+
+
+_EMPTY = memoryview(bytearray())
 
 
 Comm.Split_type = split_type

@@ -1,35 +1,34 @@
 """Cartesian and graph topologies (MPI_Cart_*, MPI_Graph_*): Comm.Create_cart and
 Comm.Create_graph, mpi4py's Topocomm, Cartcomm and Graphcomm (reorder is a hint: ranks keep
-their order), and the blocking neighbour collectives. Distributed-graph topologies and the
-non-blocking and persistent neighbour collectives are not implemented (NotImplementedError
-naming the call).
+their order), and the neighbour collectives, blocking and non-blocking (the persistent ones:
+persistent.py). Distributed-graph topologies and the w-forms are not implemented
+(NotImplementedError naming the call).
 
 A Cartesian rank's neighbours are, dimension by dimension, the one before and the one
-after (Shift(d, 1)); PROC_NULL ones take no part. A message to the neighbour after in
-dimension d carries tag NEIGHBOUR_TAG + 2d + 1, to the one before + 2d, on the
-communicator's collective context, and a receive from the neighbour before expects the
-tag of a send "after": so when both neighbours are one rank (a periodic dimension of 1 or
-2), each block still lands where MPI says. A graph rank's neighbours are its edges in
-order; every message carries NEIGHBOUR_TAG, and two ranks joined by several edges match
-them in order (MPI's messages between two ranks do not overtake)."""
+after (Shift(d, 1)); PROC_NULL ones take no part. A graph rank's neighbours are its edges in
+order. A neighbour collective is one round on a collective channel (the blocking one's tag,
+or a non-blocking one's own): every receive posted, then every send, all with the channel's
+tag, so a receiver tells the blocks of one sender apart by their order (MPI's messages
+between two ranks do not overtake). The sends go in the order of the receiver's slots: on a
+grid, a block for the neighbour after lands in that rank's slot "before", so when both
+neighbours are one rank (a periodic dimension of 1 or 2) each block still lands where MPI
+says; on a graph, several edges between two ranks match in edge order."""
 
 import math
 import operator
 
 from . import errors, unimplemented
-from .comm import COMM_NULL, Comm, equal_blocks
+from .comm import COMM_NULL, Comm, _blocking, _nonblocking, equal_blocks
 from .datatypes import message, vector
 from .errors import Exception as MPIException
 from .matching import PROC_NULL
 from .pickler import pickle
 
 CART, GRAPH, DIST_GRAPH = 2, 1, 3        # MPI_Topo_test's answers, MPICH's numbers
-NEIGHBOUR_TAG = 1       # the collective context's tags from here on (blocking ones use 0,
-#                         non-blocking ones negative tags: collectives.py)
 
 
 class Topocomm(Comm):
-    """mpi4py's Topocomm: a communicator with a topology (here, Cartesian only)."""
+    """mpi4py's Topocomm: a communicator with a topology (Cartesian or graph)."""
 
     _unimplemented = unimplemented.CARTCOMM
 
@@ -47,57 +46,66 @@ class Topocomm(Comm):
     indegree = property(lambda self: self.degrees[0])
     outdegree = property(lambda self: self.degrees[1])
 
-    def _exchange(self, sends, receives):
-        """Send sends[i] to neighbour i and receive from neighbour i into receives[i] (a
-        writable byte view, or None: into new bytes); returns the receives' ops (None for
-        PROC_NULL). MPI.Exception ERR_TRUNCATE if a block does not fit."""
-        engine, context = self._engine, self._channel.context
-        neighbours = self.inoutedges[0]
-        got = [None] * len(neighbours)
-        ops = []
-        for i, rank in enumerate(neighbours):
-            if rank != PROC_NULL:
-                got[i] = engine.post_recv(context, self._ranks[rank], self._tags(i)[1], receives[i])
-                ops.append(got[i])
-        for i, rank in enumerate(neighbours):
-            if rank != PROC_NULL:
-                ops.append(engine.send(self._ranks[rank], context, self._tags(i)[0], sends[i]))
-        self._channel.wait(ops)
+    def _exchange(self, ch, sends, receives):
+        """Send sends[i] to outgoing neighbour i and receive from incoming neighbour i into
+        receives[i] (a writable byte view, or None: into new bytes), on `ch`: the blocking
+        channel (returns the receives' ops, None for PROC_NULL) or a non-blocking one
+        (started). MPI.Exception ERR_TRUNCATE if a block does not fit."""
+        return ch.run(self._rounds(ch, sends, receives))
+
+    def _rounds(self, ch, sends, receives):
+        """The exchange's one round: every receive posted, then the sends in `_send_order`
+        (one tag: a neighbour's blocks from this rank come in the order it posted them)."""
+        incoming, outgoing = self.inoutedges
+        got = [None if rank == PROC_NULL else ch.recv(rank, receives[i])
+               for i, rank in enumerate(incoming)]
+        yield [op for op in got if op is not None] + \
+            [ch.send(outgoing[i], sends[i]) for i in self._send_order() if outgoing[i] != PROC_NULL]
         return got
 
-    def Neighbor_allgather(self, sendbuf, recvbuf):
+    def _neighbor_allgather(self, ch, sendbuf, recvbuf):
         """MPI_Neighbor_allgather: this rank's sendbuf to every neighbour, block i of
         recvbuf from neighbour i (untouched for PROC_NULL). Buffer errors as Allgather."""
         n = self.indegree
         view = message(sendbuf, False)[0]
-        self._exchange([view] * n, equal_blocks(message(recvbuf, True, n)[0], n) if n else [])
+        self._exchange(ch, [view] * self.outdegree,
+                       equal_blocks(message(recvbuf, True, n)[0], n) if n else [])
 
-    def Neighbor_alltoall(self, sendbuf, recvbuf):
+    def _neighbor_alltoall(self, ch, sendbuf, recvbuf):
         """MPI_Neighbor_alltoall: block i of sendbuf to neighbour i, block i of recvbuf
         from neighbour i (untouched for PROC_NULL). Buffer errors as Alltoall."""
-        n = self.indegree
-        if n:
-            self._exchange(equal_blocks(message(sendbuf, False, n)[0], n),
-                           equal_blocks(message(recvbuf, True, n)[0], n))
+        n, m = self.degrees
+        self._exchange(ch, equal_blocks(message(sendbuf, False, m)[0], m) if m else [],
+                       equal_blocks(message(recvbuf, True, n)[0], n) if n else [])
 
-    def Neighbor_allgatherv(self, sendbuf, recvbuf):
+    def _neighbor_allgatherv(self, ch, sendbuf, recvbuf):
         """MPI_Neighbor_allgatherv: this rank's sendbuf to every neighbour, from neighbour i
         into block i of recvbuf (a v-spec: `[buf, counts, displs, T]`, as Allgatherv's)."""
         n = self.indegree
         view = message(sendbuf, False)[0]
-        self._exchange([view] * n, vector(recvbuf, True, n)[0] if n else [])
+        self._exchange(ch, [view] * self.outdegree, vector(recvbuf, True, n)[0] if n else [])
 
-    def Neighbor_alltoallv(self, sendbuf, recvbuf):
+    def _neighbor_alltoallv(self, ch, sendbuf, recvbuf):
         """MPI_Neighbor_alltoallv: block i of sendbuf to neighbour i, block i of recvbuf from
         neighbour i (v-specs, as Alltoallv's)."""
-        n = self.indegree
-        if n:
-            self._exchange(vector(sendbuf, False, self.outdegree)[0], vector(recvbuf, True, n)[0])
+        n, m = self.degrees
+        self._exchange(ch, vector(sendbuf, False, m)[0] if m else [],
+                       vector(recvbuf, True, n)[0] if n else [])
+
+    Neighbor_allgather = _blocking(_neighbor_allgather)
+    Ineighbor_allgather = _nonblocking(_neighbor_allgather)
+    Neighbor_alltoall = _blocking(_neighbor_alltoall)
+    Ineighbor_alltoall = _nonblocking(_neighbor_alltoall)
+    Neighbor_allgatherv = _blocking(_neighbor_allgatherv)
+    Ineighbor_allgatherv = _nonblocking(_neighbor_allgatherv)
+    Neighbor_alltoallv = _blocking(_neighbor_alltoallv)
+    Ineighbor_alltoallv = _nonblocking(_neighbor_alltoallv)
 
     def neighbor_allgather(self, sendobj):
         """The object of each neighbour (None for PROC_NULL), as mpi4py's."""
         data = memoryview(pickle.dumps(sendobj))
-        return self._objects(self._exchange([data] * self.indegree, [None] * self.indegree))
+        return self._objects(self._exchange(self._channel, [data] * self.outdegree,
+                                            [None] * self.indegree))
 
     def neighbor_alltoall(self, sendobj):
         """sendobj[i] to neighbour i; the object each neighbour sent this rank (None for
@@ -106,7 +114,7 @@ class Topocomm(Comm):
         if len(sendobj) != self.outdegree:
             raise ValueError(f"expecting {self.outdegree} items, got {len(sendobj)}")
         sends = [memoryview(pickle.dumps(obj)) for obj in sendobj]
-        return self._objects(self._exchange(sends, [None] * self.indegree))
+        return self._objects(self._exchange(self._channel, sends, [None] * self.indegree))
 
     @staticmethod
     def _objects(ops):
@@ -225,9 +233,11 @@ class Cartcomm(Topocomm):
 
     degrees = property(lambda self: (2 * len(self._dims), 2 * len(self._dims)))
 
-    @staticmethod
-    def _tags(i):
-        return NEIGHBOUR_TAG + i, NEIGHBOUR_TAG + (i ^ 1)   # (to neighbour i, from it)
+    def _send_order(self):
+        """Block i lands in the receiver's slot i ^ 1 (this rank is the neighbour after
+        its neighbour before): sent in the order of those slots, a rank that is both
+        neighbours (a periodic dimension of 1 or 2) matches each block where MPI puts it."""
+        return [i ^ 1 for i in range(2 * len(self._dims))]
 
 
 class Graphcomm(Topocomm):
@@ -285,9 +295,9 @@ class Graphcomm(Topocomm):
 
     degrees = property(lambda self: (self.nneighbors, self.nneighbors))
 
-    @staticmethod
-    def _tags(i):
-        return NEIGHBOUR_TAG, NEIGHBOUR_TAG     # (edges between two ranks match in order)
+    def _send_order(self):
+        """Edge order: several edges between two ranks match in order."""
+        return range(self.nneighbors)
 
     def Dup(self, info=None):
         """MPI_Comm_dup: the same graph on a new context."""
@@ -319,10 +329,14 @@ def create_cart(self, dims, periods=None, reorder=False):
 
 def create_graph(self, index, edges, reorder=False):
     """MPI_Graph_create (collective): a Graphcomm over the first len(index) ranks (`reorder`
-    is a hint, not taken); COMM_NULL at the others. MPI.Exception ERR_ARG for more nodes
+    is a hint, not taken); COMM_NULL at the others. As mpi4py's, an index that begins with 0
+    and ends at len(edges) is the usual adjacency arrays' (node i's edges from index[i] to
+    index[i + 1]): its 0 is dropped. MPI.Exception ERR_ARG for more nodes
     than ranks, an index that decreases or does not end at len(edges), or an edge to no
     node."""
     index, edges = [operator.index(i) for i in index], [operator.index(e) for e in edges]
+    if index and index[0] == 0 and index[-1] == len(edges):
+        index = index[1:]       # mpi4py's extension: an index with a leading 0 (CSR's)
     nodes = len(index)
     if nodes > self._size or any(b < a for a, b in zip([0] + index, index)) \
             or (index and index[-1] != len(edges)) or (not index and edges) \

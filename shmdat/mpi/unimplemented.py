@@ -46,33 +46,31 @@ MODULE = frozenset("""
     Close_port DISPLACEMENT_CURRENT DISP_CUR
     Distgraphcomm ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
     F_ERROR F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info
-    Get_abi_version Get_hw_resource_info Grequest Iflush_buffer InPlaceType Intercomm
+    Get_abi_version Get_hw_resource_info Iflush_buffer InPlaceType Intercomm
     Lookup_name MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
     MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
     MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
     MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Open_port Publish_name ROOT
     Register_datarep Remove_error_class Remove_error_code Remove_error_string SEEK_CUR
-    SEEK_END SEEK_SET SESSION_NULL Session UNWEIGHTED Unpublish_name WEIGHTS_EMPTY buffer
-    memory
+    SEEK_END SEEK_SET SESSION_NULL Session UNWEIGHTED Unpublish_name WEIGHTS_EMPTY
 """.split())
 
 COMM = frozenset("""
-    Accept Ack_failed Agree Allgather_init Allgatherv_init Allreduce_init Alltoall_init
-    Alltoallv_init Alltoallw Alltoallw_init Barrier_init Bcast_init Cart_map Connect
+    Accept Ack_failed Agree
+    Alltoallw Alltoallw_init Cart_map Connect
     Create_dist_graph Create_dist_graph_adjacent Create_from_group Create_group
-    Create_intercomm Disconnect Exscan_init Gather_init Gatherv_init Get_failed Get_info
+    Create_intercomm Disconnect Get_failed
     Get_parent Graph_map Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
-    Isendrecv_replace Ishrink Join Precv_init Psend_init Reduce_init
-    Reduce_scatter_block_init Reduce_scatter_init Revoke Scan_init Scatter_init
-    Scatterv_init Set_info Shrink Spawn Spawn_multiple f2py free fromhandle
-    fromint handle info py2f toint
+    Isendrecv_replace Ishrink Join Precv_init Psend_init
+    Revoke
+    Shrink Spawn Spawn_multiple f2py free fromhandle
+    fromint handle py2f toint
 """.split())
 
 # Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
 CARTCOMM = COMM | frozenset("""
-    Ineighbor_allgather Ineighbor_allgatherv Ineighbor_alltoall Ineighbor_alltoallv
-    Ineighbor_alltoallw Neighbor_allgather_init Neighbor_allgatherv_init
-    Neighbor_alltoall_init Neighbor_alltoallv_init Neighbor_alltoallw
+    Ineighbor_alltoallw
+    Neighbor_alltoallw
     Neighbor_alltoallw_init
 """.split())
 

@@ -16,6 +16,7 @@ import numpy as np
 from shmdat import MemPriv, RmrTriplet
 
 from . import attributes, errors, ops, unimplemented
+from .buffer import over
 from .comm import Request
 from .datatypes import BYTE, NAMED, BottomType, message, named
 from .errhandler import ErrorHandling
@@ -237,9 +238,10 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
                          disp_unit, comm, WIN_FLAVOR_ALLOCATE)
 
     def tomemory(self):
-        """This rank's window memory, as a byte memoryview."""
+        """mpi4py's tomemory: this rank's window memory, as a new MPI.buffer whose obj is
+        the window (address 0 if it has no memory). MPI.Exception ERR_WIN."""
         self._check_live()
-        return self._memory
+        return over(self._memory, self, self.Get_attr(WIN_BASE))
 
     # The window's attributes, group and name.
 

@@ -28,8 +28,8 @@ def not_implemented(obj, owner, name):
 for obj, owner, name in ((MPI, "MPI", "File"), (MPI, "MPI", "Open_port"), (comm, "Comm", "Connect"),
                          (comm, "Comm", "Spawn"), (comm.Irecv(bytearray(1), 0), "Request",
                                                    "Pready"),
-                         (MPI.DOUBLE, "Datatype", "Create_darray"),
-                         (MPI.Datatype, "Datatype", "Create_f90_real"), (MPI.SUM, "Op", "handle"),
+                         (MPI.DOUBLE, "Datatype", "Pack_external"),
+                         (MPI.Datatype, "Datatype", "Pack_external_size"), (MPI.SUM, "Op", "handle"),
                          (MPI.Status(), "Status", "tomemory"), (comm.group, "Group", "toint")):
     not_implemented(obj, owner, name)
 comm.send(0, dest=0)                       # (the Irecv above)

@@ -24,6 +24,11 @@ from .datatypes import (BOTTOM, COMBINER_CONTIGUOUS, COMBINER_DUP,  # noqa: F401
                         DATATYPE_NULL, IN_PLACE, ORDER_C, ORDER_F, Aint_add, Aint_diff,
                         BottomType, Datatype, Get_address)
 ORDER_FORTRAN = ORDER_F
+from .datatypes import (COMBINER_DARRAY, COMBINER_F90_COMPLEX,  # noqa: F401
+                        COMBINER_F90_INTEGER, COMBINER_F90_REAL, COMBINER_VALUE_INDEX,
+                        DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_DFLT_DARG,
+                        DISTRIBUTE_NONE, TYPECLASS_COMPLEX, TYPECLASS_INTEGER, TYPECLASS_LOGICAL,
+                        TYPECLASS_REAL, _typealign, _typecode)
 from .dims import Compute_dims  # noqa: F401
 from .engine import Engine
 from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,  # noqa: F401

@@ -2,6 +2,7 @@
 `[buf, count, T]` (and tuples). The MPI datatype, not the buffer's format, sets the element
 size; a bare buffer's datatype comes from its format (a numpy dtype's character)."""
 
+import math
 import operator
 import sys
 
@@ -15,6 +16,12 @@ ORDER_C, ORDER_F = 56, 57       # Create_subarray's orders (MPICH's; mpi4py's OR
 COMBINER_NAMED, COMBINER_DUP, COMBINER_CONTIGUOUS, COMBINER_VECTOR, COMBINER_HVECTOR = 1, 2, 3, 4, 6
 COMBINER_INDEXED, COMBINER_HINDEXED, COMBINER_INDEXED_BLOCK, COMBINER_STRUCT = 7, 9, 10, 12
 COMBINER_SUBARRAY, COMBINER_RESIZED, COMBINER_HINDEXED_BLOCK = 13, 18, 19
+COMBINER_DARRAY, COMBINER_F90_REAL, COMBINER_F90_COMPLEX, COMBINER_F90_INTEGER = 14, 15, 16, 17
+COMBINER_VALUE_INDEX = 20       # (MPICH makes none: Get_value_index gives a named pair or null)
+# Create_darray's distributions, and its darg meaning "the default block size" (MPICH's).
+DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_NONE, DISTRIBUTE_DFLT_DARG = 121, 122, 123, -49767
+# Match_size's type classes (MPICH's).
+TYPECLASS_REAL, TYPECLASS_INTEGER, TYPECLASS_COMPLEX, TYPECLASS_LOGICAL = 1, 2, 3, 4
 
 
 class Datatype(attributes.Keyvals, unimplemented.Missing):
@@ -30,12 +37,38 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
     committed = True
     combiner = COMBINER_NAMED
 
-    def __init__(self, name, size, typechar, extent=None):
-        self._name, self.size, self.typechar = name, size, typechar
+    def __init__(self, datatype=None):
+        """mpi4py's Datatype(datatype=None): another handle to `datatype` (equal to it, not it:
+        its name, attributes and commit shared; Free frees this handle only), or a new null
+        handle. TypeError for anything else."""
+        if datatype is None:
+            datatype = DATATYPE_NULL
+        elif not isinstance(datatype, Datatype):
+            raise TypeError(f"expected a Datatype, not {type(datatype).__name__}")
+        self.__class__, self.__dict__ = datatype.__class__, datatype.__dict__
+
+    @classmethod
+    def _predefined(cls, name, size, format, extent=None):
+        """A named datatype: `format`, the buffer format character of a matching numpy dtype
+        (or None); `extent`, if not `size` (the padded pair types)."""
+        self = object.__new__(cls)
+        self._name, self.size, self._format = name, size, format
         self.extent = extent or size
         self.wire_size = self.extent    # bytes an element takes in a message (padding too)
-        self.dtype = np.dtype(_REDUCE_AS.get(name, typechar))
-        self.typemap = typemap.named(size, self.extent, _PAIR_RUNS.get(name))
+        self.dtype = np.dtype(_REDUCE_AS.get(name, format))
+        self.typemap = typemap.named(size, self.extent, _PAIR_RUNS.get(name),
+                                     _ALIGNS.get(name) or self.dtype.alignment)
+        self._char = _CHARS.get(name, format)           # (mpi4py's typechar, None: "V")
+        self._code = _CODES.get(name, self._char)       # (mpi4py's tocode, None: none)
+        return self
+
+    # Handles: two are equal when they name the same datatype (their state is one dict).
+
+    def __eq__(self, other):
+        return isinstance(other, Datatype) and other.__dict__ is self.__dict__
+
+    def __hash__(self):
+        return id(self.__dict__)
 
     @classmethod
     def fromcode(cls, code):
@@ -69,7 +102,20 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
         special = _TYPESTR.get(self._name)
         if special is not None:
             return special
-        return (np.dtype(self.typechar) if self.typechar else self.dtype).str[1:]
+        return (np.dtype(self._format) if self._format else self.dtype).str[1:]
+
+    @property
+    def typechar(self):
+        """mpi4py's typechar: the character code of the datatype's C type ("V" if none)."""
+        return self._char or "V"
+
+    def tocode(self):
+        """mpi4py's tocode: the typecode Datatype.fromcode maps back to this datatype ('i',
+        'd', 'i4', ...). ValueError if it has none (a pair or derived datatype)."""
+        code = _typecode(self)
+        if code is None:
+            raise ValueError("cannot map to character code or type string")
+        return code
 
     lb = property(lambda self: self.typemap.lb)
     ub = property(lambda self: self.typemap.ub)
@@ -163,6 +209,76 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
 
     Resized = Create_resized
 
+    def Create_darray(self, size, rank, gsizes, distribs, dargs, psizes, order=ORDER_C):
+        """MPI_Type_create_darray: the part of a gsizes array (ORDER_C or ORDER_F) that process
+        `rank` of `size` holds, the processes a psizes grid (row-major), each dimension
+        DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC (dargs: the block size, or DISTRIBUTE_DFLT_DARG)
+        or DISTRIBUTE_NONE; its extent the whole array's. MPI.Exception ERR_RANK (rank not
+        in size), ERR_ARG (a darg too small or not positive, a grid not of `size` processes,
+        an undistributed dimension over more than 1, an unknown distribution or order, no
+        dimension or an empty one: MPICH makes a datatype of these, or aborts); ValueError
+        (lists of other lengths), TypeError."""
+        size, rank, order = _int(size), _int(rank), _int(order)
+        gsizes = [_int(v) for v in gsizes]
+        distribs, dargs, psizes = (_per_dim(seq, len(gsizes)) for seq in (distribs, dargs, psizes))
+        if not 0 <= rank < size:
+            raise MPIException(errors.ERR_RANK, f"Create_darray: rank {rank} of {size}")
+        if not gsizes or min(gsizes) <= 0 or min(psizes) <= 0 or math.prod(psizes) != size \
+                or order not in (ORDER_C, ORDER_F):
+            raise MPIException(errors.ERR_ARG, f"Create_darray: gsizes {gsizes} over psizes "
+                               f"{psizes} for {size} processes, order {order}")
+        held = [_held(*dim) for dim in zip(gsizes, distribs, dargs, psizes, _coords(rank, psizes))]
+        return Derived(typemap.darray(self.typemap, gsizes, held, order == ORDER_C),
+                       COMBINER_DARRAY, ([size, rank, len(gsizes), *distribs, *dargs, *psizes,
+                                          order], [], gsizes, [self]))
+
+    @classmethod
+    def Create_f90_integer(cls, r):
+        """MPI_Type_create_f90_integer: a predefined integer datatype of at least `r` decimal
+        digits (the same one for the same r). MPI.Exception ERR_OTHER beyond 38 digits."""
+        r = _int(r)
+        return _f90(COMBINER_F90_INTEGER, TYPECLASS_INTEGER,
+                    next((size for digits, size in _F90_INTEGERS if r <= digits), None), [r])
+
+    @classmethod
+    def Create_f90_real(cls, p, r):
+        """MPI_Type_create_f90_real: a predefined real datatype of at least `p` decimal digits
+        and exponent range `r` (the same one for the same p and r). MPI.Exception ERR_OTHER
+        beyond 33 digits or 4931."""
+        p, r = _int(p), _int(r)
+        return _f90(COMBINER_F90_REAL, TYPECLASS_REAL, _f90_real_size(p, r), [p, r])
+
+    @classmethod
+    def Create_f90_complex(cls, p, r):
+        """MPI_Type_create_f90_complex: as Create_f90_real, of a complex (two reals)."""
+        p, r = _int(p), _int(r)
+        size = _f90_real_size(p, r)
+        return _f90(COMBINER_F90_COMPLEX, TYPECLASS_COMPLEX, size and 2 * size, [p, r])
+
+    @classmethod
+    def Match_size(cls, typeclass, size):
+        """MPI_Type_match_size: MPICH's named Fortran datatype of `typeclass` (TYPECLASS_INTEGER,
+        _REAL, _COMPLEX, _LOGICAL) and `size` bytes. MPI.Exception ERR_ARG if none."""
+        found = _MATCHED.get((_int(typeclass), _int(size)))
+        if found is None:
+            raise MPIException(errors.ERR_ARG, f"Match_size: no type of class {typeclass} and "
+                               f"{size} bytes")
+        return found
+
+    @classmethod
+    def Get_value_index(cls, value_type, index_type):
+        """MPI_Type_get_value_index (MPI 4.1): the named pair datatype of a value and an index
+        (MPI.DOUBLE, MPI.INT: MPI.DOUBLE_INT), a new null handle for a pair with none (MPICH
+        has them for an INT index only). MPI.Exception ERR_TYPE for a null datatype;
+        TypeError for what is no Datatype."""
+        for datatype in (value_type, index_type):
+            if not isinstance(datatype, Datatype):
+                raise TypeError(f"expected a Datatype, not {type(datatype).__name__}")
+            if datatype == DATATYPE_NULL:
+                raise MPIException(errors.ERR_TYPE, "Get_value_index of MPI_DATATYPE_NULL")
+        pair = _VALUE_INDEX.get(value_type) if index_type == NAMED["INT"] else None
+        return Datatype() if pair is None else pair
+
     def Dup(self):
         """MPI_Type_dup: the same type map (committed if this is), the attributes its keyvals'
         copy_fn give."""
@@ -171,6 +287,8 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
         if self._attrs is not None:
             dup._attrs = self._attrs.copied(self)
         return dup
+
+    Create_dup = Dup                    # (mpi4py's alias)
 
     # What made a datatype (MPI_Type_get_envelope, _get_contents, and mpi4py's decode).
 
@@ -283,8 +401,11 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
         return f"<Datatype {self.Get_name()}>"
 
     def __reduce__(self):
-        """pickle: a named datatype by its name (this process's own, as mpi4py's)."""
-        return _unpickled, (self._name,)
+        """pickle: a named datatype by its name (this process's own, as mpi4py's; another
+        handle to it, another handle to this process's)."""
+        if self is _PREDEFINED[self._name]:
+            return _unpickled, (self._name,)
+        return Datatype, (_PREDEFINED[self._name],)
 
 
 _NO_ATTRIBUTES = attributes.Attributes()     # (a datatype's before its first Set_attr: empty)
@@ -292,7 +413,9 @@ _COMBINER_NAMES = {COMBINER_DUP: "DUP", COMBINER_CONTIGUOUS: "CONTIGUOUS", COMBI
                    COMBINER_HVECTOR: "HVECTOR", COMBINER_INDEXED: "INDEXED",
                    COMBINER_HINDEXED: "HINDEXED", COMBINER_INDEXED_BLOCK: "INDEXED_BLOCK",
                    COMBINER_HINDEXED_BLOCK: "HINDEXED_BLOCK", COMBINER_SUBARRAY: "SUBARRAY",
-                   COMBINER_RESIZED: "RESIZED"}
+                   COMBINER_RESIZED: "RESIZED", COMBINER_DARRAY: "DARRAY",
+                   COMBINER_F90_INTEGER: "F90_INTEGER", COMBINER_F90_REAL: "F90_REAL",
+                   COMBINER_F90_COMPLEX: "F90_COMPLEX"}
 
 
 def _decoded(combiner, integers, counts):
@@ -310,6 +433,11 @@ def _decoded(combiner, integers, counts):
                 "starts": counts[2 * ndims:], "order": order}
     if combiner == COMBINER_RESIZED:
         return {"lb": counts[0], "extent": counts[1]}
+    if combiner == COMBINER_DARRAY:
+        n = integers[2]
+        return {"size": integers[0], "rank": integers[1], "gsizes": counts,
+                "distribs": integers[3:3 + n], "dargs": integers[3 + n:3 + 2 * n],
+                "psizes": integers[3 + 2 * n:3 + 3 * n], "order": integers[-1]}
     if combiner == COMBINER_CONTIGUOUS:
         return {"count": counts[0]}
     return {}                           # DUP
@@ -343,6 +471,71 @@ def _position(value):
     return value
 
 
+def _per_dim(values, ndims):
+    """Create_darray's distribs, dargs or psizes: `ndims` ints (ValueError else, as mpi4py's)."""
+    values = [_int(v) for v in values]
+    if len(values) != ndims:
+        raise ValueError(f"expecting {ndims} items, got {len(values)}")
+    return values
+
+
+def _coords(rank, psizes):
+    """The coordinates of `rank` in a psizes grid of processes, row-major (MPI's, whatever
+    the array's order)."""
+    coords = []
+    for psize in reversed(psizes):
+        rank, coord = divmod(rank, psize)
+        coords.append(coord)
+    return coords[::-1]
+
+
+def _held(gsize, distrib, darg, psize, coord):
+    """The (start, length) runs of a darray dimension's gsize indices that grid coordinate
+    `coord` holds: DISTRIBUTE_BLOCK one block (darg long, at least gsize / psize),
+    DISTRIBUTE_CYCLIC blocks of darg (1 by default) dealt round the psize processes,
+    DISTRIBUTE_NONE all (psize 1). MPI.Exception ERR_ARG for a darg or psize that does not
+    fit, an unknown distribution."""
+    if distrib == DISTRIBUTE_NONE and psize == 1:
+        return [(0, gsize)]
+    if distrib == DISTRIBUTE_BLOCK:
+        block = -(-gsize // psize) if darg == DISTRIBUTE_DFLT_DARG else darg
+        fits = 0 < block and gsize <= block * psize
+    elif distrib == DISTRIBUTE_CYCLIC:
+        block = 1 if darg == DISTRIBUTE_DFLT_DARG else darg
+        fits = 0 < block
+    else:
+        fits = False
+    if not fits:
+        raise MPIException(errors.ERR_ARG, f"Create_darray: distribution {distrib} with darg "
+                           f"{darg} of {gsize} over {psize}")
+    return [(start, min(block, gsize - start))
+            for start in range(coord * block, gsize, psize * block)]
+
+
+# Create_f90_integer's sizes (the most decimal digits, bytes) and Create_f90_real's (the most
+# digits, the largest exponent, bytes), as MPICH's.
+_F90_INTEGERS = ((2, 1), (4, 2), (9, 4), (18, 8), (38, 16))
+_F90_REALS = ((3, 4, 2), (6, 37, 4), (15, 307, 8), (33, 4931, 16))
+_F90_MADE = {}          # (combiner, its integers) -> the datatype, made once as MPICH's
+
+
+def _f90_real_size(p, r):
+    return next((size for digits, exponent, size in _F90_REALS if p <= digits and r <= exponent),
+                None)
+
+
+def _f90(combiner, typeclass, size, integers):
+    """A new handle to the Create_f90_* datatype of `size` bytes (None: none, MPI.Exception
+    ERR_OTHER)."""
+    if size is None:
+        raise MPIException(errors.ERR_OTHER, f"no Fortran 90 type of {integers}")
+    key = (combiner, *integers)
+    made = _F90_MADE.get(key)
+    if made is None:
+        made = _F90_MADE[key] = Fortran90(_MATCHED[typeclass, size], combiner, integers)
+    return Datatype(made)
+
+
 def _pairs(blocklengths, displacements):
     """(blocklength, displacement) pairs; ValueError if the sequences' lengths differ."""
     if len(blocklengths) != len(displacements):
@@ -360,10 +553,13 @@ class Derived(Datatype):
     committed = False
 
     def __init__(self, tmap, combiner, contents):
+        integers, addresses, counts, types = contents
         self.typemap, self.size, self.extent = tmap, tmap.size, tmap.extent
-        self.combiner, self._contents = combiner, contents
+        self.combiner = combiner
+        # (handles of its own to the datatypes it was made of: freeing the caller's leaves them)
+        self._contents = (integers, addresses, counts, [_handle(t) for t in types])
         self.wire_size = self.size
-        self.typechar = None
+        self._format = None
 
     @property
     def dtype(self):
@@ -373,6 +569,12 @@ class Derived(Datatype):
     def Get_name(self):
         return "" if self._given_name is None else self._given_name
 
+    # mpi4py's typechar and typecode: a Dup's are its original's; others have none.
+    _char = property(lambda self: self._contents[3][0]._char
+                     if self.combiner == COMBINER_DUP else None)
+    _code = property(lambda self: self._contents[3][0]._code
+                     if self.combiner == COMBINER_DUP else None)
+
     def Commit(self):
         self.committed = True
         return self
@@ -381,8 +583,9 @@ class Derived(Datatype):
         return tuple(len(part) for part in self._contents) + (self.combiner,)
 
     def Get_contents(self):
+        """(new handles to the datatypes it was made of, for the caller to Free, as MPI's)"""
         integers, addresses, counts, types = self._contents
-        return list(integers), list(addresses), list(counts), list(types)
+        return list(integers), list(addresses), list(counts), [_handle(t) for t in types]
 
     def decode(self):
         integers, _, counts, types = self._contents
@@ -391,16 +594,16 @@ class Derived(Datatype):
             n = counts[0]
             return DATATYPE_NULL, "STRUCT", {"blocklengths": counts[1:n + 1],
                                              "displacements": counts[n + 1:],
-                                             "datatypes": list(types)}
-        return types[0], _COMBINER_NAMES[combiner], _decoded(combiner, integers, counts)
+                                             "datatypes": [_handle(t) for t in types]}
+        return _handle(types[0]), _COMBINER_NAMES[combiner], _decoded(combiner, integers, counts)
 
     def Free(self):
         """MPI_Type_free: the attributes go (their delete_fn), this handle becomes
-        DATATYPE_NULL. MPI.Exception ERR_OTHER if a delete_fn raised."""
+        DATATYPE_NULL (another handle to the datatype is left dangling, as MPI's). MPI.Exception
+        ERR_OTHER if a delete_fn raised."""
         if self._attrs is not None:
             self._attrs.clear(self)
-        self.__class__ = NullDatatype
-        self.__dict__.clear()
+        self.__class__, self.__dict__ = NullDatatype, {}
 
     def __repr__(self):
         return f"<Datatype {self._given_name or 'derived'}>"
@@ -408,6 +611,51 @@ class Derived(Datatype):
     def __reduce__(self):
         """pickle: made again from what decode() says, committed if this was (as mpi4py's)."""
         return _rebuilt, (*self.decode(), self.committed)
+
+
+class Fortran90(Datatype):
+    """A datatype Create_f90_integer, _real or _complex made: predefined (committed, taken
+    wherever its named equal of the same size is) but not named, nameless until Set_name;
+    its envelope holds its arguments (p, r)."""
+
+    is_named = False
+
+    def __init__(self, base, combiner, integers):
+        for field in ("size", "extent", "wire_size", "dtype", "typemap", "_format"):
+            setattr(self, field, getattr(base, field))
+        kind = {COMBINER_F90_INTEGER: "i", COMBINER_F90_REAL: "f", COMBINER_F90_COMPLEX: "c"}
+        self._code = f"{kind[combiner]}{self.size}"
+        self._char = _SIZED_CHARS.get(self._code)
+        self.combiner, self._integers = combiner, integers
+
+    typestr = property(lambda self: self._code)
+
+    def Get_name(self):
+        return "" if self._given_name is None else self._given_name
+
+    def Get_envelope(self):
+        return (len(self._integers), 0, 0, 0, self.combiner)
+
+    def Get_contents(self):
+        return list(self._integers), [], [], []
+
+    def decode(self):
+        names = ("r",) if self.combiner == COMBINER_F90_INTEGER else ("p", "r")
+        return DATATYPE_NULL, _COMBINER_NAMES[self.combiner], dict(zip(names, self._integers))
+
+    Free = Derived.Free
+
+    def __repr__(self):
+        return f"<Datatype {self._given_name or 'f90 ' + self._code}>"
+
+    def __reduce__(self):
+        """pickle: made again by its Create_f90_* call (this process's same datatype)."""
+        return _rebuilt, (*self.decode(), True)
+
+
+def _handle(datatype):
+    """A new handle to a datatype that is not named (a named one is itself)."""
+    return datatype if datatype.is_named else Datatype(datatype)
 
 
 def _rebuilt(base, combiner, params, committed):
@@ -446,8 +694,12 @@ class NullDatatype(Datatype):
     def Get_name(self):
         return "MPI_DATATYPE_NULL"
 
+    typechar = typestr = ""             # (as mpi4py's)
+    _char = _code = None
+
     def __reduce__(self):
-        return _unpickled, (None,)
+        """pickle: DATATYPE_NULL itself, or another null handle."""
+        return (_unpickled, (None,)) if self is DATATYPE_NULL else (Datatype, ())
 
     def _no_attributes(self, *args):
         _null_type(self)
@@ -461,7 +713,7 @@ DATATYPE_NULL = NullDatatype()
 
 def _unpickled(name):
     """A named datatype (or DATATYPE_NULL, name None) unpickled: this process's own."""
-    return DATATYPE_NULL if name is None else NAMED[name]
+    return DATATYPE_NULL if name is None else _PREDEFINED[name]
 
 
 # (name, size, buffer format character of a matching numpy dtype or None[, extent])
@@ -488,6 +740,8 @@ _NAMED = [
     ("SHORT_INT", 6, None, 8), ("TWOINT", 8, None), ("FLOAT_INT", 8, None),
     ("LONG_INT", 12, None, 16), ("DOUBLE_INT", 12, None, 16), ("LONG_DOUBLE_INT", 20, None, 32),
 ]
+# The alignment of the named datatypes whose numpy dtype has not MPICH's (opaque bytes).
+_ALIGNS = {"INTEGER16": 16, "REAL2": 2, "COMPLEX4": 4}
 # The numpy dtype of the datatypes whose buffer format is not one (or not a number).
 _REDUCE_AS = {"BYTE": "u1", "CHAR": "i1", "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4",
               "INT64_T": "i8", "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4",
@@ -498,16 +752,48 @@ _REDUCE_AS = {"BYTE": "u1", "CHAR": "i1", "INT8_T": "i1", "INT16_T": "i2", "INT3
               "INTEGER2": "i2", "INTEGER4": "i4", "INTEGER8": "i8", "REAL4": "f4", "REAL8": "f8",
               "REAL16": "g", "COMPLEX8": "c8", "COMPLEX16": "c16", "COMPLEX32": "G",
               "CXX_BOOL": "?", "CXX_FLOAT_COMPLEX": "c8", "CXX_DOUBLE_COMPLEX": "c16",
-              "CXX_LONG_DOUBLE_COMPLEX": "G"}
+              "CXX_LONG_DOUBLE_COMPLEX": "G", "INTEGER16": "V16", "REAL2": "V2",
+              "COMPLEX4": "V4"}       # (the last three: no reduction here)
 _REDUCE_AS.update({name: np.dtype([("value", value), ("index", "i4")], align=True)
                    for name, value in (("SHORT_INT", "i2"), ("TWOINT", "i4"), ("FLOAT_INT", "f4"),
                                        ("LONG_INT", "i8"), ("DOUBLE_INT", "f8"),
                                        ("LONG_DOUBLE_INT", "g"))})
+# mpi4py's character code of a named datatype's C type (its typechar), where it is not the
+# buffer format (typestr.pxi's DatatypeChar); None: "V".
+_SIZED_CHARS = {"i1": "b", "i2": "h", "i4": "i", "i8": "l", "u1": "B", "u2": "H", "u4": "I",
+                "u8": "L", "f2": "e", "f4": "f", "f8": "d", "f16": "g", "c4": "E", "c8": "F",
+                "c16": "D", "c32": "G"}
+_CHARS = {"BYTE": "B", "PACKED": "B", "WCHAR": "U", "OFFSET": "p", "COUNT": "p",
+          "CHARACTER": "c", "LOGICAL": "i", "INTEGER": "i", "REAL": "f",
+          "DOUBLE_PRECISION": "d", "COMPLEX": "F", "DOUBLE_COMPLEX": "D", "CXX_BOOL": "?",
+          "CXX_FLOAT_COMPLEX": "F", "CXX_DOUBLE_COMPLEX": "D", "CXX_LONG_DOUBLE_COMPLEX": "G"}
+# ... and its typecode where that is a type string (the sized C and Fortran types).
+_CODES = {"C_BOOL": "b1", "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4", "INT64_T": "i8",
+          "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4", "UINT64_T": "u8",
+          "INTEGER1": "i1", "INTEGER2": "i2", "INTEGER4": "i4", "INTEGER8": "i8", "REAL4": "f4",
+          "REAL8": "f8", "REAL16": "f16", "COMPLEX8": "c8", "COMPLEX16": "c16",
+          "COMPLEX32": "c32"}
+_CHARS.update({name: _SIZED_CHARS[code] for name, code in _CODES.items() if name != "C_BOOL"})
 # MPI's name where it is not MPI_ and the Python name (MPICH's for FLOAT16_T).
 _MPI_NAMES = {"TWOINT": "MPI_2INT", "FLOAT16_T": "MPIX_C_FLOAT16"}
-NAMED = {entry[0]: Datatype(*entry) for entry in _NAMED}
-_BY_FORMAT = {d.typechar: d for d in NAMED.values() if d.typechar}
+NAMED = {entry[0]: Datatype._predefined(*entry) for entry in _NAMED}
+_BY_FORMAT = {d._format: d for d in NAMED.values() if d._format}
 _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
+# MPICH's named datatypes that mpi4py names not (its MPI.INTEGER16, ... are DATATYPE_NULL):
+# Match_size gives them.
+_MATCH_ONLY = {name: Datatype._predefined(name, size, None) for name, size in (
+    ("INTEGER16", 16), ("REAL2", 2), ("COMPLEX4", 4))}
+_PREDEFINED = {**NAMED, **_MATCH_ONLY}
+_MATCHED = {(TYPECLASS_LOGICAL, 4): NAMED["LOGICAL"]}
+_MATCHED.update({(typeclass, int(name[len(prefix):])): datatype
+                 for typeclass, prefix in ((TYPECLASS_INTEGER, "INTEGER"), (TYPECLASS_REAL, "REAL"),
+                                           (TYPECLASS_COMPLEX, "COMPLEX"))
+                 for name, datatype in _PREDEFINED.items()
+                 if name.startswith(prefix) and name[len(prefix):].isdigit()})
+# Get_value_index's pairs: (value, MPI.INT) -> the MAXLOC/MINLOC pair type.
+_VALUE_INDEX = {NAMED[value]: NAMED[pair] for value, pair in (
+    ("SHORT", "SHORT_INT"), ("INT", "TWOINT"), ("LONG", "LONG_INT"), ("FLOAT", "FLOAT_INT"),
+    ("DOUBLE", "DOUBLE_INT"), ("LONG_DOUBLE", "LONG_DOUBLE_INT"))}
 BYTE = NAMED["BYTE"]
 # Datatype.fromcode's codes: the buffer formats, and numpy's kind + size ('i4', 'c16', ...).
 _BY_CODE = dict(_BY_FORMAT, Zf=NAMED["C_FLOAT_COMPLEX"], Zd=NAMED["C_DOUBLE_COMPLEX"],
@@ -519,6 +805,10 @@ _BY_CODE.update({"f2": NAMED["FLOAT16_T"], "f4": NAMED["FLOAT"], "f8": NAMED["DO
                  "c8": NAMED["C_FLOAT_COMPLEX"], "c16": NAMED["C_DOUBLE_COMPLEX"],
                  "c32": NAMED["C_LONG_DOUBLE_COMPLEX"], "n": NAMED["COUNT"],
                  "P": NAMED["UNSIGNED_LONG"], "N": NAMED["UNSIGNED_LONG"]})
+# ... and numpy's and PEP 3118's codes of characters, and of datetimes (as mpi4py's).
+_BY_CODE.update({code: NAMED[name] for name, codes in (
+    ("CHAR", "a S S1 s 1s"), ("WCHAR", "U U1 1w"), ("UINT16_T", "u 1u"), ("INT64_T", "M M8 m m8"))
+    for code in codes.split()})
 # mpi4py's other names of the same datatypes (MPICH's handles are equal).
 ALIASES = {alias: NAMED[name] for alias, name in (
     ("SIGNED_SHORT", "SHORT"), ("SIGNED_INT", "INT"), ("UNSIGNED_INT", "UNSIGNED"),
@@ -835,3 +1125,23 @@ def Aint_add(base, disp):
 def Aint_diff(addr1, addr2):
     """MPI_Aint_diff: the bytes from address `addr2` to address `addr1`."""
     return _wrapped(_aint(addr1) - _aint(addr2))
+
+
+def _typecode(datatype):
+    """mpi4py's MPI._typecode (mpi4py.util.dtlib's): the datatype's typecode ('i', 'd', 'i4',
+    ...; a Dup's, its original's), None if it has none."""
+    return datatype._code
+
+
+def _typealign(datatype):
+    """mpi4py's MPI._typealign (mpi4py.util.dtlib's): the alignment of the datatype's C type
+    (a pair type's, its struct's), None if it has none (a derived datatype, not a Dup)."""
+    char = datatype._char
+    if char is not None:
+        return _ALIGNMENTS.get(char) or np.dtype(char).alignment
+    if datatype and datatype.is_named and datatype.dtype.names is not None:
+        return datatype.dtype.alignment
+    return None
+
+
+_ALIGNMENTS = {"E": 2}      # (half-precision complex: numpy has none)

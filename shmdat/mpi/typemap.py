@@ -39,10 +39,11 @@ class Typemap:
         return np.add.outer(np.arange(count) * self.extent, self._index).ravel()
 
 
-def named(size, extent, runs=None):
-    """A named datatype's: one run (or the pair types' two), bounds 0 and extent."""
+def named(size, extent, runs, align):
+    """A named datatype's: one run (or the pair types' two), bounds 0 and extent; `align`, its
+    C type's alignment (a struct's extent is padded to its members' largest)."""
     runs = tuple(runs or ((0, size),))
-    return Typemap(runs, 0, extent, 0, max(o + n for o, n in runs), min(extent, 8) or 1)
+    return Typemap(runs, 0, extent, 0, max(o + n for o, n in runs), align)
 
 
 def _merged(runs):
@@ -109,6 +110,25 @@ def subarray(child, sizes, subsizes, starts, c_order):
     if not all(subsizes):
         parts = []
     return resized(blocks(parts), 0, whole)
+
+
+def darray(child, gsizes, held, c_order):
+    """MPI_Type_create_darray: the elements this rank holds of a gsizes array of children
+    (row-major if c_order, else column-major), held[d] being the (start, length) runs of
+    indices it holds in dimension d; bounds 0 and the whole array. Built outwards from the
+    fastest dimension, each a block of the one inside it, as MPICH builds it."""
+    dims = range(len(gsizes) - 1, -1, -1) if c_order else range(len(gsizes))
+    whole = child.extent
+    for size in gsizes:
+        whole *= size
+    if not all(held):                       # a dimension where this rank holds nothing
+        return resized(Typemap((), 0, 0, 0, 0, child.align), 0, whole)
+    tmap, stride = child, child.extent
+    for dim in dims:
+        tmap = resized(blocks([(tmap, length, start * stride) for start, length in held[dim]]),
+                       0, stride * gsizes[dim])
+        stride = tmap.extent
+    return tmap
 
 
 def pack(typemap, data, count):

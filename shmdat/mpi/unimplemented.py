@@ -43,9 +43,7 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    COMBINER_DARRAY COMBINER_F90_COMPLEX COMBINER_F90_INTEGER COMBINER_F90_REAL
-    COMBINER_VALUE_INDEX Close_port DISPLACEMENT_CURRENT DISP_CUR
-    DISTRIBUTE_BLOCK DISTRIBUTE_CYCLIC DISTRIBUTE_DFLT_DARG DISTRIBUTE_NONE
+    Close_port DISPLACEMENT_CURRENT DISP_CUR
     Distgraphcomm ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
     F_ERROR F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info
     Get_abi_version Get_hw_resource_info Iflush_buffer InPlaceType
@@ -54,8 +52,7 @@ MODULE = frozenset("""
     MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
     MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Open_port Publish_name
     Register_datarep Remove_error_class Remove_error_code Remove_error_string SEEK_CUR
-    SEEK_END SEEK_SET SESSION_NULL Session TYPECLASS_COMPLEX TYPECLASS_INTEGER
-    TYPECLASS_LOGICAL TYPECLASS_REAL UNWEIGHTED Unpublish_name WEIGHTS_EMPTY
+    SEEK_END SEEK_SET SESSION_NULL Session UNWEIGHTED Unpublish_name WEIGHTS_EMPTY
 """.split())
 
 COMM = frozenset("""
@@ -100,9 +97,8 @@ STATUS = frozenset("""
 """.split())
 
 DATATYPE = frozenset("""
-    Create_darray Create_dup Create_f90_complex Create_f90_integer Create_f90_real
-    Get_value_index Match_size Pack_external Pack_external_size Unpack_external f2py
-    free fromhandle fromint handle py2f tocode toint
+    Pack_external Pack_external_size Unpack_external f2py
+    free fromhandle fromint handle py2f toint
 """.split())
 
 OP = frozenset("""

@@ -68,6 +68,7 @@ class _EventCount:
 
 events_queued = _EventCount()
 _now = time.monotonic
+CLOCK_EVERY = 4                 # a spin reads the clock after its first round, then every 4th
 
 # This process's open Contexts (one device moves them all): id -> weak reference, and
 # its references as a tuple, rebuilt at each change, that the progress round reads as is.
@@ -311,8 +312,10 @@ class Context(PyverbsCM):
         """Progress for this context and, as hardware would run by itself, for the other
         contexts of this process (rdma-core's tests run both ends in one process, and
         one side's poll must move the other). Another context whose lock is busy is
-        being moved by its holder: it is skipped, so no two locks are ever waited on."""
-        self._poll_own()
+        being moved by its holder: it is skipped, so no two locks are ever waited on.
+        The clock is read once a round (a read costs as much as ten lines here)."""
+        now = _now()
+        self._poll_own(now)
         if self._refs_seen is not _context_refs:        # a Context came or went
             self._refs_seen = refs = _context_refs
             self._other_refs = tuple(ref for ref in refs if ref() is not self)
@@ -324,13 +327,13 @@ class Context(PyverbsCM):
             # at without its lock; one with work is moved if its lock is free.
             try:
                 busy = (other.active_qps or other._hca_words[HCA_W_CM_PENDING]
-                        or _now() >= other._next_liveness)
+                        or now >= other._next_liveness)
             except ValueError:      # its HCA was closed meanwhile by another thread
                 continue
             if busy and other.lock.acquire(False):     # (only tried)
                 try:
                     if not other._closing:  # (under its lock: not closed meanwhile)
-                        other._poll_own()
+                        other._poll_own(now)
                 finally:
                     other.lock.release()
 
@@ -338,7 +341,7 @@ class Context(PyverbsCM):
         """The engines of this process's other Contexts: a waiter here sleeps for them too."""
         return [other._progress for other in _open_contexts() if other is not self]
 
-    def _poll_own(self):
+    def _poll_own(self, now):
         if self._closed:
             return
         if self._port_words[PORT_W_GENERATION] != self._port_generation:
@@ -349,7 +352,7 @@ class Context(PyverbsCM):
         if active:
             for qp in active[:] if len(active) > 1 else active:
                 qp._progress()
-        if _now() >= self._next_liveness:     # a dead peer is seen within a slice
+        if now >= self._next_liveness:      # a dead peer is seen within a slice
             self._liveness()
 
     def _liveness(self):
@@ -437,13 +440,15 @@ class Context(PyverbsCM):
         asleep on the doorbell."""
         lock = self._progress.lock
         end = time.monotonic() + SPIN_SECONDS
+        rounds = 0
         while True:
             with lock:
                 self._poll()
                 if ready():
                     return
-            if time.monotonic() >= end:
-                break
+            rounds += 1
+            if rounds % CLOCK_EVERY == 1 and time.monotonic() >= end:
+                break                       # (the clock read every few rounds: it costs one)
         with lock:
             self._progress.block(ready, None)       # with no deadline it returns once ready()
 

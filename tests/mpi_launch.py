@@ -72,6 +72,12 @@ def launch(tmp_path, n, body, *args, launcher=("--",), timeout=TIMEOUT, **kw):
 needs_mpiexec = pytest.mark.skipif(mpi_available() is not None, reason=f"{mpi_available()}")
 
 
+def as_mpi4py(body):
+    """A program written on shmdat.mpi (`from shmdat.mpi import MPI`) made to import mpi4py's
+    MPI instead, to be run under mpiexec."""
+    return body.replace("from shmdat.mpi import MPI", "from mpi4py import MPI")
+
+
 def launch_mpiexec(tmp_path, n, body):
     """Run `body` under MPICH's `mpiexec -n n` (mpi4py's own MPI); the CompletedProcess."""
     prog = write(tmp_path, body)

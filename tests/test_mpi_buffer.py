@@ -222,8 +222,7 @@ def test_buffer(tmp_path, n):
 
 @mpi_launch.needs_mpiexec
 def test_buffer_under_mpi4py(tmp_path):
-    r = mpi_launch.launch_mpiexec(tmp_path, 3, BUFFER.replace("from shmdat.mpi import MPI",
-                                                              "from mpi4py import MPI"))
+    r = mpi_launch.launch_mpiexec(tmp_path, 3, mpi_launch.as_mpi4py(BUFFER))
     check_every_rank_agrees(r, 3)
 
 

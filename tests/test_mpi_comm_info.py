@@ -104,6 +104,5 @@ def test_comm_info_alone(tmp_path):
 
 @mpi_launch.needs_mpiexec
 def test_comm_info_under_mpi4py(tmp_path):
-    r = mpi_launch.launch_mpiexec(tmp_path, 3, COMM_INFO.replace("from shmdat.mpi import MPI",
-                                                                 "from mpi4py import MPI"))
+    r = mpi_launch.launch_mpiexec(tmp_path, 3, mpi_launch.as_mpi4py(COMM_INFO))
     check_every_rank_agrees(r, 3)

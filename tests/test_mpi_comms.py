@@ -312,8 +312,7 @@ def test_communicators_and_persistent_requests(tmp_path, n):
 @mpi_launch.needs_mpiexec
 def test_the_same_program_under_mpi4py(tmp_path):
     """The checks are MPI's, not shmdat's: mpi4py + MPICH passes them too."""
-    r = mpi_launch.launch_mpiexec(tmp_path, 3, PROGRAM.replace("from shmdat.mpi import MPI",
-                                                               "from mpi4py import MPI"))
+    r = mpi_launch.launch_mpiexec(tmp_path, 3, mpi_launch.as_mpi4py(PROGRAM))
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(r.stdout.split("\n")[:-1]) == [f"ok {r}" for r in range(3)]
 

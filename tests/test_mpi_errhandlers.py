@@ -142,6 +142,5 @@ def test_a_fatal_error_ends_the_whole_job(tmp_path, program, status, says):
 @mpi_launch.needs_mpiexec
 def test_the_same_program_under_mpi4py(tmp_path):
     """The checks are MPI's, not shmdat's: mpi4py + MPICH passes them too."""
-    r = mpi_launch.launch_mpiexec(tmp_path, 2, PROGRAM.replace("from shmdat.mpi import MPI",
-                                                               "from mpi4py import MPI"))
+    r = mpi_launch.launch_mpiexec(tmp_path, 2, mpi_launch.as_mpi4py(PROGRAM))
     mpi_launch.check_every_rank_agrees(r, 2)

@@ -293,8 +293,7 @@ checks += fails(TypeError, comm.Ireduce_scatter, MPI.IN_PLACE, buf)
 
 def _agrees_under_mpi4py(tmp_path, n, program):
     """The same program, importing mpi4py instead, passes under MPICH's mpiexec."""
-    r = mpi_launch.launch_mpiexec(tmp_path, n, program.replace("from shmdat.mpi import MPI",
-                                                               "from mpi4py import MPI"))
+    r = mpi_launch.launch_mpiexec(tmp_path, n, mpi_launch.as_mpi4py(program))
     check_every_rank_agrees(r, n)
 
 

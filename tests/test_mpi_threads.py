@@ -84,8 +84,7 @@ def test_threads_call_at_once(tmp_path, n):
 @pytest.mark.skipif(shutil.which("mpiexec") is None, reason="mpiexec is not installed")
 def test_the_same_program_under_mpi4py(tmp_path):
     pytest.importorskip("mpi4py")
-    prog = mpi_launch.write(tmp_path, PROGRAM.replace("from shmdat.mpi import MPI",
-                                                      "from mpi4py import MPI"))
+    prog = mpi_launch.write(tmp_path, mpi_launch.as_mpi4py(PROGRAM))
     r = subprocess.run(["mpiexec", "-n", "3", sys.executable, prog], capture_output=True,
                        text=True, timeout=mpi_launch.TIMEOUT)
     assert r.returncode == 0 and _ok(r.stdout, 3), r.stdout + r.stderr

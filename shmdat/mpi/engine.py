@@ -46,7 +46,7 @@ MAX_READS = 8                       # rendezvous RDMA reads outstanding per peer
 MAX_RMA = 8                         # a window's RDMA writes and reads outstanding per peer
 FLAG_WRITES = 4                     # a collective's flag writes (flags.py) in the request queue
 WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers this often
-WAKE_EVENTS = 16                    # room in the EVD for _wake's software events
+WAKE_EVENTS = 16                    # room in the EVD for wake()'s software events
 POLL_SECONDS = 0.002                # a waiting rank polls this long before it sleeps
 CLOCK_EVERY = 16                    # empty polls between two looks at the clock
 SEND_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.REMOTE_READ
@@ -151,7 +151,7 @@ class Engine:
         self.pz = self.ia.pz_create()
         self.evd = self.ia.evd_create(
             (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS + MAX_RMA + FLAG_WRITES) + WAKE_EVENTS,
-            EvdFlags.DTO | EvdFlags.SOFTWARE)       # (software events: _wake)
+            EvdFlags.DTO | EvdFlags.SOFTWARE)       # (software events: wake)
         # Connection requests and connection events share one EVD: the wire-up waits on one.
         self.cm_evd = self.ia.evd_create(4 * size + 8, EvdFlags.CR | EvdFlags.CONNECTION)
         self.psp = self.ia.psp_create_any(self.cm_evd)
@@ -207,7 +207,7 @@ class Engine:
             op = SendOp(dest, done=not sync)
             self._arrive(dest, comm, tag, len(view), view, None,
                          self._await_fin(op) if sync else None)
-            self._wake()
+            self.wake()
             return op
         peer = self._peer_with_slot(dest)
         if len(view) <= (SYNC_LIMIT if sync else EAGER_LIMIT):
@@ -270,7 +270,7 @@ class Engine:
         matched, or its window message handled."""
         if source == self.rank:
             self._on_fin(request_id, data)
-            self._wake()
+            self.wake()
         else:
             self._post_control(self.peers[source], FIN, FIN_BODY.pack(request_id) + data)
 
@@ -458,9 +458,9 @@ class Engine:
         if event.number != EventNumber.SOFTWARE_EVENT:
             self._handle(event.data)
 
-    def _wake(self):
+    def wake(self):
         """Operations have completed outside the EVD's events (a message from this rank to
-        itself): the threads waiting look again, the EVD's waiter woken by a software
+        itself, a generalized request's Complete): the threads waiting look again, the EVD's waiter woken by a software
         event (a full EVD wakes it anyway)."""
         if self.waiting:
             try:
@@ -566,7 +566,7 @@ class Engine:
                 event = evd.dequeue()
             except shmdat.QueueEmpty:
                 break
-            if event.number != EventNumber.SOFTWARE_EVENT:    # (a _wake nobody waited for)
+            if event.number != EventNumber.SOFTWARE_EVENT:    # (a wake nobody waited for)
                 self._handle(event.data)
         if self.schedules:
             self._advance_schedules()

@@ -104,7 +104,7 @@ class Grequest(Request):
         state.done = True
         engine = self._engine
         with engine.lock:           # (the engine's waiters look at their operations again)
-            engine._wake()
+            engine.wake()
 
     def Cancel(self):
         """MPI_Cancel: cancel_fn(completed), `completed` saying whether Complete was called;

@@ -1,8 +1,9 @@
 """Cartesian and graph topologies (MPI_Cart_*, MPI_Graph_*): Comm.Create_cart and
 Comm.Create_graph, mpi4py's Topocomm, Cartcomm and Graphcomm (reorder is a hint: ranks keep
-their order), and the neighbour collectives, blocking and non-blocking (the persistent ones:
-persistent.py). Distributed-graph topologies and the w-forms are not implemented
-(NotImplementedError naming the call).
+their order), distributed graphs (Comm.Create_dist_graph_adjacent, Comm.Create_dist_graph,
+Distgraphcomm), and the neighbour collectives, blocking and non-blocking (the persistent
+ones: persistent.py). The w-forms are not implemented (NotImplementedError naming the
+call).
 
 A Cartesian rank's neighbours are, dimension by dimension, the one before and the one
 after (Shift(d, 1)); PROC_NULL ones take no part. A graph rank's neighbours are its edges in
@@ -21,6 +22,7 @@ from . import errors, unimplemented
 from .comm import COMM_NULL, Comm, _blocking, _nonblocking, equal_blocks
 from .datatypes import message, vector
 from .errors import Exception as MPIException
+from .info import INFO_NULL
 from .matching import PROC_NULL
 from .pickler import pickle
 
@@ -28,7 +30,8 @@ CART, GRAPH, DIST_GRAPH = 2, 1, 3        # MPI_Topo_test's answers, MPICH's numb
 
 
 class Topocomm(Comm):
-    """mpi4py's Topocomm: a communicator with a topology (Cartesian or graph)."""
+    """mpi4py's Topocomm: a communicator with a topology (Cartesian, graph or distributed
+    graph)."""
 
     _unimplemented = unimplemented.CARTCOMM
 
@@ -306,6 +309,135 @@ class Graphcomm(Topocomm):
 
 
 
+class Distgraphcomm(Topocomm):
+    """A communicator over a distributed graph: each rank knows only its own edges, in from
+    `sources` and out to `destinations` (weighted or not), mpi4py's Distgraphcomm. Made by
+    Comm.Create_dist_graph_adjacent, Comm.Create_dist_graph (and Dup)."""
+
+    _topology = DIST_GRAPH
+
+    def __init__(self, engine, context=None, ranks=None, name="", sources=(), destinations=(),
+                 weights=None):
+        super().__init__(engine, context, ranks, name)
+        if not isinstance(engine, Comm):
+            self._sources, self._destinations = list(sources), list(destinations)
+            self._weights = weights     # None, or (sourceweights, destweights)
+
+    def Get_dist_neighbors_count(self):
+        """MPI_Dist_graph_neighbors_count: (indegree, outdegree, weighted)."""
+        return len(self._sources), len(self._destinations), self._weights is not None
+
+    def Get_dist_neighbors(self):
+        """MPI_Dist_graph_neighbors: (sources, destinations, (sourceweights, destweights)
+        or None if unweighted)."""
+        weights = None if self._weights is None else tuple(list(w) for w in self._weights)
+        return list(self._sources), list(self._destinations), weights
+
+    @property
+    def inoutedges(self):
+        return list(self._sources), list(self._destinations)
+
+    degrees = property(lambda self: (len(self._sources), len(self._destinations)))
+
+    def _send_order(self):
+        """Destination order: the k-th of several edges from one rank to another matches the
+        k-th of the receiver's edges from it (messages between two ranks do not overtake)."""
+        return range(len(self._destinations))
+
+    def Dup(self, info=None):
+        """MPI_Comm_dup: the same edges on a new context."""
+        dup = Comm.Dup(self, info)
+        return Distgraphcomm(dup._engine, dup._context, dup._ranks, dup._name, self._sources,
+                             self._destinations, self._weights)
+
+
+class _Weights(int):
+    """mpi4py's UNWEIGHTED and WEIGHTS_EMPTY (ints, as over MPICH), told apart by identity."""
+
+    def __new__(cls, value, name):
+        self = super().__new__(cls, value)
+        self._name = name
+        return self
+
+    def __repr__(self):
+        return f"MPI.{self._name}"
+
+
+UNWEIGHTED, WEIGHTS_EMPTY = _Weights(-4, "UNWEIGHTED"), _Weights(-5, "WEIGHTS_EMPTY")
+
+
+def _ranks_of(values, size, what):
+    """`values` (None: none) as a list of ranks of a communicator of `size`. TypeError for
+    what is not ints; MPI.Exception ERR_RANK for one outside (MPICH takes it, then fails)."""
+    ranks = [] if values is None else [operator.index(v) for v in values]
+    if any(not 0 <= r < size for r in ranks):
+        raise MPIException(errors.ERR_RANK, f"{what} {ranks} over {size} ranks")
+    return ranks
+
+
+def _weights_of(weights, count, what):
+    """A weights argument: None (unweighted), or a list of `count` ints >= 0 (WEIGHTS_EMPTY:
+    none, for no edges). ValueError for another length, as mpi4py; MPI.Exception ERR_ARG for a
+    negative weight (MPI forbids it; MPICH takes it)."""
+    if weights is None or weights is UNWEIGHTED:
+        return None
+    if weights is WEIGHTS_EMPTY:
+        if count:
+            raise ValueError("empty weights but nonzero degree")
+        return []
+    weights = [operator.index(w) for w in weights]
+    if len(weights) != count:
+        raise ValueError(f"{what}: expecting {count} items, got {len(weights)}")
+    if any(w < 0 for w in weights):
+        raise MPIException(errors.ERR_ARG, f"{what} {weights}: weights are >= 0")
+    return weights
+
+
+def create_dist_graph_adjacent(self, sources, destinations, sourceweights=None,
+                               destweights=None, info=INFO_NULL, reorder=False):
+    """MPI_Dist_graph_create_adjacent (collective): this rank's edges in from `sources`, out
+    to `destinations` (None: none), weighted if either weights is given (MPI.UNWEIGHTED or
+    None: not; MPI.WEIGHTS_EMPTY: weighted, with no edges). `reorder` and `info` are hints,
+    not taken. Errors as _ranks_of's and _weights_of's."""
+    sources = _ranks_of(sources, self._size, "sources")
+    destinations = _ranks_of(destinations, self._size, "destinations")
+    weights = (_weights_of(sourceweights, len(sources), "sourceweights"),
+               _weights_of(destweights, len(destinations), "destweights"))
+    context = self._new_context()
+    return Distgraphcomm(self._engine, context, self._ranks, "", sources, destinations,
+                         None if weights == (None, None) else tuple(w or [] for w in weights))
+
+
+def create_dist_graph(self, sources, degrees, destinations, weights=None, info=INFO_NULL,
+                      reorder=False):
+    """MPI_Dist_graph_create (collective): edges given by any rank, sources[i] -> the next
+    degrees[i] of `destinations` (with their weights); every rank learns its own (an
+    allgather of all the edges), in from their sources in the order of the rank that gave
+    them, out in the same order (MPI leaves the order to the implementation). ValueError for
+    a negative degree or destinations not as many as the degrees add up to; errors as
+    create_dist_graph_adjacent's otherwise."""
+    sources = _ranks_of(sources, self._size, "sources")
+    degrees = [operator.index(d) for d in degrees]
+    if len(degrees) != len(sources) or any(d < 0 for d in degrees):
+        raise ValueError(f"degrees {degrees} for {len(sources)} sources")
+    destinations = _ranks_of(destinations, self._size, "destinations")
+    if len(destinations) != sum(degrees):
+        raise ValueError(f"expecting {sum(degrees)} destinations, got {len(destinations)}")
+    weights = _weights_of(weights, len(destinations), "weights")
+    edges = [(source, destination, 1 if weights is None else weights[k])
+             for k, (source, destination) in enumerate(
+                 zip([s for s, d in zip(sources, degrees) for _ in range(d)], destinations))]
+    everyone = self.allgather((edges, weights is not None))
+    mine = [edge for given, _ in everyone for edge in given]
+    ins = [(s, w) for s, d, w in mine if d == self._rank]
+    outs = [(d, w) for s, d, w in mine if s == self._rank]
+    weighted = any(w for _, w in everyone)
+    context = self._new_context()
+    return Distgraphcomm(self._engine, context, self._ranks, "", [s for s, _ in ins],
+                         [d for d, _ in outs],
+                         ([w for _, w in ins], [w for _, w in outs]) if weighted else None)
+
+
 def create_cart(self, dims, periods=None, reorder=False):
     """MPI_Cart_create (collective): a Cartcomm over the first prod(dims) ranks, row-major
     (`reorder` is a hint, not taken); COMM_NULL at the others. `periods` defaults to none
@@ -353,3 +485,5 @@ def create_graph(self, index, edges, reorder=False):
 # builds on, cannot import them).
 Comm.Create_cart = create_cart
 Comm.Create_graph = create_graph
+Comm.Create_dist_graph_adjacent = create_dist_graph_adjacent
+Comm.Create_dist_graph = create_dist_graph

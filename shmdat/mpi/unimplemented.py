@@ -44,7 +44,7 @@ def missing(owner, table, name):
 
 MODULE = frozenset("""
     Close_port DISPLACEMENT_CURRENT DISP_CUR
-    Distgraphcomm ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
+    ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
     F_ERROR F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info
     Get_abi_version Get_hw_resource_info Iflush_buffer InPlaceType
     Lookup_name MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
@@ -52,13 +52,13 @@ MODULE = frozenset("""
     MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
     MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Open_port Publish_name
     Register_datarep Remove_error_class Remove_error_code Remove_error_string SEEK_CUR
-    SEEK_END SEEK_SET SESSION_NULL Session UNWEIGHTED Unpublish_name WEIGHTS_EMPTY
+    SEEK_END SEEK_SET SESSION_NULL Session Unpublish_name
 """.split())
 
 COMM = frozenset("""
     Accept Ack_failed Agree
     Alltoallw Alltoallw_init Cart_map Connect
-    Create_dist_graph Create_dist_graph_adjacent Create_from_group Create_group
+    Create_from_group Create_group
     Disconnect Get_failed
     Get_parent Graph_map Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
     Isendrecv_replace Ishrink Join Precv_init Psend_init

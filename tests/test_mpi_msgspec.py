@@ -9,6 +9,7 @@ import pytest
 from tests import mpi_launch
 
 SPECS = """
+import ctypes
 import enum
 import os
 import numpy as np
@@ -53,6 +54,37 @@ for dtype in ("?", "u1", "i8", "f4", "c8", "c16"):
     sent = np.array([1, 0, 1], dtype)
     got = np.zeros(3, dtype)
     say("dtype", dtype, exchange(DLPackOnly(sent), DLPackOnly(got)), got.tolist())
+
+
+class LongDoubles:
+    \"\"\"A DLPack 0.x producer of long doubles (numpy's own refuses to export them), made
+    with ctypes: a DLManagedTensor over an array's memory, in a capsule.\"\"\"
+
+    class Tensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                    ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                    ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                    ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64),
+                    ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+    def __init__(self, array):
+        self.array, self.shape = array, (ctypes.c_int64 * 1)(len(array))
+        self.tensor = self.Tensor(array.ctypes.data, 1, 0, 1, 2, 8 * array.itemsize, 1,
+                                  self.shape, None, 0, None, None)
+
+    def __dlpack__(self, stream=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self.tensor), b"dltensor", None)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+got = np.zeros(3, np.longdouble)
+say("long double tensor", exchange(LongDoubles(np.array([1, 2, 3], np.longdouble)), got),
+    [float(v) for v in got])
 readonly = np.arange(3, dtype="i")
 readonly.flags.writeable = False
 got = np.zeros(3, "i")
@@ -121,6 +153,7 @@ def test_specs(tmp_path):
     assert "fortran tensor True ('ok', None) [[10, 11, 12], [13, 14, 15]]" in lines
     assert "strided tensor True ('BufferError',)" in lines
     assert "dtype c16 ('ok', None) [(1+0j), 0j, (1+0j)]" in lines
+    assert "long double tensor ('ok', None) [1.0, 2.0, 3.0]" in lines
     assert "read-only tensor received into ('BufferError',)" in lines
     assert "read-only tensor received into (DLPack 0.x) BufferError" in lines  # (numpy's refusal)
     assert [line for line in lines if line.startswith("device ") and "IntEnum" not in line] == [

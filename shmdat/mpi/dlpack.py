@@ -18,8 +18,8 @@ READ_ONLY = 1                               # DLPACK_FLAG_BITMASK_READ_ONLY
 _VERSIONED, _UNVERSIONED = b"dltensor_versioned", b"dltensor"
 _INT, _UINT, _FLOAT, _COMPLEX, _BOOL = 0, 1, 2, 5, 6
 _KINDS = {_INT: "i", _UINT: "u", _FLOAT: "f", _COMPLEX: "c"}
-_BITS = {_INT: (8, 16, 32, 64), _UINT: (8, 16, 32, 64), _FLOAT: (16, 32, 64),
-         _COMPLEX: (64, 128), _BOOL: (8,)}     # what numpy has; anything else is bytes
+_BITS = {_INT: (8, 16, 32, 64), _UINT: (8, 16, 32, 64), _FLOAT: (16, 32, 64, 128),
+         _COMPLEX: (64, 128, 256), _BOOL: (8,)}     # (128/256: long double and its complex)
 
 
 class _Device(ctypes.Structure):
@@ -122,11 +122,14 @@ def _dtype(data_type):
     """The numpy dtype of a DLPack type, or None: bytes (a type numpy lacks, several lanes
     other than a complex number's two, an opaque handle), as mpi4py takes it."""
     code, bits, lanes = data_type.code, data_type.bits, data_type.lanes
-    if lanes == 2 and code == _FLOAT and bits in (32, 64):
+    if lanes == 2 and code == _FLOAT and bits in (32, 64, 128):
         code, bits, lanes = _COMPLEX, 2 * bits, 1      # a complex number as two lanes of floats
     if lanes != 1 or bits not in _BITS.get(code, ()):
         return None
-    return np.dtype("?" if code == _BOOL else f"{_KINDS[code]}{bits // 8}")
+    try:
+        return np.dtype("?" if code == _BOOL else f"{_KINDS[code]}{bits // 8}")
+    except TypeError:           # (a long double numpy lacks on this machine: bytes)
+        return None
 
 
 def as_array(obj):

@@ -394,7 +394,8 @@ for name, args in [("Scan", (b, b)), ("Exscan", (b, b)), ("scan", (1,)), ("exsca
     except NotImplementedError as e:
         say(r, name, str(e) == f"Intercomm.{name} is not implemented by shmdat.mpi")
 for name, call in [("Win.Create", lambda: MPI.Win.Create(bytearray(8), comm=ic)),
-                   ("Win.Allocate", lambda: MPI.Win.Allocate(8, comm=ic))]:
+                   ("Win.Allocate", lambda: MPI.Win.Allocate(8, comm=ic)),
+                   ("Win.Allocate_shared", lambda: MPI.Win.Allocate_shared(8, comm=ic))]:
     try:
         call()
     except NotImplementedError as e:
@@ -409,7 +410,7 @@ def test_what_is_not_here_raises_on_every_rank(tmp_path, n):
     lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, n, NOT_HERE))
     checks = [line.split(maxsplit=1)[1] for line in lines]
     assert all(c.endswith("True") for c in checks if not c.startswith("still")), lines
-    per_rank = 2 + 5 + 19 + 2 + 1
+    per_rank = 2 + 5 + 19 + 3 + 1
     reducing = n - (len(range(0, n, 3)) - 1)        # (not the root group's PROC_NULLs)
     assert len(lines) == per_rank * n + reducing
     stills = sorted(c for c in checks if c.startswith("still"))

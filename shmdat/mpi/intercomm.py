@@ -57,16 +57,6 @@ class Intercomm(Comm):
         self._local = Comm(engine, context + 2, self._local_ranks)
         self._attrs = attributes.Attributes()      # (Intercomm(comm) shares them)
 
-    def __getattr__(self, name):
-        """What is not here: NotImplementedCall or AttributeError (unimplemented.Missing). An
-        intracommunicator's rank map `_ranks` is not here either: the callers that read it
-        (Win.Create, Win.Allocate) are intracommunicator calls."""
-        if name == "_ranks":
-            raise unimplemented.NotImplementedCall(
-                "a window (Win.Create, Win.Allocate) on an Intercomm is not implemented by "
-                "shmdat.mpi")
-        return super().__getattr__(name)
-
     # The groups.
 
     def Is_inter(self):

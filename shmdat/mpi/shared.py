@@ -80,7 +80,7 @@ def allocate_shared(cls, size, disp_unit=1, info=INFO_NULL, comm=None):
     could not be shared: raised on every rank alike)."""
     _check_size(size)
     _check_disp_unit(disp_unit)
-    comm = cls.COMM_SELF if comm is None else comm
+    comm = cls._over(comm)
     members = comm.allgather((NODE, size, disp_unit))
     if any(node != NODE for node, _, _ in members):
         _fail(errors.ERR_RMA_SHARED, "Allocate_shared over ranks of more than one node")

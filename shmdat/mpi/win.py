@@ -211,6 +211,16 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         return "WIN_NULL" if self is WIN_NULL else (Win, ())
 
     @classmethod
+    def _over(cls, comm):
+        """The communicator a window is made over: `comm`, None for COMM_SELF.
+        NotImplementedCall for an intercommunicator (before any memory is registered)."""
+        comm = cls.COMM_SELF if comm is None else comm
+        if comm.Is_inter():
+            raise unimplemented.NotImplementedCall(
+                "a window on an Intercomm is not implemented by shmdat.mpi")
+        return comm
+
+    @classmethod
     def Create(cls, memory, disp_unit=1, info=INFO_NULL, comm=None):
         """MPI_Win_create: a window over `memory` (a writable contiguous buffer), registered
         for remote reads and writes; collective over `comm` (None: COMM_SELF). Displacements
@@ -218,7 +228,7 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         BufferError (read-only or not contiguous, as mpi4py), MPI.Exception ERR_DISP
         (disp_unit below 1)."""
         _check_disp_unit(disp_unit)
-        comm = cls.COMM_SELF if comm is None else comm
+        comm = cls._over(comm)
         engine = comm._engine
         data = memoryview(bytearray()) if isinstance(memory, BottomType) \
             else message([memory, BYTE], True)[0]
@@ -233,7 +243,7 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         ERR_DISP."""
         _check_size(size)
         _check_disp_unit(disp_unit)
-        comm = cls.COMM_SELF if comm is None else comm
+        comm = cls._over(comm)
         engine = comm._engine
         lmr = engine.ia.lmr_create(engine.pz, size, WINDOW_PRIVILEGES) if size else None
         return cls._open(memoryview(lmr.buffer) if lmr else memoryview(bytearray()), lmr,

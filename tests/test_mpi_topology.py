@@ -435,3 +435,38 @@ def test_a_distributed_graph_refuses_ranks_outside_and_negative_weights(tmp_path
         """)
     assert mpi_launch.lines_of(r) == [f"{rank} ('MPI', 6) ('MPI', 6) ('MPI', 12)" for rank in (0, 1)]
 
+
+
+# Cart_map and Graph_map: the rank each process would have (ranks keep their order), as
+# MPICH answers; periods given as one bool for every dimension, as mpi4py takes them.
+MAPS = """
+import os
+from mpi4py import MPI
+""" + mpi_launch.SAY + """
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+say(rank, "cart", comm.Cart_map([1]), comm.Cart_map([size]), comm.Cart_map([size, 1], [True, False]),
+    comm.Cart_map([1], True), comm.Cart_map([]), comm.Cart_map([-1]))
+say(rank, "graph", comm.Graph_map([1], [0]), comm.Graph_map([0, 1], [0]), comm.Graph_map(list(range(1, size + 1)), [0] * size))
+cart = comm.Create_cart([size, 1], True)
+say(rank, "periods", cart.periods, cart.Get_rank() == comm.Cart_map([size, 1], True))
+cart.Free()
+say(rank, "errors", outcome(lambda: comm.Cart_map([size + 1])),
+    outcome(lambda: comm.Graph_map([1] * (size + 1), [0])),
+    outcome(lambda: comm.Cart_map([1], [True, True])), outcome(lambda: comm.Cart_map(["a"])))
+"""
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_cart_map_and_graph_map(tmp_path, n):
+    lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, n, MAPS))
+    undefined = -32766
+    assert f"0 cart 0 0 0 0 0 {undefined}" in lines
+    assert f"{n - 1} graph {0 if n == 1 else undefined} {0 if n == 1 else undefined} {n - 1}" in lines
+    assert "0 periods [1, 1] True" in lines
+    assert "0 errors ('MPI', 11) ('MPI', 12) ('ValueError',) ('TypeError',)" in lines
+
+
+@mpi_launch.needs_mpiexec
+def test_cart_map_and_graph_map_as_under_mpiexec(tmp_path):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 3, MAPS)

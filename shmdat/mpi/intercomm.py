@@ -433,8 +433,8 @@ def _not_on_intercomm(name):
 # Comm's calls that an Intercomm does not have: an intracommunicator's only (scans,
 # topologies, Create_intercomm) and the intercommunicator collectives not built here.
 NOT_ON_INTERCOMM = frozenset("""
-    Allgatherv Alltoallv Create Create_cart Create_dist_graph Create_dist_graph_adjacent
-    Create_graph Create_intercomm Exscan Gatherv
+    Allgatherv Alltoallv Cart_map Create Create_cart Create_dist_graph Create_dist_graph_adjacent
+    Create_graph Create_intercomm Exscan Gatherv Graph_map
     Iallgather Iallgatherv Iallreduce Ialltoall Ialltoallv Ibarrier Ibcast Iexscan Igather
     Igatherv Ireduce Ireduce_scatter Ireduce_scatter_block Iscan Iscatter Iscatterv
     Reduce_scatter Reduce_scatter_block Scan Scatterv Split Split_type exscan scan

@@ -22,6 +22,7 @@ from . import errors, unimplemented
 from .comm import COMM_NULL, Comm, _blocking, _nonblocking, equal_blocks
 from .datatypes import message, vector
 from .errors import Exception as MPIException
+from .group import UNDEFINED
 from .info import INFO_NULL
 from .matching import PROC_NULL
 from .pickler import pickle
@@ -444,9 +445,7 @@ def create_cart(self, dims, periods=None, reorder=False):
     periodic. ValueError if periods and dims differ in length; MPI.Exception ERR_DIMS for a
     negative dimension, ERR_ARG for more points than ranks."""
     dims = [operator.index(d) for d in dims]
-    periods = [False] * len(dims) if periods is None else [bool(p) for p in periods]
-    if len(periods) != len(dims):
-        raise ValueError(f"{len(periods)} periods for {len(dims)} dimensions")
+    periods = _periods(periods, len(dims))
     if any(d < 0 for d in dims):
         raise MPIException(errors.ERR_DIMS, f"Create_cart with dims {dims}")
     points = math.prod(dims)
@@ -466,9 +465,7 @@ def create_graph(self, index, edges, reorder=False):
     index[i + 1]): its 0 is dropped. MPI.Exception ERR_ARG for more nodes
     than ranks, an index that decreases or does not end at len(edges), or an edge to no
     node."""
-    index, edges = [operator.index(i) for i in index], [operator.index(e) for e in edges]
-    if index and index[0] == 0 and index[-1] == len(edges):
-        index = index[1:]       # mpi4py's extension: an index with a leading 0 (CSR's)
+    index, edges = _graph_arrays(index, edges)
     nodes = len(index)
     if nodes > self._size or any(b < a for a, b in zip([0] + index, index)) \
             or (index and index[-1] != len(edges)) or (not index and edges) \
@@ -481,9 +478,52 @@ def create_graph(self, index, edges, reorder=False):
     return Graphcomm(self._engine, context, self._ranks[:nodes], "", index, edges)
 
 
+def cart_map(self, dims, periods=None):
+    """MPI_Cart_map: this rank's rank in Create_cart(dims, periods), which keeps the ranks'
+    order (reorder is not taken); UNDEFINED if it would have none. ValueError if periods and
+    dims differ in length; MPI.Exception ERR_DIMS for more points than ranks (as MPICH)."""
+    dims = [operator.index(d) for d in dims]
+    _periods(periods, len(dims))
+    points = math.prod(dims)
+    if points > self._size:
+        raise MPIException(errors.ERR_DIMS, f"Cart_map: {points} points for {self._size} ranks")
+    return self._rank if self._rank < points else UNDEFINED
+
+
+def graph_map(self, index, edges):
+    """MPI_Graph_map: this rank's rank in Create_graph(index, edges) (the ranks' order kept),
+    UNDEFINED if it would have none. MPI.Exception ERR_ARG for more nodes than ranks."""
+    nodes = len(_graph_arrays(index, edges)[0])
+    if nodes > self._size:
+        raise MPIException(errors.ERR_ARG, f"Graph_map: {nodes} nodes for {self._size} ranks")
+    return self._rank if self._rank < nodes else UNDEFINED
+
+
+def _periods(periods, ndims):
+    """A Cartesian topology's periods: None (none periodic), one bool for every dimension,
+    or one per dimension (ValueError for another number), as mpi4py takes them."""
+    if periods is None or isinstance(periods, bool):
+        return [bool(periods)] * ndims
+    periods = [bool(p) for p in periods]
+    if len(periods) != ndims:
+        raise ValueError(f"{len(periods)} periods for {ndims} dimensions")
+    return periods
+
+
+def _graph_arrays(index, edges):
+    """(index, edges) as lists of ints; as mpi4py's, an index that begins with 0 and ends at
+    len(edges) is the usual adjacency arrays' (CSR's): its 0 is dropped."""
+    index, edges = [operator.index(i) for i in index], [operator.index(e) for e in edges]
+    if index and index[0] == 0 and index[-1] == len(edges):
+        index = index[1:]
+    return index, edges
+
+
 # Comm's methods, defined here where Cartcomm and Graphcomm are (comm.py, which this module
 # builds on, cannot import them).
 Comm.Create_cart = create_cart
 Comm.Create_graph = create_graph
+Comm.Cart_map = cart_map
+Comm.Graph_map = graph_map
 Comm.Create_dist_graph_adjacent = create_dist_graph_adjacent
 Comm.Create_dist_graph = create_dist_graph

@@ -57,10 +57,10 @@ MODULE = frozenset("""
 
 COMM = frozenset("""
     Accept Ack_failed Agree
-    Alltoallw Alltoallw_init Cart_map Connect
+    Alltoallw Alltoallw_init Connect
     Create_from_group Create_group
     Disconnect Get_failed
-    Get_parent Graph_map Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
+    Get_parent Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
     Isendrecv_replace Ishrink Join Precv_init Psend_init
     Revoke
     Shrink Spawn Spawn_multiple f2py free fromhandle

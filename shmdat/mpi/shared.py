@@ -107,7 +107,7 @@ def _map_shared(comm, length):
         else:
             where = None
     except OSError as e:
-        where, error = str(e), str(e)
+        where = error = str(e)          # (told to the others in place of the fd)
     where = comm.bcast(where, root=0)
     if comm.rank != 0 and not isinstance(where, str):
         try:
@@ -131,9 +131,9 @@ def _map_shared(comm, length):
 
 def shared_query(self, rank):
     """MPI_Win_shared_query: (memory, disp_unit) of `rank`'s part of a shared window (an
-    MPI.buffer, as tomemory's), which this rank reads and writes directly; PROC_NULL: the first part that is not empty. On a
-    window of another flavor, whose memory is not shared, an empty memory (MPI 4.1).
-    MPI.Exception ERR_WIN, ERR_RANK."""
+    MPI.buffer, as tomemory's), which this rank reads and writes directly; PROC_NULL: the
+    first part that is not empty. On a window of another flavor, whose memory is not
+    shared, an empty memory (MPI 4.1). MPI.Exception ERR_WIN, ERR_RANK."""
     self._check_live()
     if rank != PROC_NULL:
         self._check_rank(rank)

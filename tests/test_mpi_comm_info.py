@@ -5,6 +5,8 @@ Create keep (nothing, as MPICH), hints nothing knows left out, and the errors. T
 runs unchanged under mpi4py + MPICH too (the import aside), which is where its expectations
 come from; MPICH's own hints (vci, ...) are not there, so the checks look at MPI's."""
 
+import pytest
+
 from tests import mpi_launch
 from tests.mpi_launch import FAILS, check_every_rank_agrees, launch
 
@@ -94,12 +96,9 @@ os.write(1, f"rank {rank}: {checks} checks\\n".encode())    # (one write: ranks 
 """
 
 
-def test_comm_info(tmp_path):
-    check_every_rank_agrees(launch(tmp_path, 3, COMM_INFO), 3)
-
-
-def test_comm_info_alone(tmp_path):
-    check_every_rank_agrees(launch(tmp_path, 1, COMM_INFO), 1)
+@pytest.mark.parametrize("n", [1, 3])
+def test_comm_info(tmp_path, n):
+    check_every_rank_agrees(launch(tmp_path, n, COMM_INFO), n)
 
 
 @mpi_launch.needs_mpiexec

@@ -8,6 +8,8 @@ program as MPI.Exception with its traceback on stderr. The program runs unchange
 mpi4py + MPICH too (the import aside), which is where its expectations come from; the checks
 of what shmdat alone promises are marked OURS."""
 
+import pytest
+
 from tests import mpi_launch
 from tests.mpi_launch import FAILS, check_every_rank_agrees, launch
 
@@ -227,12 +229,9 @@ os.write(1, f"rank {rank}: {checks} checks\\n".encode())    # (one write: ranks 
 """
 
 
-def test_grequest(tmp_path):
-    check_every_rank_agrees(launch(tmp_path, 3, GREQUEST), 3)
-
-
-def test_grequest_alone(tmp_path):
-    check_every_rank_agrees(launch(tmp_path, 1, GREQUEST), 1)
+@pytest.mark.parametrize("n", [1, 3])
+def test_grequest(tmp_path, n):
+    check_every_rank_agrees(launch(tmp_path, n, GREQUEST), n)
 
 
 @mpi_launch.needs_mpiexec

@@ -540,7 +540,7 @@ class QueuePair:
         if wr.imm is not None:
             flags |= F_IMM
             aux |= wr.imm << 32
-        done = wr.done
+        done = entered = wr.done
         if done == 0 and length >= RDV_THRESHOLD and self._can_rendezvous(wr.sges):
             return self._push_rendezvous(wr, flags, aux)
         buf, sges, chunk = self.buf, wr.sges, self.chunk
@@ -550,6 +550,8 @@ class QueuePair:
                 n = chunk
             off = self._reserve(n)
             if off < 0:
+                if done != entered:
+                    self.peer.ring()    # the fragments that went in: the peer frees room for the rest
                 return False
             if n:
                 if len(sges) == 1:

@@ -193,6 +193,7 @@ def _request_port(engine, port_name):
     try:
         engine.peers[boot].ep.connect(address, conn_qual, private_data=ROOT_REQUEST)
     except shmdat.DatError as e:
+        engine.peers[boot].gone = f"its connection failed: {e}"
         raise MPIException(errors.ERR_PORT, f"Connect to {port_name}: {e}") from None
     _wait_established(engine, {boot})
     return boot
@@ -240,6 +241,7 @@ def _wait_established(engine, peers, requests=None):
     deadline = time.monotonic() + wireup.WIREUP_S
     while waiting or requests is not None and expected:
         if time.monotonic() > deadline:
+            _abandon(engine, waiting, "not connected in time")
             raise MPIException(errors.ERR_OTHER, "Accept/Connect: connections not made in "
                                f"{wireup.WIREUP_S} s")
         try:
@@ -262,9 +264,16 @@ def _wait_established(engine, peers, requests=None):
                 _early.append((their_nonce, their_rank, cr))
         elif id(event.data.ep) in waiting:
             if number != EventNumber.CONNECTION_EVENT_ESTABLISHED:
+                _abandon(engine, waiting, f"its connection failed ({number.name})")
                 raise MPIException(errors.ERR_PORT, f"a connection was refused ({number.name})")
             del waiting[id(event.data.ep)]
         # (otherwise: a connection of the job's or an earlier one ending; not ours)
+
+
+def _abandon(engine, waiting, why):
+    """The Peers of a failed Accept/Connect: nothing is sent to them (not even at exit)."""
+    for p in waiting.values():
+        engine.peers[p].gone = why
 
 
 def _accept_member(engine, rank, cr, expected, remote):

@@ -115,9 +115,9 @@ def test_spawn(tmp_path, parents, kids):
 
 
 @mpi_launch.needs_mpiexec
-@pytest.mark.parametrize("parents, kids", [(1, 2), (2, 3)])
-def test_spawn_as_mpiexec(tmp_path, parents, kids):
-    mpi_launch.assert_same_as_mpiexec(tmp_path, parents, _spawn_program(tmp_path, PARENT, kids))
+def test_spawn_as_mpiexec(tmp_path):
+    """(Three processes: MPICH's busy polling is slow beyond the cores.)"""
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 1, _spawn_program(tmp_path, PARENT, 2))
 
 
 MULTIPLE = """
@@ -160,7 +160,7 @@ def test_spawn_multiple(tmp_path):
 
 @mpi_launch.needs_mpiexec
 def test_spawn_multiple_as_mpiexec(tmp_path):
-    mpi_launch.assert_same_as_mpiexec(tmp_path, 2, _multiple(tmp_path))
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 1, _multiple(tmp_path))
 
 
 # Accept/Connect inside one job (mpi4py's test_dynproc's shape, both directions), with the
@@ -221,6 +221,7 @@ if n > 1 and r < 2:                 # Join: ranks 0 and 1 over a Unix socket
         world.send(None, dest=1)
         sock = server.accept()[0]
         server.close()
+        os.unlink(path)
     else:
         world.recv(source=0)
         sock = socket.socket(socket.AF_UNIX)
@@ -242,15 +243,14 @@ def test_accept_connect(tmp_path, n):
     r = mpi_launch.launch_mpi4py(tmp_path, n, mpi_launch.PIDS + _accept_connect(tmp_path))
     lines = mpi_launch.lines_of(r)
     assert f"0 0 Intercomm 0 1 {n - 1}" in lines and f"1 1 Intercomm 0 {n - 1} 1" in lines
-    assert f"0 1 sum {sum(range(1, n))}" in lines
+    assert f"0 1 sum {sum(3 * (i - 1) + i for i in range(1, n))}" in lines
     assert "0 join Intercomm 1 1 2" in lines and "1 join Intercomm 1 1 1" in lines
     assert not mpi_launch.leftovers(mpi_launch.pids(r.stdout))
 
 
 @mpi_launch.needs_mpiexec
-@pytest.mark.parametrize("n", [2, 3])
-def test_accept_connect_as_mpiexec(tmp_path, n):
-    mpi_launch.assert_same_as_mpiexec(tmp_path, n, _accept_connect(tmp_path))
+def test_accept_connect_as_mpiexec(tmp_path):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 2, _accept_connect(tmp_path))
 
 
 # Two jobs: the server's job publishes a name; the client's, started once it has, looks it up.
@@ -265,7 +265,7 @@ if world.rank == 0:
     say("published")
 ic = world.Accept(port)
 say("server", world.rank, ic.size, ic.remote_size, ic.allreduce(world.rank + 1))
-say("server", world.rank, "gather", ic.gather(None, root=0))
+say("server", world.rank, "gather", ic.gather(world.rank, root=0))
 merged = ic.Merge(False)
 say("server", world.rank, "merged", merged.rank, merged.size)
 merged.Free()
@@ -283,7 +283,8 @@ world = MPI.COMM_WORLD
 port = MPI.Lookup_name("SERVICE") if world.rank == 0 else None
 ic = world.Connect(port)
 say("client", world.rank, ic.size, ic.remote_size, ic.allreduce(100 * (world.rank + 1)))
-ic.gather(world.rank, root=MPI.ROOT if world.rank == 0 else MPI.PROC_NULL)
+say("client", world.rank, "gather", ic.gather(None, root=MPI.ROOT if world.rank == 0
+                                              else MPI.PROC_NULL))
 merged = ic.Merge(True)
 say("client", world.rank, "merged", merged.rank, merged.size)
 merged.Free()
@@ -316,8 +317,9 @@ def test_two_jobs(tmp_path):
     assert not mpi_launch.leftovers(mpi_launch.pids(out))
     assert sorted(line for line in out.splitlines() if not line.startswith(("pid ", "pub"))) \
         == sorted([
-        "server 0 2 3 600", "server 1 2 3 600", "server 0 gather [0, 1, 2]",
-        "server 1 gather None", "server 0 merged 0 5", "server 1 merged 1 5",
+        "server 0 2 3 600", "server 1 2 3 600", "server 0 gather None",
+        "server 1 gather None", "client 0 gather [0, 1]", "client 1 gather None",
+        "client 2 gather None", "server 0 merged 0 5", "server 1 merged 1 5",
         "client 0 3 2 3", "client 1 3 2 3", "client 2 3 2 3",
         "client 0 merged 2 5", "client 1 merged 3 5", "client 2 merged 4 5"])
 
@@ -340,7 +342,6 @@ say("lookup after", outcome(lambda: MPI.Lookup_name(NAME)))
 say("close", outcome(lambda: MPI.Close_port(port)), outcome(lambda: MPI.Close_port(port)))
 say("close junk", outcome(lambda: MPI.Close_port("junk")))
 say("connect junk", outcome(lambda: MPI.COMM_SELF.Connect("junk")))
-say("disconnect world", outcome(lambda: world.Disconnect()))
 say("disconnect null", outcome(lambda: MPI.COMM_NULL.Disconnect()))
 say("spawn_multiple str", outcome(lambda: MPI.COMM_SELF.Spawn_multiple(sys.executable)))
 say("spawn_multiple args", outcome(lambda: MPI.COMM_SELF.Spawn_multiple(
@@ -353,6 +354,7 @@ say("get_parent", MPI.Comm.Get_parent() == MPI.COMM_NULL)
 # What MPICH's mpiexec does not do as an error (a Spawn that cannot start ends its job), or
 # not the same way (a Spawn's root out of range hangs it).
 OUR_ERRORS = ERRORS + """
+say("disconnect world", outcome(lambda: world.Disconnect()))    # (MPICH: 'ok', then broken)
 errcodes = []
 say("spawn missing", outcome(lambda: world.Spawn("/nonexistent/program", maxprocs=2,
                                                  errcodes=errcodes)), errcodes)

@@ -456,7 +456,8 @@ MPI.COMM_WORLD.Spawn(sys.executable, [{kid!r}], maxprocs=2).Disconnect()
 
 
 def test_singleton(tmp_path):
-    """A program run without the launcher: ports and names work, Spawn is ERR_SPAWN."""
+    """A program run without the launcher: ports and names work, and Spawn starts a world
+    through a launcher of its own, whose end the singleton's exit waits for."""
     service = f"shmdat-test-{uuid.uuid4().hex}"
     prog = mpi_launch.write(tmp_path, mpi_launch.PIDS + """
 import os, sys
@@ -465,11 +466,24 @@ from shmdat.mpi import MPI
 port = MPI.Open_port()
 MPI.Publish_name({service!r}, port)
 say(MPI.Lookup_name({service!r}) == port)
-say(outcome(lambda: MPI.COMM_SELF.Spawn(sys.executable, ["-c", "pass"])))
 say(MPI.Comm.Get_parent() == MPI.COMM_NULL)
+errcodes = []
+child = MPI.COMM_SELF.Spawn(sys.executable, [{str(tmp_path / "child.py")!r}], maxprocs=2,
+                            errcodes=errcodes)
+say("spawned", child.remote_size, errcodes, child.allreduce(1))
+child.Disconnect()
 """)
+    mpi_launch.write(tmp_path, mpi_launch.PIDS + """
+from shmdat.mpi import MPI
+parent = MPI.Comm.Get_parent()
+assert parent.allreduce(MPI.COMM_WORLD.rank + 1) == 1
+parent.Disconnect()
+""", "child.py")
     r = subprocess.run([sys.executable, prog], capture_output=True, text=True,
                        env=mpi_launch.env(), timeout=mpi_launch.TIMEOUT)
-    assert r.stdout.splitlines()[1:] == ["True", f"('MPI', {errors.ERR_SPAWN})", "True"], \
-        r.stderr
-    assert not mpi_launch.leftovers(mpi_launch.pids(r.stdout))     # (the name went at exit)
+    assert r.returncode == 0, r.stderr
+    pids = mpi_launch.pids(r.stdout)
+    assert len(pids) == 3
+    assert [line for line in r.stdout.splitlines() if not line.startswith("pid ")] == [
+        "True", "True", "spawned 2 [0, 0] 3"], r.stderr
+    assert not mpi_launch.leftovers(pids)      # (the name too: it went at exit)

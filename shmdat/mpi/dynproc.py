@@ -52,6 +52,7 @@ from .comm import COMM_NULL, SELF_CONTEXT, WORLD_CONTEXT, Comm, _NullComm, _clai
 from .errors import Exception as MPIException
 from .info import INFO_NULL
 from .intercomm import Intercomm
+from . import launcher
 from .launcher import ENV_PARENT
 from .pickler import pickle
 
@@ -123,7 +124,6 @@ def connect(comm, port_name, info=INFO_NULL, root=0):
 def _join_groups(comm, root, accepting, bootstrap):
     """Accept's and Connect's common steps (the module's docstring): `bootstrap(engine)` at
     the root gives the engine rank of its connection to the other root."""
-    _check_intra(comm, "Accept" if accepting else "Connect")
     if not isinstance(root, int) or not 0 <= root < comm.Get_size():
         raise MPIException(errors.ERR_ROOT, f"root {root!r} of a communicator of size "
                            f"{comm.Get_size()}")
@@ -150,11 +150,6 @@ def _join_groups(comm, root, accepting, bootstrap):
     inter = Intercomm(engine, context, comm._ranks, remote)
     inter._low = accepting      # Merge's order when both sides pass the same `high`
     return inter
-
-
-def _check_intra(comm, call):
-    if comm._inter:
-        raise MPIException(errors.ERR_COMM, f"{call} on an intercommunicator")
 
 
 def _card(engine):
@@ -325,7 +320,6 @@ def spawn_multiple(comm, command, args=None, maxprocs=None, info=INFO_NULL, root
 
 
 def _is_root(comm, root):
-    _check_intra(comm, "Spawn")
     if not isinstance(root, int) or not 0 <= root < comm.Get_size():
         raise MPIException(errors.ERR_ROOT, f"root {root!r} of a communicator of size "
                            f"{comm.Get_size()}")
@@ -378,11 +372,10 @@ def _start(apps):
         return errors.ERR_ARG, f"Spawn of {[count for _, count in apps]} processes"
     port = Open_port()
     answer = wireup.ask_launcher({"spawn": apps, "port": port})
-    if answer is None:
-        Close_port(port)
-        return errors.ERR_SPAWN, ("Spawn in a process not started by `shmdat run` (a "
-                                  "singleton): there is no launcher to start the processes")
-    started = answer["spawned"]
+    if answer is None:          # a singleton: a launcher of their own
+        started = [launcher.start_for_singleton(apps, port)]
+    else:
+        started = answer["spawned"]
     if not all(started):
         Close_port(port)
         failed = [argv[0] for argv, _ in apps]
@@ -539,3 +532,15 @@ Comm.Get_parent = classmethod(get_parent)
 Comm.Join = classmethod(join)
 for _name in ("Accept", "Connect", "Spawn", "Spawn_multiple", "Disconnect"):
     setattr(_NullComm, _name, _invalid(_name))
+
+
+def _intracomm_only(name):
+    """An intracommunicator's call, on an Intercomm: MPI.Exception ERR_COMM (as MPICH)."""
+    def call(self, *args, **kwargs):
+        raise MPIException(errors.ERR_COMM, f"Comm.{name} on an intercommunicator")
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+for _name in ("Accept", "Connect", "Spawn", "Spawn_multiple"):
+    setattr(Intercomm, _name, _intracomm_only(_name))

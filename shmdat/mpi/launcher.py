@@ -3,6 +3,7 @@ them the wire-up table, pass their output through, and end the whole job when on
 A rank's Spawn (shmdat/mpi/dynproc.py) asks it for more processes: they are a world of their
 own (their own wire-up table), and part of the job as its ranks are."""
 
+import atexit
 import collections
 import ctypes
 import json
@@ -65,6 +66,7 @@ class Job:
         self.threads = []
         self.sel = None            # the supervising loop's selector, once it runs
         self.ending = False        # the job is being ended: no more spawning
+        self.apps, self.extra = [(self.argv, size)], {}    # world 0's commands, environment
 
     def _start(self):
         self.base = dict(os.environ, **{ENV_JOBID: str(os.getpid())})
@@ -72,7 +74,7 @@ class Job:
             inherited = self.base.get("PYTHONPATH")
             self.base["PYTHONPATH"] = SHIM_DIR + os.pathsep + inherited if inherited \
                 else SHIM_DIR
-        self._start_world([(self.argv, self.size)], {})
+        self._start_world(self.apps, self.extra)
 
     def _start_world(self, apps, extra):
         """Start a world: each app (argv, count) `count` times, its ranks numbered across
@@ -130,7 +132,7 @@ class Job:
         be run, or the job is ending)."""
         apps = [(list(argv), count) for argv, count in request["spawn"]]
         total = sum(count for _, count in apps)
-        if self.ending or not all(shutil.which(argv[0]) for argv, _ in apps):
+        if self.ending or not runnable(apps):
             return [False] * total
         try:
             self._start_world(apps, {ENV_PARENT: request["port"]})
@@ -252,3 +254,45 @@ def _send_quietly(sock, data):
     except OSError:
         pass
 
+
+
+def runnable(apps):
+    """Whether every command of `apps` ((argv, count) each) can be run."""
+    return all(shutil.which(argv[0]) for argv, _ in apps)
+
+
+_detached = []      # the launchers started for a singleton's Spawns
+
+
+@atexit.register
+def _wait_detached():
+    """At a singleton's exit, after MPI's finalize (registered before it: this module is
+    imported first), wait for the worlds it spawned to end, as a launcher waits for every
+    process of its job."""
+    for p in _detached:
+        p.wait()
+
+
+def start_for_singleton(apps, port):
+    """A Spawn in a process no launcher started (a singleton): a launcher of the new world's
+    own, `python -m shmdat.mpi.launcher REQUEST` (it ends the world when one of its
+    processes fails, and is ended with it by Ctrl-C; the singleton's exit waits for it).
+    Whether it started."""
+    if not runnable(apps):
+        return False
+    _detached.append(subprocess.Popen([sys.executable, "-m", __name__,
+                                       json.dumps({"spawn": apps, "port": port})]))
+    return True
+
+
+def main(argv):
+    """A singleton's Spawn's launcher: run the world the request names."""
+    request = json.loads(argv[0])
+    apps = [(list(argv), count) for argv, count in request["spawn"]]
+    job = Job(sum(count for _, count in apps), [])
+    job.apps, job.extra = apps, {ENV_PARENT: request["port"]}
+    return job.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -190,6 +190,7 @@ class Engine:
         self.evd.resize(self.evd.query().evd_qlen + PEER_EVENTS)
         self.cm_evd.resize(self.cm_evd.query().evd_qlen + 4)
         self.peers.append(self._new_peer(len(self.peers)))
+        self.yield_when_idle = len(self.peers) > len(os.sched_getaffinity(0))   # (as at init)
         return len(self.peers) - 1
 
     @_entry

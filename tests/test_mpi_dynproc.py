@@ -6,7 +6,6 @@ between two jobs, the name service, Join, the errors, a child that fails and a p
 fails (the job ends, nothing left in /dev/shm), a singleton. Where MPICH is installed, each
 program prints the same lines under mpiexec."""
 
-import os
 import subprocess
 import sys
 import uuid

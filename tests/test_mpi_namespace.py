@@ -25,7 +25,8 @@ def not_implemented(obj, owner, name):
     assert not hasattr(obj, name) and getattr(obj, name, "default") == "default"
 
 
-for obj, owner, name in ((MPI, "MPI", "File"), (MPI, "MPI", "Register_datarep"), (comm, "Comm", "Shrink"),
+for obj, owner, name in ((MPI, "MPI", "File"), (MPI, "MPI", "Register_datarep"),
+                         (comm, "Comm", "Shrink"),
                          (comm, "Comm", "Agree"), (comm.Irecv(bytearray(1), 0), "Request",
                                                    "Pready"),
                          (MPI.DOUBLE, "Datatype", "Pack_external"),

@@ -62,7 +62,7 @@ DPM_CONTEXT = -100          # the roots' handshake messages: no communicator's c
 SLICE_US = 20_000           # a wait for a connection event lets the engine progress this often
 NONCE = struct.Struct("<3sQi")      # b"DPM", an Accept's nonce, the connecting member's rank
 ROOT_REQUEST = b"DPR"       # the connecting root's private data to a port
-NAME_PREFIX = "mpiname-"    # a published name's entry in /dev/shm: shmdat.<uid>.<pid>.<start>.<n>.mpiname-<hash>
+NAME_PREFIX = "mpiname-"    # a published name's entry: shmdat.<uid>.<pid>.<start>.<n>.mpiname-<hash>
 
 _engine = []                # this process's engine, once MPI.py has made it
 _ports = {}                 # port name -> (PSP, its EVD), for the ports open here

@@ -6,6 +6,8 @@ between two jobs, the name service, Join, the errors, a child that fails and a p
 fails (the job ends, nothing left in /dev/shm), a singleton. Where MPICH is installed, each
 program prints the same lines under mpiexec."""
 
+import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -486,3 +488,38 @@ parent.Disconnect()
     assert [line for line in r.stdout.splitlines() if not line.startswith("pid ")] == [
         "True", "True", "spawned 2 [0, 0] 3"], r.stderr
     assert not mpi_launch.leftovers(pids)      # (the name too: it went at exit)
+
+
+def test_ctrl_c_ends_the_spawned_world(tmp_path):
+    """Ctrl-C (SIGINT) to the launcher ends the ranks and the processes they spawned, and
+    leaves nothing in /dev/shm."""
+    child = mpi_launch.write(tmp_path, mpi_launch.PIDS + """
+from mpi4py import MPI
+MPI.Comm.Get_parent().recv(source=0)      # (never sent)
+""", "child.py")
+    prog = mpi_launch.write(tmp_path, mpi_launch.PIDS + f"""
+import sys
+from mpi4py import MPI
+child = MPI.COMM_WORLD.Spawn(sys.executable, [{child!r}], maxprocs=2)
+print("spawned", flush=True)
+child.recv(source=0)                      # (never sent)
+""")
+    launcher = subprocess.Popen([sys.executable, "-m", "shmdat", "run", "-n", "1", "--mpi4py",
+                                 "--", sys.executable, prog], stdout=subprocess.PIPE,
+                                text=True, env=mpi_launch.env())
+    lines = []
+    with launcher:
+        try:
+            while "spawned\n" not in lines:
+                lines.append(launcher.stdout.readline())
+                assert lines[-1], "the job ended before spawning"
+            launcher.send_signal(signal.SIGINT)
+            assert launcher.wait(timeout=mpi_launch.TIMEOUT) == 128 + signal.SIGINT
+        finally:
+            launcher.kill()
+    pids = mpi_launch.pids("".join(lines))
+    assert len(pids) == 3
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not mpi_launch.leftovers(pids)

@@ -81,7 +81,7 @@ if r == 0:
     for i in range(k):
         back = np.empty(5)
         status = MPI.Status()
-        child.Recv(back, source=MPI.ANY_SOURCE, tag=200 + i, status=status)
+        child.Recv(back, source=i, tag=200 + i, status=status)
         assert (back == 2 * (np.arange(5.0) + i)).all() and status.Get_source() == i
 say("parent", r, "allreduce", child.allreduce(10 * (r + 1)), "bcast", child.bcast("hi", root=root))
 say("parent", r, "gather", child.gather(None, root=root),

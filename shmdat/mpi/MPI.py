@@ -227,5 +227,6 @@ Win.COMM_SELF = COMM_SELF   # Win.Create's and Allocate's default communicator
 Message.COMM_SELF = COMM_SELF   # where MESSAGE_NO_PROC's receives from PROC_NULL run
 Grequest.COMM_SELF = COMM_SELF  # whose engine generalized requests wait in
 dynproc.init(_engine, COMM_WORLD, COMM_SELF)   # (a spawned process connects to its parents)
+del dynproc
 atexit.register(_delete_attributes)
 del errors

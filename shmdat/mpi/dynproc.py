@@ -48,7 +48,7 @@ from shmdat import EventNumber
 from shmdat.hw import shm
 
 from . import errors, wireup
-from .comm import COMM_NULL, SELF_CONTEXT, WORLD_CONTEXT, Comm, _NullComm, _claim, _invalid
+from .comm import SELF_CONTEXT, WORLD_CONTEXT, Comm, _NullComm, _claim, _invalid
 from .errors import Exception as MPIException
 from .info import INFO_NULL
 from .intercomm import Intercomm
@@ -62,14 +62,22 @@ DPM_CONTEXT = -100          # the roots' handshake messages: no communicator's c
 SLICE_US = 20_000           # a wait for a connection event lets the engine progress this often
 NONCE = struct.Struct("<3sQi")      # b"DPM", an Accept's nonce, the connecting member's rank
 ROOT_REQUEST = b"DPR"       # the connecting root's private data to a port
-NAME_PREFIX = "mpiname-"    # a published name's entry: shmdat.<uid>.<pid>.<start>.<n>.mpiname-<hash>
+NAME_PREFIX = "mpiname-"    # a published name: shmdat.<uid>.<pid>.<start>.<n>.mpiname-<hash>
 
 _engine = []                # this process's engine, once MPI.py has made it
 _ports = {}                 # port name -> (PSP, its EVD), for the ports open here
 _early = []                 # (nonce, rank, cr): requests for an Accept not reached yet
 _published = {}             # service name -> its entry's path, for the names published here
+
+
+class _NullIntercomm(_NullComm, Intercomm):
+    """COMM_NULL (equal to it, every call ERR_COMM) of class Intercomm: what Get_parent
+    gives where no Spawn started this process, as mpi4py's."""
+
+
+PARENT_NULL = object.__new__(_NullIntercomm)   # (Comm.__new__ would make a plain _NullComm)
 _self = []                  # this process's COMM_SELF (Join's)
-_parent = [COMM_NULL]       # Get_parent's intercommunicator
+_parent = [PARENT_NULL]     # Get_parent's intercommunicator
 
 
 # Ports.
@@ -395,7 +403,7 @@ def get_parent(cls=None):
     """MPI_Comm_get_parent: the intercommunicator to the processes that spawned this one;
     COMM_NULL if none did, or once it has been disconnected or freed."""
     parent = _parent[0]
-    return parent if parent else COMM_NULL
+    return parent if parent else PARENT_NULL
 
 
 def disconnect(comm):

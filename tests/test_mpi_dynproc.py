@@ -523,3 +523,32 @@ child.recv(source=0)                      # (never sent)
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert not mpi_launch.leftovers(pids)
+
+
+NESTED = """
+import sys
+from mpi4py import MPI
+depth = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+parent = MPI.Comm.Get_parent()
+if depth < 2:                   # a spawned process spawns in its turn
+    child = MPI.COMM_WORLD.Spawn(sys.executable, [__file__, str(depth + 1)], maxprocs=1)
+    got = child.recv(source=0)
+    child.Disconnect()
+else:
+    got = "leaf"
+if parent:
+    parent.send(f"{depth}<{got}", dest=0)
+    parent.Disconnect()
+else:
+    print(got, flush=True)
+"""
+
+
+def test_nested_spawn(tmp_path):
+    r = mpi_launch.launch_mpi4py(tmp_path, 1, NESTED)
+    assert mpi_launch.lines_of(r) == ["1<2<leaf"]
+
+
+@mpi_launch.needs_mpiexec
+def test_nested_spawn_as_mpiexec(tmp_path):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, 1, NESTED)

@@ -552,3 +552,16 @@ def test_nested_spawn(tmp_path):
 @mpi_launch.needs_mpiexec
 def test_nested_spawn_as_mpiexec(tmp_path):
     mpi_launch.assert_same_as_mpiexec(tmp_path, 1, NESTED)
+
+
+def test_a_child_that_never_initializes_ends_the_job(tmp_path):
+    """A spawned process that exits 0 without MPI: its parents would wait in Spawn for ever
+    (as under mpiexec); the launcher ends the job, saying why."""
+    r = mpi_launch.launch_mpi4py(tmp_path, 2, mpi_launch.PIDS + """
+import sys
+from mpi4py import MPI
+MPI.COMM_WORLD.Spawn(sys.executable, ["-c", "pass"], maxprocs=2)
+""")
+    assert r.returncode == 1
+    assert "exited without initializing MPI" in r.stderr
+    assert not mpi_launch.leftovers(mpi_launch.pids(r.stdout))

@@ -212,10 +212,12 @@ class Job:
                             self.tables[world] = (size, None)   # (sent)
             stop = [s for s in caught if s != signal.SIGCHLD]
             caught.clear()
-            for p in self.ranks:
-                if p.returncode is None and p.poll() is not None and p.returncode != 0 \
-                        and self.status is None:
-                    self.status = _exit_status(p.returncode)
+            for index, p in enumerate(self.ranks):
+                if p.returncode is None and p.poll() is not None and self.status is None:
+                    if p.returncode != 0:
+                        self.status = _exit_status(p.returncode)
+                    elif self._left_its_parents(index):
+                        self.status = 1
             if deadline is None and (self.status is not None or stop):
                 if self.status is None:
                     self.status = 128 + stop[0]
@@ -227,6 +229,19 @@ class Job:
                 for p in self.ranks:
                     p.wait()
         sel.close()
+
+    def _left_its_parents(self, index):
+        """Whether process `index`, which exited 0, was spawned and never wired up: its
+        parents wait in Spawn for a connection that will not come (MPICH's mpiexec leaves
+        them waiting), so the job ends, saying why."""
+        world, rank = self.places[index]
+        table = self.tables[world][1]
+        if world == 0 or table is None or rank in table:
+            return False
+        print(f"shmdat run: spawned process {world}.{rank} ({self.ranks[index].args[0]}) "
+              "exited without initializing MPI: its parents cannot finish Spawn",
+              file=sys.stderr, flush=True)
+        return True
 
     def _world_sockets(self, world):
         return [s for s, (w, _) in zip(self.sockets, self.places) if w == world]

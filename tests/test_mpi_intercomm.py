@@ -486,7 +486,7 @@ INHERITED = set("""
     Iprobe Irecv Irsend Isend Issend Mprobe Probe Recv Recv_init Rsend Rsend_init Send
     Send_init Sendrecv Sendrecv_replace Set_attr Set_errhandler Set_name Ssend Ssend_init
     bsend ibsend improbe iprobe irecv isend issend mprobe name probe rank recv send sendrecv
-    size ssend is_topo topology Get_info Set_info info
+    size ssend is_topo topology Get_info Set_info info Disconnect Get_parent Join
 """.split())
 
 

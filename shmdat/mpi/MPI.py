@@ -30,6 +30,9 @@ from .datatypes import (COMBINER_DARRAY, COMBINER_F90_COMPLEX,  # noqa: F401
                         DISTRIBUTE_NONE, TYPECLASS_COMPLEX, TYPECLASS_INTEGER, TYPECLASS_LOGICAL,
                         TYPECLASS_REAL, _typealign, _typecode)
 from .dims import Compute_dims  # noqa: F401
+from . import dynproc
+from .dynproc import (MAX_PORT_NAME, Close_port, Lookup_name, Open_port,  # noqa: F401
+                      Publish_name, Unpublish_name)
 from .engine import Engine
 from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,  # noqa: F401
                          ERRORS_RETURN, Errhandler)
@@ -223,5 +226,7 @@ COMM_SELF = Comm(_engine, SELF_CONTEXT, [_engine.rank], "MPI_COMM_SELF")
 Win.COMM_SELF = COMM_SELF   # Win.Create's and Allocate's default communicator
 Message.COMM_SELF = COMM_SELF   # where MESSAGE_NO_PROC's receives from PROC_NULL run
 Grequest.COMM_SELF = COMM_SELF  # whose engine generalized requests wait in
+dynproc.init(_engine, COMM_WORLD, COMM_SELF)   # (a spawned process connects to its parents)
+del dynproc
 atexit.register(_delete_attributes)
 del errors

@@ -2,6 +2,7 @@
 signatures and defaults are mpi4py's; what is not here is not implemented yet."""
 
 import functools
+import os
 import warnings
 
 import numpy as np
@@ -17,6 +18,7 @@ from .flags import SLOT_PAYLOAD, FlagChannel
 from .pickler import pickle
 from .group import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL, Group
 from .info import Info
+from .launcher import ENV_APPNUM
 from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .message import MESSAGE_NO_PROC, Message
 from .ops import MAX, SUM
@@ -27,6 +29,7 @@ TAG_UB, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, LASTUSEDCODE, APPNUM = (
 _TAG_MAX = 2**31 - 1    # Get_attr(TAG_UB): the largest tag
 WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to point, c + 1
 #                                        for its collectives
+_APPNUM = int(os.environ.get(ENV_APPNUM, "0"))  # which of a Spawn_multiple's commands this runs
 _next_context = 4    # this process's lowest context id none of its communicators uses: ids
 #                      are never reused, so a late message on a freed one matches nothing new
 _PREDEFINED = {}     # WORLD_CONTEXT, SELF_CONTEXT -> COMM_WORLD, COMM_SELF: what pickle names
@@ -552,7 +555,8 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
 
     def Get_attr(self, keyval):
         """MPI_Comm_get_attr: a user keyval's value (None if not set), or a predefined key's:
-        TAG_UB (the largest tag), UNIVERSE_SIZE (the job's ranks), APPNUM (0: one program),
+        TAG_UB (the largest tag), UNIVERSE_SIZE (the job's ranks), APPNUM (which of a
+        Spawn_multiple's commands this process runs; 0 otherwise),
         WTIME_IS_GLOBAL (0: each rank's clock), IO (ANY_SOURCE: every rank can do I/O),
         LASTUSEDCODE (the last error code or class MPI.Add_error_class or _code gave,
         ERR_LASTCODE if none). TypeError for a keyval that is not an int, MPI.Exception
@@ -561,7 +565,9 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
             return _TAG_MAX
         if keyval == UNIVERSE_SIZE:
             return self._engine.size
-        if keyval == APPNUM or keyval == WTIME_IS_GLOBAL:
+        if keyval == APPNUM:
+            return _APPNUM
+        if keyval == WTIME_IS_GLOBAL:
             return 0
         if keyval == IO:
             return ANY_SOURCE

@@ -49,6 +49,10 @@ WAIT_SLICE_US = 50_000              # a blocked call re-checks for dead peers th
 WAKE_EVENTS = 16                    # room in the EVD for wake()'s software events
 POLL_SECONDS = 0.002                # a waiting rank polls this long before it sleeps
 CLOCK_EVERY = 16                    # empty polls between two looks at the clock
+PEER_EVENTS = RECV_SLOTS + SEND_SLOTS + MAX_READS + MAX_RMA + FLAG_WRITES  # one peer's, at most
+_EP_ATTR = EpAttr(max_recv_dtos=RECV_SLOTS,
+                  max_request_dtos=SEND_SLOTS + MAX_READS + MAX_RMA + FLAG_WRITES,
+                  max_recv_iov=1, max_request_iov=1)
 SEND_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.REMOTE_READ
 RECV_PRIVILEGES = MemPriv.LOCAL_READ | MemPriv.LOCAL_WRITE
 
@@ -149,9 +153,8 @@ class Engine:
         self.yield_when_idle = size > len(os.sched_getaffinity(0))
         self.ia = shmdat.ia_open()
         self.pz = self.ia.pz_create()
-        self.evd = self.ia.evd_create(
-            (size - 1) * (RECV_SLOTS + SEND_SLOTS + MAX_READS + MAX_RMA + FLAG_WRITES) + WAKE_EVENTS,
-            EvdFlags.DTO | EvdFlags.SOFTWARE)       # (software events: wake)
+        self.evd = self.ia.evd_create((size - 1) * PEER_EVENTS + WAKE_EVENTS,
+                                      EvdFlags.DTO | EvdFlags.SOFTWARE)  # (software events: wake)
         # Connection requests and connection events share one EVD: the wire-up waits on one.
         self.cm_evd = self.ia.evd_create(4 * size + 8, EvdFlags.CR | EvdFlags.CONNECTION)
         self.psp = self.ia.psp_create_any(self.cm_evd)
@@ -166,17 +169,29 @@ class Engine:
         self.schedules = []        # non-blocking collectives under way (collectives.Schedule)
         self.advancing = False     # (their rounds' sends may wait, handling events meanwhile)
         self.next_window = 0       # the lowest window id this rank has not used
-        attr = EpAttr(max_recv_dtos=RECV_SLOTS,
-                      max_request_dtos=SEND_SLOTS + MAX_READS + MAX_RMA + FLAG_WRITES,
-                      max_recv_iov=1, max_request_iov=1)
         for r in range(size):
             if r != rank:
-                ep = self.ia.ep_create(self.pz, self.evd, self.evd, self.cm_evd, attr)
-                peer = Peer(r, ep, self.ia.lmr_create(self.pz, RECV_SLOTS * SLOT),
-                            self.ia.lmr_create(self.pz, SEND_SLOTS * SLOT))
-                for slot in range(RECV_SLOTS):
-                    self._repost(peer, slot)
-                self.peers[r] = peer
+                self.peers[r] = self._new_peer(r)
+
+    def _new_peer(self, r):
+        """Rank r's Peer: its EP (not connected yet), its slots, its receives posted."""
+        ep = self.ia.ep_create(self.pz, self.evd, self.evd, self.cm_evd, _EP_ATTR)
+        peer = Peer(r, ep, self.ia.lmr_create(self.pz, RECV_SLOTS * SLOT),
+                    self.ia.lmr_create(self.pz, SEND_SLOTS * SLOT))
+        for slot in range(RECV_SLOTS):
+            self._repost(peer, slot)
+        return peer
+
+    @_entry
+    def add_peer(self):
+        """A process beyond this job's ranks (shmdat/mpi/dynproc.py: Spawn, Accept,
+        Connect): a new Peer, whose EP the caller connects; returns its engine rank (past
+        every rank here so far). The EVDs grow by what one peer may queue."""
+        self.evd.resize(self.evd.query().evd_qlen + PEER_EVENTS)
+        self.cm_evd.resize(self.cm_evd.query().evd_qlen + 4)
+        self.peers.append(self._new_peer(len(self.peers)))
+        self.yield_when_idle = len(self.peers) > len(os.sched_getaffinity(0))   # (as at init)
+        return len(self.peers) - 1
 
     @_entry
     def close(self):

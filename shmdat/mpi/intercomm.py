@@ -43,6 +43,7 @@ class Intercomm(Comm):
 
     _unimplemented = unimplemented.INTERCOMM
     _inter = True
+    _low = None     # Accept's side True, Connect's False (dynproc.py): Merge's tie-break
 
     def __init__(self, engine, context=None, local_ranks=None, remote_ranks=None, name=""):
         if isinstance(engine, Comm):    # mpi4py's Intercomm(comm): another handle to it
@@ -121,6 +122,7 @@ class Intercomm(Comm):
         _claim(context, 4)
         dup = Intercomm(self._engine, context, self._local_ranks, self._remote_ranks)
         dup._attrs = self._attrs.copied(self)
+        dup._low = self._low
         return dup
 
     def Merge(self, high=False):
@@ -132,7 +134,12 @@ class Intercomm(Comm):
         theirs, their_high = self._exchange((mine, high))
         context = max(mine, theirs)
         _claim(context)
-        first = self._local_ranks[0] < self._remote_ranks[0] if high == their_high else not high
+        if high != their_high:
+            first = not high
+        elif self._low is not None:     # (Accept/Connect: the engines' ranks tell nothing)
+            first = self._low
+        else:
+            first = self._local_ranks[0] < self._remote_ranks[0]
         ranks = self._local_ranks + self._remote_ranks if first else \
             self._remote_ranks + self._local_ranks
         return Comm(self._engine, context, ranks)

@@ -43,27 +43,27 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    Close_port DISPLACEMENT_CURRENT DISP_CUR
+    DISPLACEMENT_CURRENT DISP_CUR
     ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
     F_ERROR F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info
     Get_abi_version Get_hw_resource_info Iflush_buffer InPlaceType
-    Lookup_name MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
-    MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
+    MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
+    MAX_OBJECT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
     MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
-    MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Open_port Publish_name
+    MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY
     Register_datarep Remove_error_class Remove_error_code Remove_error_string SEEK_CUR
-    SEEK_END SEEK_SET SESSION_NULL Session Unpublish_name
+    SEEK_END SEEK_SET SESSION_NULL Session
 """.split())
 
 COMM = frozenset("""
-    Accept Ack_failed Agree
-    Alltoallw Alltoallw_init Connect
+    Ack_failed Agree
+    Alltoallw Alltoallw_init
     Create_from_group Create_group
-    Disconnect Get_failed
-    Get_parent Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
-    Isendrecv_replace Ishrink Join Precv_init Psend_init
+    Get_failed
+    Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
+    Isendrecv_replace Ishrink Precv_init Psend_init
     Revoke
-    Shrink Spawn Spawn_multiple f2py free fromhandle
+    Shrink f2py free fromhandle
     fromint handle py2f toint
 """.split())
 

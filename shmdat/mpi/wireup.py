@@ -95,3 +95,24 @@ def abort(rank, errorcode):
         except OSError:        # the launcher has gone: the job is ending anyway
             pass
     os._exit(errorcode & 0xFF)
+
+
+def ask_launcher(request):
+    """Send the launcher `request` (one JSON line) and return its answer (shmdat/mpi/
+    dynproc.py's Spawn); None in a process no launcher started. MPI.Exception ERR_OTHER if
+    the launcher does not answer."""
+    if not _launcher:
+        return None
+    sock, line = _launcher[0], b""
+    try:
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        while not line.endswith(b"\n"):
+            data = sock.recv(65536)
+            if not data:
+                break
+            line += data
+    except OSError:
+        pass
+    if not line.endswith(b"\n"):
+        raise MPIException(errors.ERR_OTHER, "the launcher did not answer (the job is ending?)")
+    return json.loads(line)

@@ -47,8 +47,11 @@ class Job:
     """N ranks of one command. `run()` returns the job's exit status. With `mpi4py`, the
     shim directory goes first on the ranks' PYTHONPATH: `import mpi4py` gives shmdat.mpi."""
 
-    def __init__(self, size, argv, prefix=False, mpi4py=False):
+    def __init__(self, size, argv, prefix=False, mpi4py=False, auto_cleanup=True):
         self.size, self.argv, self.prefix, self.mpi4py = size, list(argv), prefix, mpi4py
+        # Without auto_cleanup (mpiexec's -disable-auto-cleanup), a rank that fails does not
+        # end the others: fault-tolerant programs go on (ULFM, shmdat/mpi/ulfm.py).
+        self.auto_cleanup, self.failed = auto_cleanup, None
         self.ranks = []            # Popen per rank
         self.sockets = []          # the launcher's end of each rank's wire-up socket
         self.status = None         # the first failing rank's exit status, or an Abort's code
@@ -100,7 +103,7 @@ class Job:
             for t in self.threads:
                 t.join()
             shm.reclaim_dead()
-        return self.status or 0
+        return self.status or self.failed or 0
 
     def _supervise(self, wake_r, caught):
         """The launcher's loop: wire-up lines in, the table out, children reaped; the job
@@ -147,8 +150,11 @@ class Job:
             caught.clear()
             for p in self.ranks:
                 if p.returncode is None and p.poll() is not None and p.returncode != 0 \
-                        and self.status is None:
-                    self.status = _exit_status(p.returncode)
+                        and self.status is None and self.failed is None:
+                    if self.auto_cleanup:
+                        self.status = _exit_status(p.returncode)
+                    else:           # the job's status once all have exited
+                        self.failed = _exit_status(p.returncode)
             if deadline is None and (self.status is not None or stop):
                 if self.status is None:
                     self.status = 128 + stop[0]

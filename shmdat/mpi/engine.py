@@ -655,6 +655,8 @@ class Engine:
                 if not peer.closing:        # (one that finalized has not failed)
                     self.failed.append(peer.rank)
                 self._free_bounces(peer)
+                if self.schedules:          # (an agreement goes on without it: ulfm.py)
+                    self._advance_schedules()
             if type(what) is RmaOp:
                 self._end_rma(peer, what)  # never done: its waiter learns the peer has gone
             elif done.operation == DtoOp.RDMA_READ:

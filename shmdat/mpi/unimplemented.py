@@ -56,14 +56,13 @@ MODULE = frozenset("""
 """.split())
 
 COMM = frozenset("""
-    Accept Ack_failed Agree
+    Accept
     Alltoallw Alltoallw_init Connect
     Create_from_group Create_group
-    Disconnect Get_failed
-    Get_parent Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
-    Isendrecv_replace Ishrink Join Precv_init Psend_init
-    Revoke
-    Shrink Spawn Spawn_multiple f2py free fromhandle
+    Disconnect
+    Get_parent Ialltoallw Iflush_buffer Isendrecv
+    Isendrecv_replace Join Precv_init Psend_init
+    Spawn Spawn_multiple f2py free fromhandle
     fromint handle py2f toint
 """.split())
 

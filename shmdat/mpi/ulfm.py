@@ -139,10 +139,10 @@ def Agree(self, flag):
     of the int `flag` of every rank that took part, the same at each. TypeError for a flag
     that is not an int; MPI.Exception ERR_PROC_FAILED (after agreeing) if a process failed
     and its failure was not acknowledged (Ack_failed)."""
-    flag = operator.index(flag)
-    result = []
-    _agreement(self, flag, lambda known: result.append(_and(known))).Wait()
-    return result[0]
+    known = []
+    _agreement(self, operator.index(flag), known.append).Wait()
+    _check_acknowledged(self, known[0])
+    return _and(known[0])
 
 
 def Iagree(self, flag):

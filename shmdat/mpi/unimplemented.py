@@ -48,17 +48,17 @@ MODULE = frozenset("""
     F_ERROR F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info
     Get_abi_version Get_hw_resource_info Iflush_buffer InPlaceType
     Lookup_name MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
-    MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
+    MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME
     MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
     MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Open_port Publish_name
     Register_datarep Remove_error_class Remove_error_code Remove_error_string SEEK_CUR
-    SEEK_END SEEK_SET SESSION_NULL Session Unpublish_name
+    SEEK_END SEEK_SET Unpublish_name
 """.split())
 
 COMM = frozenset("""
     Accept
     Alltoallw Alltoallw_init Connect
-    Create_from_group Create_group
+    Create_group
     Disconnect
     Get_parent Ialltoallw Iflush_buffer Isendrecv
     Isendrecv_replace Join Precv_init Psend_init
@@ -75,9 +75,7 @@ CARTCOMM = COMM | frozenset("""
 
 # Intercomm's names beyond Comm's (shmdat/mpi/intercomm.py; the calls of Comm it does not
 # have raise NotImplementedCall when called).
-INTERCOMM = COMM | frozenset("""
-    Create_from_groups
-""".split())
+INTERCOMM = COMM
 
 REQUEST = frozenset("""
     Get_status_all Get_status_any Get_status_some Parrived Pready
@@ -105,7 +103,7 @@ OP = frozenset("""
 """.split())
 
 GROUP = frozenset("""
-    Create_from_session_pset f2py free fromhandle fromint handle py2f toint
+    f2py free fromhandle fromint handle py2f toint
 """.split())
 
 MESSAGE = frozenset("""
@@ -114,6 +112,10 @@ MESSAGE = frozenset("""
 
 ERRHANDLER = frozenset("""
     fromhandle handle
+""".split())
+
+SESSION = frozenset("""
+    Iflush_buffer f2py fromhandle fromint handle py2f toint
 """.split())
 
 INFO = frozenset("""

@@ -106,6 +106,16 @@ class Session(ErrorHandling, unimplemented.Missing):
         session.Set_errhandler(ERRORS_RETURN if errhandler is None else errhandler)
         return session
 
+    def Set_errhandler(self, errhandler):
+        """MPI_Session_set_errhandler. TypeError if `errhandler` is no Errhandler;
+        MPI.Exception ERR_ERRHANDLER if it is null, ERR_ARG if it is a communicator's or a
+        window's (MPICH's classes), ERR_SESSION on a null session."""
+        self._live()
+        handler = getattr(errhandler, "_handler", None)
+        if handler is not None and handler.function is not None and handler.kind != self._kind:
+            raise MPIException(errors.ERR_ARG, f"a {handler.kind}'s error handler on a Session")
+        super().Set_errhandler(errhandler)
+
     def Finalize(self):
         """MPI_Session_finalize: the session's buffer is detached (its sends waited for), and
         its handles become null. MPI.Exception ERR_SESSION on a null one."""

@@ -13,6 +13,7 @@ largest next free context id (Shrink's new communicator's) are the same at every
 messages go on the communicator's fault-tolerance context, FT_BASE + its context id, which
 Revoke leaves alone (ULFM: agreement and shrink work on a revoked communicator)."""
 
+import functools
 import operator
 import struct
 
@@ -224,6 +225,22 @@ def Ack_failed(self, num_to_ack=None):
     acked.update(failed[:max(count, 0)])
     return len(acked)
 
+
+def _unless_revoked(method):
+    """Comm's `method`, which fails with ERR_REVOKED on a revoked communicator before it
+    begins."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        self._engine.check_revoked(self._context)
+        return method(self, *args, **kwargs)
+    return call
+
+
+# The object collectives (and Dup, Split, ..., which run one) check too: on one rank they send
+# nothing, so the engine's check would not see it. (Buffer collectives check in comm.py.)
+for _name in ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce",
+              "scan", "exscan"):
+    setattr(Comm, _name, _unless_revoked(getattr(Comm, _name)))
 
 for _call in (Revoke, Is_revoked, Get_failed, Ack_failed, Agree, Iagree, Shrink, Ishrink):
     setattr(Comm, _call.__name__, _call)

@@ -5,7 +5,7 @@ program under mpi4py + MPICH prints the same lines."""
 import pytest
 
 from tests import mpi_launch
-from tests.mpi_launch import PIDS, SAY, launch, leftovers, pids
+from tests.mpi_launch import FAILS, PIDS, SAY, launch, leftovers, pids
 
 PROGRAM = """import os, pickle
 from mpi4py import MPI
@@ -130,3 +130,62 @@ os.write(1, b"ok %d\\n" % rank)
     assert sorted(line for line in r.stdout.splitlines() if line.startswith("ok")) == \
         [f"ok {i}" for i in range(4)]
     assert leftovers(pids(r.stdout)) == []
+
+
+# Comm.Create_group (MPI_Comm_create_group): collective over the group's members alone.
+CREATE_GROUP = """import os
+from mpi4py import MPI
+""" + SAY + """
+world = MPI.COMM_WORLD
+rank, size = world.rank, world.size
+group = world.Get_group()
+evens = group.Incl(list(range(0, size, 2)))
+if rank % 2 == 0:
+    c = world.Create_group(evens, 5)
+    say(rank, "evens", c.Get_rank(), c.Get_size(), c.allreduce(rank), MPI.Comm.Compare(c, world))
+    c.Free()
+else:
+    say(rank, "not a member", world.Create_group(evens, 5) == MPI.COMM_NULL)
+# Two groups at once, each under its own tag, then the whole.
+mine = group.Incl([r for r in range(size) if r % 2 == rank % 2])
+c = world.Create_group(mine, 7 + rank % 2)
+w = world.Create_group(group)
+say(rank, "both", c.allreduce(1), w.allreduce(rank), MPI.Comm.Compare(w, world))
+say(rank, "self", MPI.COMM_SELF.Create_group(MPI.COMM_SELF.Get_group()).Get_size())
+say(rank, "errors", outcome(lambda: world.Create_group(MPI.GROUP_NULL)),
+    outcome(lambda: world.Create_group(group, -5)), outcome(lambda: world.Create_group(group, "x")),
+    world.Create_group(MPI.GROUP_EMPTY) == MPI.COMM_NULL)
+"""
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_create_group(tmp_path, n):
+    lines = mpi_launch.lines_of(mpi_launch.launch_mpi4py(tmp_path, n, CREATE_GROUP))
+    assert "0 evens 0 %d %d %d" % ((n + 1) // 2, sum(range(0, n, 2)), 1 if n == 1 else 3) in lines
+    assert f"0 both {(n + 1) // 2} {n * (n - 1) // 2} 1" in lines
+    assert "0 errors ('MPI', 8) ('MPI', 4) ('TypeError',) True" in lines
+
+
+@mpi_launch.needs_mpiexec
+@pytest.mark.parametrize("n", [1, 3])
+def test_create_group_as_under_mpich(tmp_path, n):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, n, CREATE_GROUP)
+
+
+def test_create_group_errors_mpich_does_not_survive(tmp_path):
+    # A group with a process the communicator has not (MPICH fails an assertion): ERR_GROUP;
+    # on an intercommunicator, not there.
+    r = launch(tmp_path, 2, """
+import os
+from shmdat.mpi import MPI
+""" + FAILS + """
+world = MPI.COMM_WORLD
+fails(MPI.ERR_GROUP, MPI.COMM_SELF.Create_group, world.Get_group())
+inter = world.Split(world.rank).Create_intercomm(0, world, 1 - world.rank)
+try:
+    inter.Create_group(inter.Get_group())
+except NotImplementedError as e:
+    os.write(1, f"not on an intercomm: {e}\\n".encode())
+""")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("not on an intercomm: Intercomm.Create_group") == 2

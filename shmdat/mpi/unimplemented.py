@@ -58,7 +58,6 @@ MODULE = frozenset("""
 COMM = frozenset("""
     Accept
     Alltoallw Alltoallw_init Connect
-    Create_group
     Disconnect
     Get_parent Ialltoallw Iflush_buffer Isendrecv
     Isendrecv_replace Join Precv_init Psend_init

@@ -289,7 +289,9 @@ def create_group(self, group, tag=0):
 
 
 Comm.Create_group = create_group
-Intercomm.Create_group = _not_on_intercomm("Create_group")     # (an intracommunicator's call)
+# An intracommunicator's calls (mpi4py's Intercomm has neither).
+Intercomm.Create_group = _not_on_intercomm("Create_group")
+Intercomm.Create_from_group = _not_on_intercomm("Create_from_group")
 Group.Create_from_session_pset = classmethod(create_from_session_pset)
 Comm.Create_from_group = classmethod(create_from_group)
 Intercomm.Create_from_groups = classmethod(create_from_groups)

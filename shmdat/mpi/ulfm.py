@@ -242,7 +242,9 @@ for _name in ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "
               "scan", "exscan"):
     setattr(Comm, _name, _unless_revoked(getattr(Comm, _name)))
 
+# Comm's, and an Intercomm's as they are (both groups take part: _everyone).
 for _call in (Revoke, Is_revoked, Get_failed, Ack_failed, Agree, Iagree, Shrink, Ishrink):
     setattr(Comm, _call.__name__, _call)
+    setattr(Intercomm, _call.__name__, _call)
     setattr(_NullComm, _call.__name__, _invalid(_call.__name__))   # (ERR_COMM on COMM_NULL)
 del _call

@@ -13,16 +13,21 @@ from mpi4py import MPI
 world = MPI.COMM_WORLD
 rank, size = world.rank, world.size
 null = MPI.Session()
-say(rank, "null", bool(null), null == MPI.SESSION_NULL, MPI.SESSION_NULL == MPI.Session(MPI.SESSION_NULL))
-say(rank, "null calls", outcome(null.Finalize), outcome(null.Get_num_psets), outcome(lambda: null.Create_group("mpi://WORLD")), outcome(null.Get_errhandler))
+say(rank, "null", bool(null), null == MPI.SESSION_NULL,
+    MPI.SESSION_NULL == MPI.Session(MPI.SESSION_NULL))
+say(rank, "null calls", outcome(null.Finalize), outcome(null.Get_num_psets),
+    outcome(lambda: null.Create_group("mpi://WORLD")), outcome(null.Get_errhandler))
 say(rank, "pickle null", pickle.loads(pickle.dumps(MPI.SESSION_NULL)) is MPI.SESSION_NULL)
 s = MPI.Session.Init()
-say(rank, "init", bool(s), s == MPI.Session(s), s != MPI.SESSION_NULL, outcome(lambda: pickle.dumps(s))[0])
+say(rank, "init", bool(s), s == MPI.Session(s), s != MPI.SESSION_NULL,
+    outcome(lambda: pickle.dumps(s))[0])
 names = [s.Get_nth_pset(i) for i in range(s.Get_num_psets())]
-say(rank, "psets", names, outcome(lambda: s.Get_nth_pset(len(names))), outcome(lambda: s.Get_nth_pset(-1)))
+say(rank, "psets", names, outcome(lambda: s.Get_nth_pset(len(names))),
+    outcome(lambda: s.Get_nth_pset(-1)))
 say(rank, "pset info", [s.Get_pset_info(n).Get("mpi_size") for n in names])
 say(rank, "info", s.Get_info().Get("thread_level"))
-say(rank, "unknown pset", outcome(lambda: s.Get_pset_info("mpi://nope")), outcome(lambda: s.Create_group("mpi://nope")))
+say(rank, "unknown pset", outcome(lambda: s.Get_pset_info("mpi://nope")),
+    outcome(lambda: s.Create_group("mpi://nope")))
 say(rank, "case", s.Create_group("MPI://world").Get_size())
 gw = s.Create_group("mpi://WORLD")
 gs = MPI.Group.Create_from_session_pset(s, "mpi://SELF")
@@ -30,8 +35,8 @@ say(rank, "groups", gw.Get_rank(), gw.Get_size(), gs.Get_rank(), gs.Get_size(),
     MPI.Group.Compare(gw, world.Get_group()), MPI.Group.Compare(gs, MPI.COMM_SELF.Get_group()))
 say(rank, "errhandler", s.Get_errhandler() == MPI.ERRORS_RETURN)
 c = MPI.Intracomm.Create_from_group(gw, "org.test.world")
-say(rank, "from group", c.Get_rank(), c.Get_size(), c.allreduce(rank + 1), MPI.Comm.Compare(c, world),
-    c.Get_errhandler() == MPI.ERRORS_RETURN)
+say(rank, "from group", c.Get_rank(), c.Get_size(), c.allreduce(rank + 1),
+    MPI.Comm.Compare(c, world), c.Get_errhandler() == MPI.ERRORS_RETURN)
 c2 = MPI.Intracomm.Create_from_group(gw, errhandler=MPI.ERRORS_ARE_FATAL)
 say(rank, "with errhandler", c2.Get_errhandler() == MPI.ERRORS_ARE_FATAL)
 c2.Free()
@@ -55,11 +60,13 @@ s.Call_errhandler(MPI.ERR_OTHER)
 say(rank, "user handler", calls)
 s.Set_errhandler(MPI.ERRORS_RETURN)
 eh.Free()
-say(rank, "comm handler", outcome(lambda: s.Set_errhandler(MPI.Comm.Create_errhandler(lambda c, e: None))))
+comm_handler = MPI.Comm.Create_errhandler(lambda c, e: None)
+say(rank, "comm handler", outcome(lambda: s.Set_errhandler(comm_handler)))
 buf = MPI.Alloc_mem(1 << 12)
 s.Attach_buffer(buf)
 s.Flush_buffer()
-say(rank, "buffer", outcome(lambda: s.Attach_buffer(buf)), s.Detach_buffer().address == buf.address)
+say(rank, "buffer", outcome(lambda: s.Attach_buffer(buf)),
+    s.Detach_buffer().address == buf.address)
 MPI.Free_mem(buf)
 c.Free()
 c3.Free()
@@ -68,7 +75,8 @@ say(rank, "finalized", bool(s), outcome(s.Finalize), outcome(s.Get_num_psets))
 s2 = MPI.Session.Init(errhandler=MPI.ERRORS_RETURN)
 s2.free()
 say(rank, "free", bool(s2))
-say(rank, "init bad", outcome(lambda: MPI.Session.Init(info=None)), outcome(lambda: MPI.Session.Init(errhandler=5)))
+say(rank, "init bad", outcome(lambda: MPI.Session.Init(info=None)),
+    outcome(lambda: MPI.Session.Init(errhandler=5)))
 """
 
 
@@ -79,7 +87,8 @@ def test_sessions(tmp_path, n):
     lines = [line for line in r.stdout.splitlines() if not line.startswith("pid ")]
     assert f"0 pset info [\'{n}\', \'1\']" in lines
     assert "0 from group 0 %d %d 1 True" % (n, n * (n + 1) // 2) in lines
-    assert "0 user handler [15]" in lines and "0 finalized False (\'MPI\', 75) (\'MPI\', 75)" in lines
+    assert "0 user handler [15]" in lines
+    assert "0 finalized False (\'MPI\', 75) (\'MPI\', 75)" in lines
     assert leftovers(pids(r.stdout)) == []
 
 

@@ -57,12 +57,13 @@ def test_the_same_program_under_mpiexec(tmp_path):
     mpi_launch.check_every_rank_agrees(mpi_launch.launch_mpiexec(tmp_path, 3, EPOCHS), 3)
 
 
-@pytest.mark.parametrize("how, why", [("os._exit(0)", "has gone"),
-                                      ("pass", "has finalized")])
-def test_a_barrier_waiting_on_a_rank_that_ended_raises(tmp_path, how, why):
-    # Rank 2 ends (without finalizing, or finalizing) instead of entering the second
-    # Barrier; the others' dissemination rounds wait on it, and must fail: rank 0's first
-    # round waits on rank 2 itself, rank 1's on rank 0 (which may have failed first).
+@pytest.mark.parametrize("how, why, error", [("os._exit(0)", "has gone", "ERR_PROC_FAILED"),
+                                             ("pass", "has finalized", "ERR_OTHER")])
+def test_a_barrier_waiting_on_a_rank_that_ended_raises(tmp_path, how, why, error):
+    # Rank 2 ends (without finalizing: it has failed, or finalizing) instead of entering the
+    # second Barrier; the others' dissemination rounds wait on it, and must fail: rank 0's
+    # first round waits on rank 2 itself, rank 1's on rank 0 (which may have failed first,
+    # and finalized: rank 1's class is either).
     r = launch(tmp_path, 3, PIDS + HEAD + f"""
 comm.Barrier()
 if rank == 2:
@@ -72,7 +73,8 @@ else:
         comm.Barrier()
     except MPI.Exception as e:
         said = "rank 2 {why}" in str(e) if rank == 0 else "has" in str(e)
-        os.write(1, f"rank {{rank}}: {{e.Get_error_class() == MPI.ERR_OTHER}} {{said}}\\n".encode())
+        expected = (MPI.{error},) if rank == 0 else (MPI.ERR_OTHER, MPI.ERR_PROC_FAILED)
+        os.write(1, f"rank {{rank}}: {{e.Get_error_class() in expected}} {{said}}\\n".encode())
 """)
     assert "rank 0: True True" in r.stdout and "rank 1: True True" in r.stdout, (r.stdout, r.stderr)
     assert leftovers(pids(r.stdout)) == []

@@ -47,6 +47,8 @@ from .matching import ANY_SOURCE, ANY_TAG, PROC_NULL  # noqa: F401
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .pickler import Pickle, pickle  # noqa: F401
 from . import persistent  # noqa: F401  (sets Comm's and Topocomm's *_init)
+from . import ulfm  # noqa: F401  (sets Comm's Revoke, Agree, Shrink, ...)
+from .session import MAX_PSET_NAME_LEN, MAX_STRINGTAG_LEN, SESSION_NULL, Session  # noqa: F401
 from .topology import (CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY,  # noqa: F401
                        Cartcomm, Distgraphcomm, Graphcomm, Topocomm)
 from .shared import (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,  # noqa: F401
@@ -228,5 +230,6 @@ Message.COMM_SELF = COMM_SELF   # where MESSAGE_NO_PROC's receives from PROC_NUL
 Grequest.COMM_SELF = COMM_SELF  # whose engine generalized requests wait in
 dynproc.init(_engine, COMM_WORLD, COMM_SELF)   # (a spawned process connects to its parents)
 del dynproc
+Session.COMM_WORLD = COMM_WORLD  # the job's ranks and engine, for sessions' groups
 atexit.register(_delete_attributes)
 del errors

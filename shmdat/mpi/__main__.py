@@ -1,6 +1,6 @@
-"""`python -m shmdat.mpi -n N [--prefix] [--mpi4py] script.py args...` (runs the script with
-this interpreter) and `shmdat run -n N [--prefix] [--mpi4py] [--] command args...` (runs any
-command)."""
+"""`python -m shmdat.mpi -n N [--prefix] [--mpi4py] [--disable-auto-cleanup] script.py args...`
+(runs the script with this interpreter) and `shmdat run -n N [...] [--] command args...` (runs
+any command)."""
 
 import argparse
 import sys
@@ -20,6 +20,9 @@ def main(argv=None, prog="python -m shmdat.mpi", command=False):
     parser.add_argument("--mpi4py", action="store_true",
                         help="run an unchanged mpi4py program: `import mpi4py` gives shmdat.mpi "
                         "in the ranks (a shim directory first on their PYTHONPATH)")
+    parser.add_argument("--disable-auto-cleanup", action="store_true",
+                        help="a rank that fails does not end the others (as mpiexec's "
+                        "-disable-auto-cleanup): fault-tolerant (ULFM) programs go on")
     parser.add_argument("program", nargs=argparse.REMAINDER,
                         help="command and arguments" if command else "script.py and arguments")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -29,7 +32,7 @@ def main(argv=None, prog="python -m shmdat.mpi", command=False):
     if args.size < 1:
         parser.error(f"-n must be at least 1, not {args.size}")
     return Job(args.size, program if command else [sys.executable] + program, args.prefix,
-               args.mpi4py).run()
+               args.mpi4py, not args.disable_auto_cleanup).run()
 
 
 if __name__ == "__main__":

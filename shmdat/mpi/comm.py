@@ -423,6 +423,7 @@ def _blocking(collective):
     """A buffer collective of Comm (MPI_Bcast, ...) from `collective(self, ch, ...)`: run on
     the communicator's channel, returning when done."""
     def call(self, *args, **kwargs):
+        self._engine.check_revoked(self._context)
         ch = self._channel
         try:
             collective(self, ch, *args, **kwargs)
@@ -442,6 +443,7 @@ def _nonblocking(collective):
     tag: other collectives may run meanwhile) and advanced whenever the engine progresses;
     returns its Request, which completes once it has ended."""
     def call(self, *args, **kwargs):
+        self._engine.check_revoked(self._context)
         ch = self._channel.nonblocking()
         collective(self, ch, *args, **kwargs)
         request = _CollectiveRequest(self._engine, self._rank_of, ch.schedule)
@@ -452,6 +454,19 @@ def _nonblocking(collective):
     call.__doc__ = f"MPI_I{name.lower()}: {name} as a Request (started now, advanced as " \
         "the engine progresses: by any MPI call of this rank)."
     return call
+
+
+def _wait_blocking(request, status):
+    """A blocking receive's wait: where the request would be ERR_PROC_FAILED_PENDING (an
+    ANY_SOURCE receive, a rank failed), the receive is cancelled and the call fails with
+    ERR_PROC_FAILED, as ULFM says."""
+    try:
+        return request.wait(status)
+    except MPIException as e:
+        if e.error_code != errors.ERR_PROC_FAILED_PENDING:
+            raise
+        request.Cancel()
+        raise MPIException(errors.ERR_PROC_FAILED, e.detail) from None
 
 
 def _status_at(statuses, i):
@@ -519,6 +534,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         self._rank_of = {PROC_NULL: PROC_NULL, **{r: i for i, r in enumerate(ranks)}}
         self._channel = Channel(engine, context + 1, self._rank, ranks)
         self._attrs = attributes.Attributes()       # (Comm(comm) shares them, as the channel)
+        engine.members[context] = ranks     # (what its ANY_SOURCE receives match: ulfm.py)
 
     def __eq__(self, other):
         """As mpi4py's handles: equal if both name the same communicator (Comm(comm) is
@@ -780,6 +796,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         dest = self._engine_rank(dest, "dest")
         self._check_tag(tag)
         if dest == PROC_NULL:
+            self._engine.check_revoked(context)
             return _Done()
         return self._engine.send(dest, context, tag, view, sync)
 
@@ -787,6 +804,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         source = self._engine_rank(source, "source", wildcard=True)
         self._check_tag(tag, wildcard=True)
         if source == PROC_NULL:
+            self._engine.check_revoked(context)
             return _Done()
         return self._engine.post_recv(context, source, tag, view)
 
@@ -866,7 +884,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """MPI_Recv; `status` gets source, tag and count."""
-        self.Irecv(buf, source, tag).Wait(status)
+        _wait_blocking(self.Irecv(buf, source, tag), status)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
                  recvtag=ANY_TAG, status=None):
@@ -1062,7 +1080,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         `buf` as irecv's, with mpi4py's UserWarning that it is deprecated."""
         if buf is not None:
             warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=2)
-        return self.irecv(buf, source, tag).wait(status)
+        return _wait_blocking(self.irecv(buf, source, tag), status)
 
     # Synchronization.
 

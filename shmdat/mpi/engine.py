@@ -7,7 +7,8 @@ came on. EAGER carries its payload; SYNC (a synchronous send's eager message) ca
 sender's request id, then its payload, and is answered by FIN once matched; RTS carries
 an RmrTriplet of the data and the sender's request id (the receiver RDMA-reads the data,
 then sends FIN with that id); FIN completes a rendezvous or synchronous send, or frees its
-bounce block; BYE says the sender has begun to finalize. A window's messages (WIN_ACC,
+bounce block; BYE says the sender has begun to finalize; REVOKE revokes a communicator
+(its context ids, then the ranks to pass the word to: shmdat/mpi/ulfm.py). A window's messages (WIN_ACC,
 WIN_LOCK, WIN_UNLOCK; comm: the window's id) carry a request id, then the window's own body,
 and are answered by FIN with that id and the answer's data (shmdat/mpi/win.py); a window's
 Put and Get are one RDMA write or read. docs/design/mpi.md has the whole protocol."""
@@ -37,6 +38,9 @@ _SUPPRESS = int(CompletionFlags.SUPPRESS)   # (a plain int: the post's fast path
 _tuple_new = tuple.__new__          # LmrTriplet(...) without namedtuple's Python-level __new__
 EAGER, RTS, FIN, SYNC = 0, 1, 2, 3
 BYE = 7                             # the sender has begun to close: nothing new will come
+REVOKE = 8                          # a communicator is revoked (ULFM: shmdat/mpi/ulfm.py)
+REVOKE_HEAD = struct.Struct("<ii")   # REVOKE's body: the first context id and how many, then
+#                                      the ranks (int32s) of the communicator
 WIN_ACC, WIN_LOCK, WIN_UNLOCK = 4, 5, 6  # a window's messages, handled by the window
 WIN_BODY_LIMIT = EAGER_LIMIT - FIN_BODY.size  # a window message's body (after its request id)
 SYNC_LIMIT = EAGER_LIMIT - FIN_BODY.size  # larger synchronous sends go by rendezvous
@@ -116,7 +120,7 @@ class Peer:
 
 def _check_live(peer):
     if peer.gone:
-        raise MPIException(errors.ERR_OTHER, f"rank {peer.rank} has gone ({peer.gone})")
+        raise MPIException(errors.ERR_PROC_FAILED, f"rank {peer.rank} has gone ({peer.gone})")
 
 
 def _threads():
@@ -169,6 +173,14 @@ class Engine:
         self.schedules = []        # non-blocking collectives under way (collectives.Schedule)
         self.advancing = False     # (their rounds' sends may wait, handling events meanwhile)
         self.next_window = 0       # the lowest window id this rank has not used
+        # Fault tolerance (ULFM, shmdat/mpi/ulfm.py): the ranks whose connection broke before
+        # they finalized, in the order noticed; per context, the engine ranks its ANY_SOURCE
+        # receives may match (a communicator registers them) and those of the failed that
+        # its Ack_failed acknowledged; the contexts revoked.
+        self.failed = []
+        self.members = {}
+        self.acked = {}
+        self.revoked = set()
         for r in range(size):
             if r != rank:
                 self.peers[r] = self._new_peer(r)
@@ -217,7 +229,10 @@ class Engine:
     @_entry
     def send(self, dest, comm, tag, view, sync=False):
         """Start sending the byte memoryview `view` to rank `dest`; returns its SendOp. A
-        `sync` send is done only once a receive has matched it (MPI's synchronous mode)."""
+        `sync` send is done only once a receive has matched it (MPI's synchronous mode).
+        MPI.Exception ERR_REVOKED on a revoked communicator, ERR_PROC_FAILED if `dest` has
+        failed."""
+        self.check_revoked(comm)
         if dest == self.rank:
             op = SendOp(dest, done=not sync)
             self._arrive(dest, comm, tag, len(view), view, None,
@@ -291,7 +306,9 @@ class Engine:
 
     @_entry
     def post_recv(self, comm, source, tag, buf):
-        """Start a receive into the writable byte memoryview `buf` (None: into new bytes)."""
+        """Start a receive into the writable byte memoryview `buf` (None: into new bytes).
+        MPI.Exception ERR_REVOKED on a revoked communicator."""
+        self.check_revoked(comm)
         op = RecvOp(comm, source, tag, buf)
         msg = self.matcher.take_unexpected(op)
         if msg is None:
@@ -322,9 +339,16 @@ class Engine:
 
     @_entry
     def wait_probe(self, comm, source, tag):
-        """Drive progress until probe(comm, source, tag) finds a message; return it."""
-        self._wait_until(lambda: self.probe(comm, source, tag) is not None,
-                         [RecvOp(comm, source, tag, None)])
+        """Drive progress until probe(comm, source, tag) finds a message; return it. A
+        blocking call: ERR_PROC_FAILED where a receive would be ERR_PROC_FAILED_PENDING."""
+        self.check_revoked(comm)
+        try:
+            self._wait_until(lambda: self.probe(comm, source, tag) is not None,
+                             [RecvOp(comm, source, tag, None)])
+        except MPIException as e:
+            if e.error_code != errors.ERR_PROC_FAILED_PENDING:
+                raise
+            raise MPIException(errors.ERR_PROC_FAILED, e.detail) from None
         return self.probe(comm, source, tag)
 
     @_entry
@@ -539,33 +563,84 @@ class Engine:
                 if not any_of:
                     break
         if stuck is not None:
-            raise MPIException(errors.ERR_OTHER, stuck)
+            raise MPIException(*stuck)
 
     def _why_stuck(self, op):
-        """Why the pending `op` can never complete, or None if it still may."""
+        """(error class, why) the pending `op` can never complete, or None if it still may:
+        ERR_REVOKED on a revoked communicator, ERR_PROC_FAILED if it needs a failed rank,
+        ERR_PROC_FAILED_PENDING for an ANY_SOURCE receive while a rank it could match has
+        failed unacknowledged, ERR_OTHER if it needs a rank that has finalized (or itself)."""
         if not isinstance(op, (SendOp, RecvOp)):    # a non-blocking collective: its round's
             return next(filter(None, map(self._why_stuck, [o for o in op.ops if not o.done])),
                         None)
         if isinstance(op, SendOp):
             if op.dest == self.rank:     # (a window's lock here may wait for a release)
-                return None if type(op) is RmaOp or _threads() else (
+                return None if type(op) is RmaOp or _threads() else (errors.ERR_OTHER,
                     "a synchronous send to this rank itself that no receive matched: it would "
                     "never complete")
             peer = self.peers[op.dest]
-            return f"rank {op.dest} has gone ({peer.gone})" if peer.gone else None
+            return (errors.ERR_PROC_FAILED, f"rank {op.dest} has gone ({peer.gone})") \
+                if peer.gone else None
+        if op.comm in self.revoked:
+            return errors.ERR_REVOKED, "the communicator has been revoked"
         if op.source == self.rank:
-            return None if _threads() else (
+            return None if _threads() else (errors.ERR_OTHER,
                 "a receive from this rank itself that no send posted before it can match: it "
                 "would never complete")
         if op.source == ANY_SOURCE:
+            pending = self._failed_unacknowledged(op.comm)
+            if pending:
+                return (errors.ERR_PROC_FAILED_PENDING, f"a receive from ANY_SOURCE, and rank "
+                        f"{pending[0]} has failed")
             if all(p is None or p.gone or p.closing for p in self.peers):
-                return "a receive from ANY_SOURCE, and every other rank has gone or finalized"
+                return (errors.ERR_OTHER, "a receive from ANY_SOURCE, and every other rank "
+                        "has gone or finalized")
             return None
         peer = self.peers[op.source]
         if peer.closing and op in self.matcher.posted:    # (matched: its read is under way)
-            return (f"rank {op.source} has finalized and sent no message this receive "
-                    "matches: it would never complete")
-        return f"rank {op.source} has gone ({peer.gone})" if peer.gone else None
+            return (errors.ERR_OTHER, f"rank {op.source} has finalized and sent no message "
+                    "this receive matches: it would never complete")
+        return (errors.ERR_PROC_FAILED, f"rank {op.source} has gone ({peer.gone})") \
+            if peer.gone else None
+
+    def _failed_unacknowledged(self, context):
+        """The failed engine ranks an ANY_SOURCE receive on `context` could match (every
+        failed rank if no communicator registered the context) that it has not acknowledged."""
+        if not self.failed:
+            return []
+        members, acked = self.members.get(context), self.acked.get(context, ())
+        return [r for r in self.failed if r not in acked and (members is None or r in members)]
+
+    # Revoking a communicator (ULFM): every rank of it is told, and tells the others.
+
+    def check_revoked(self, context):
+        """MPI.Exception ERR_REVOKED if `context` is a revoked communicator's."""
+        if self.revoked and context in self.revoked:
+            raise MPIException(errors.ERR_REVOKED, "the communicator has been revoked")
+
+    @_entry
+    def revoke(self, context, ids, ranks):
+        """Revoke the communicator of context ids `context` .. `context + ids - 1` whose
+        engine ranks are `ranks`: the first time, REVOKE goes to every other live rank of it
+        (each passes it on in turn, so that a rank failing midway cannot leave some untold),
+        its posted receives fail with ERR_REVOKED and the messages for it that no receive
+        took are dropped (a rendezvous or synchronous sender answered, so that its send
+        ends)."""
+        contexts = range(context, context + ids)
+        if context in self.revoked:
+            return
+        self.revoked.update(contexts)
+        body = REVOKE_HEAD.pack(context, ids) + struct.pack(f"<{len(ranks)}i", *ranks)
+        for r in ranks:
+            peer = self.peers[r]
+            if peer is not None and not peer.gone:
+                self._post_control(peer, REVOKE, body)
+        self.matcher.posted = [op for op in self.matcher.posted if op.comm not in contexts]
+        for msg in [m for m in self.matcher.unexpected if m.comm in contexts]:
+            self.matcher.unexpected.remove(msg)
+            if msg.rts is not None or msg.ack is not None:
+                self.answer(msg.source, msg.ack if msg.rts is None else msg.rts[1])
+        self.wake()
 
     # Progress.
 
@@ -592,7 +667,11 @@ class Engine:
         if done.status != DtoStatus.SUCCESS:
             if peer.gone is None:
                 peer.gone = f"{done.operation.name} completed {done.status.name}"
+                if not peer.closing:        # (one that finalized has not failed)
+                    self.failed.append(peer.rank)
                 self._free_bounces(peer)
+                if self.schedules:          # (an agreement goes on without it: ulfm.py)
+                    self._advance_schedules()
             if type(what) is RmaOp:
                 self._end_rma(peer, what)  # never done: its waiter learns the peer has gone
             elif done.operation == DtoOp.RDMA_READ:
@@ -639,6 +718,10 @@ class Engine:
             self._on_fin(FIN_BODY.unpack_from(body)[0], body[FIN_BODY.size:])
         elif kind == BYE:
             peer.closing = True
+        elif kind == REVOKE:
+            context, ids = REVOKE_HEAD.unpack_from(body)
+            self.revoke(context, ids, struct.unpack_from(
+                f"<{(len(body) - REVOKE_HEAD.size) // 4}i", body, REVOKE_HEAD.size))
         else:                      # a window's message: its request id, then the window's body
             self.windows[comm].on_message(kind, peer.rank, FIN_BODY.unpack_from(body)[0],
                                           body[FIN_BODY.size:])
@@ -649,8 +732,10 @@ class Engine:
         eager payload copied out of its slot). `ack`: a synchronous send's request id."""
         op = self.matcher.take_posted(comm, source, tag)
         if op is None:
-            if self.closing and (rts is not None or ack is not None):   # nothing will match it
-                self.answer(source, ack if rts is None else rts[1])
+            if comm in self.revoked or self.closing and (rts is not None or ack is not None):
+                # Nothing will match it: dropped, its sender told if it waits on it.
+                if rts is not None or ack is not None:
+                    self.answer(source, ack if rts is None else rts[1])
                 return
             self.matcher.unexpected.append(
                 Message(source, comm, tag, nbytes, None if rts else bytes(payload), rts, ack))

@@ -78,7 +78,7 @@ _RETURN = _Handler("ERRORS_RETURN", handle=0x54000001)
 _PREDEFINED = (_RETURN, _Handler("ERRORS_ARE_FATAL", handle=0x54000000),
                _Handler("ERRORS_ABORT", handle=0x54000003))
 _slots_lock = threading.Lock()
-_slots = {"Comm": [], "Win": []}    # kind -> the user handlers alive
+_slots = {"Comm": [], "Win": [], "Session": []}    # kind -> the user handlers alive
 
 
 class Errhandler(Handle, unimplemented.Missing):

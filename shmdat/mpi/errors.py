@@ -5,8 +5,10 @@ import threading
 
 SUCCESS = 0
 
-# (class, name, MPI_Error_string's wording): every class MPI 3.1 defines, and the few of 4.x
-# that mpi4py names without ULFM (ERR_PROC_FAILED and the like are not shmdat.mpi's).
+# (class, name, MPI_Error_string's wording): every class MPI 3.1 defines, the few of 4.x
+# that mpi4py names, and ULFM's three (fault tolerance: shmdat/mpi/ulfm.py) with the numbers
+# of MPICH's MPIX_ERR_PROC_FAILED, _PENDING and MPIX_ERR_REVOKED (mpi4py over MPICH, built
+# without ULFM, shows ERR_UNKNOWN for all three).
 CLASSES = (
     (1, "ERR_BUFFER", "Invalid buffer pointer"),
     (2, "ERR_COUNT", "Invalid count"),
@@ -69,6 +71,9 @@ CLASSES = (
     (76, "ERR_PROC_ABORTED", "Process was aborted"),
     (77, "ERR_VALUE_TOO_LARGE", "Value is too large to store"),
     (80, "ERR_ERRHANDLER", "Invalid errhandler"),
+    (101, "ERR_PROC_FAILED", "Process failed"),
+    (102, "ERR_PROC_FAILED_PENDING", "Request pending due to failure"),
+    (103, "ERR_REVOKED", "Communication object revoked"),
     (0x3FFFFFFF, "ERR_LASTCODE", "Last error code"),
 )
 NAMES = {name: number for number, name, _ in CLASSES}      # MPI.ERR_BUFFER, ... (MPI.py)

@@ -151,11 +151,13 @@ class FlagChannel(Channel):
                 os.sched_yield()
 
     def _check_sources(self, ops):
+        self.engine.check_revoked(self.context)
         for op in ops:
             if not op.done:
                 rank = self.ranks[op.source]
                 peer = self.engine.peers[rank]
                 if peer.gone or peer.closing:       # (finalized first, then its connection ends)
                     why = "has finalized" if peer.closing else f"has gone ({peer.gone})"
-                    raise MPIException(errors.ERR_OTHER, f"rank {rank} {why} before its part "
-                                       "of this collective")
+                    raise MPIException(errors.ERR_OTHER if peer.closing else
+                                       errors.ERR_PROC_FAILED, f"rank {rank} {why} before its "
+                                       "part of this collective")

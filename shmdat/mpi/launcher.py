@@ -56,8 +56,11 @@ class Job:
     Processes are numbered in the order started; each belongs to a world (0: the job's
     ranks; 1, 2, ...: what each Spawn started), which has its own ranks and wire-up table."""
 
-    def __init__(self, size, argv, prefix=False, mpi4py=False):
+    def __init__(self, size, argv, prefix=False, mpi4py=False, auto_cleanup=True):
         self.size, self.argv, self.prefix, self.mpi4py = size, list(argv), prefix, mpi4py
+        # Without auto_cleanup (mpiexec's -disable-auto-cleanup), a rank that fails does not
+        # end the others: fault-tolerant programs go on (ULFM, shmdat/mpi/ulfm.py).
+        self.auto_cleanup, self.failed = auto_cleanup, None
         self.ranks = []            # Popen per process
         self.sockets = []          # the launcher's end of each process's wire-up socket
         self.places = []           # (world, rank in it) per process
@@ -163,7 +166,7 @@ class Job:
             for t in self.threads:
                 t.join()
             shm.reclaim_dead()
-        return self.status or 0
+        return self.status or self.failed or 0
 
     def _supervise(self, wake_r, caught):
         """The launcher's loop: wire-up lines in, the table out, children reaped; the job
@@ -213,11 +216,18 @@ class Job:
             stop = [s for s in caught if s != signal.SIGCHLD]
             caught.clear()
             for index, p in enumerate(self.ranks):
-                if p.returncode is None and p.poll() is not None and self.status is None:
+                if p.returncode is None and p.poll() is not None and self.status is None \
+                        and self.failed is None:
                     if p.returncode != 0:
-                        self.status = _exit_status(p.returncode)
+                        status = _exit_status(p.returncode)
                     elif self._left_its_parents(index):
-                        self.status = 1
+                        status = 1
+                    else:
+                        continue
+                    if self.auto_cleanup:
+                        self.status = status
+                    else:           # the job's status once all have exited
+                        self.failed = status
             if deadline is None and (self.status is not None or stop):
                 if self.status is None:
                     self.status = 128 + stop[0]

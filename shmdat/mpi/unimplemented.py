@@ -43,53 +43,38 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    DISPLACEMENT_CURRENT DISP_CUR
-    ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
-    F_ERROR F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info
-    Get_abi_version Get_hw_resource_info Iflush_buffer InPlaceType
-    MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
-    MAX_OBJECT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
-    MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
-    MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY
+    DISPLACEMENT_CURRENT DISP_CUR ERR_ABI FILE_NULL F_ERROR F_SOURCE F_STATUS_SIZE F_TAG
+    File Get_abi_fortran_info Get_abi_info Get_abi_version Get_hw_resource_info
+    Iflush_buffer InPlaceType MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
+    MAX_OBJECT_NAME MAX_PROCESSOR_NAME MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE
+    MODE_EXCL MODE_RDONLY MODE_RDWR MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY
     Register_datarep Remove_error_class Remove_error_code Remove_error_string SEEK_CUR
-    SEEK_END SEEK_SET SESSION_NULL Session
+    SEEK_END SEEK_SET
 """.split())
 
 COMM = frozenset("""
-    Ack_failed Agree
-    Alltoallw Alltoallw_init
-    Create_from_group Create_group
-    Get_failed
-    Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
-    Isendrecv_replace Ishrink Precv_init Psend_init
-    Revoke
-    Shrink f2py free fromhandle
-    fromint handle py2f toint
+    Alltoallw Alltoallw_init Ialltoallw Iflush_buffer Isendrecv Isendrecv_replace Precv_init
+    Psend_init f2py free fromhandle fromint handle py2f toint
 """.split())
 
 # Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
 CARTCOMM = COMM | frozenset("""
-    Ineighbor_alltoallw
-    Neighbor_alltoallw
-    Neighbor_alltoallw_init
+    Ineighbor_alltoallw Neighbor_alltoallw Neighbor_alltoallw_init
 """.split())
 
-# Intercomm's names beyond Comm's (shmdat/mpi/intercomm.py; the calls of Comm it does not
+# Intercomm's names: Comm's (shmdat/mpi/intercomm.py; the calls of Comm it does not
 # have raise NotImplementedCall when called).
-INTERCOMM = COMM | frozenset("""
-    Create_from_groups
-""".split())
+INTERCOMM = COMM
 
 REQUEST = frozenset("""
-    Get_status_all Get_status_any Get_status_some Parrived Pready
-    Pready_list Pready_range f2py free fromhandle fromint
-    get_status_all get_status_any get_status_some handle py2f
+    Get_status_all Get_status_any Get_status_some Parrived Pready Pready_list Pready_range
+    f2py free fromhandle fromint get_status_all get_status_any get_status_some handle py2f
     toint
 """.split())
 
 WIN = frozenset("""
-    Attach Create_dynamic Detach Get_info Set_info f2py
-    free fromhandle fromint handle info py2f toint
+    Attach Create_dynamic Detach Get_info Set_info f2py free fromhandle fromint handle info
+    py2f toint
 """.split())
 
 STATUS = frozenset("""
@@ -97,8 +82,8 @@ STATUS = frozenset("""
 """.split())
 
 DATATYPE = frozenset("""
-    Pack_external Pack_external_size Unpack_external f2py
-    free fromhandle fromint handle py2f toint
+    Pack_external Pack_external_size Unpack_external f2py free fromhandle fromint handle
+    py2f toint
 """.split())
 
 OP = frozenset("""
@@ -106,15 +91,19 @@ OP = frozenset("""
 """.split())
 
 GROUP = frozenset("""
-    Create_from_session_pset f2py free fromhandle fromint handle py2f toint
+    f2py free fromhandle fromint handle py2f toint
 """.split())
 
 MESSAGE = frozenset("""
-    fromhandle free handle
+    free fromhandle handle
 """.split())
 
 ERRHANDLER = frozenset("""
     fromhandle handle
+""".split())
+
+SESSION = frozenset("""
+    Iflush_buffer f2py fromhandle fromint handle py2f toint
 """.split())
 
 INFO = frozenset("""

@@ -10,7 +10,7 @@ import time
 
 import shmdat
 
-from . import bsend, datatypes, errors, unimplemented, wireup
+from . import bsend, datatypes, errors, handles, unimplemented, wireup
 from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # noqa: F401
                    LASTUSEDCODE, REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
@@ -220,6 +220,8 @@ _engine = _init()
 _finalized = False
 COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
 COMM_SELF = Comm(_engine, SELF_CONTEXT, [_engine.rank], "MPI_COMM_SELF")
+Comm._constants = (COMM_WORLD, COMM_SELF)     # (their integer handles: shmdat/mpi/handles.py)
+Comm._numbers.predefine([(COMM_WORLD, handles.COMM["WORLD"]), (COMM_SELF, handles.COMM["SELF"])])
 Win.COMM_SELF = COMM_SELF   # Win.Create's and Allocate's default communicator
 Message.COMM_SELF = COMM_SELF   # where MESSAGE_NO_PROC's receives from PROC_NULL run
 Grequest.COMM_SELF = COMM_SELF  # whose engine generalized requests wait in

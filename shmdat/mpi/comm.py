@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from . import attributes, bsend, collectives, errors, unimplemented, wireup
+from . import attributes, bsend, collectives, errors, handles, unimplemented, wireup
 from .errhandler import ErrorHandling
 from .collectives import Arrays, Channel, Objects
 from .attributes import KEYVAL_INVALID
@@ -96,12 +96,14 @@ class Status(unimplemented.Missing):
         return UNDEFINED if rest else count
 
 
-class Request(unimplemented.Missing):
+class Request(handles.Numbered, unimplemented.Missing):
     """A non-blocking operation (mpi4py's Request). Buffer requests: Wait/Test; object
     requests also wait/test, which return the received object. `rank_of` maps the engine's
     ranks to the communicator's, for statuses."""
 
     _unimplemented = unimplemented.REQUEST
+    _numbers = handles.Numbers(handles.REQUEST["null"], handles.REQUEST["first"])
+    _error = errors.ERR_REQUEST
 
     def __init__(self, engine=None, rank_of=None, op=None, decode=False):
         """mpi4py's Request() (no operation): a null request, equal to REQUEST_NULL;
@@ -122,6 +124,10 @@ class Request(unimplemented.Missing):
     def _handle(self):
         """What handles to the same request share (and other requests do not)."""
         return self._op
+
+    def _identity(self):
+        """(handles.Numbered) A request completed or freed is REQUEST_NULL."""
+        return None if self._is_null() else self._handle()
 
     def __eq__(self, other):
         """As mpi4py's handles: every null request is REQUEST_NULL, and Request(request) is
@@ -475,13 +481,15 @@ class _Done:
     done, error, nbytes, source, tag, buf, data = True, 0, 0, PROC_NULL, ANY_TAG, None, None
 
 
-class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
+class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Missing):
     """An intracommunicator: COMM_WORLD, COMM_SELF, or one that Dup or Split made. `ranks`
     maps its ranks to the engine's (world) ranks; `context` tells its point-to-point traffic
     apart, and its collectives use context + 1 (their own channel,
     shmdat/mpi/collectives.py)."""
 
     _unimplemented = unimplemented.COMM
+    _numbers = handles.Numbers(handles.COMM["null"], handles.COMM["first"])
+    _error = errors.ERR_COMM
     _kind = "Comm"
     _inter = False      # (an Intercomm's is True: shmdat/mpi/intercomm.py)
 
@@ -524,6 +532,10 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
             and other._context == self._context
 
     __hash__ = None
+
+    def _identity(self):
+        """(handles.Numbered) What the handles to one communicator share."""
+        return self._channel
 
     def __reduce__(self):
         """pickle: COMM_WORLD and COMM_SELF (and handles to them) by name, as mpi4py; any
@@ -1423,6 +1435,9 @@ class _NullComm(Comm):
 
     def __bool__(self):
         return False
+
+    def _identity(self):
+        return None
 
     def Get_name(self):
         return "MPI_COMM_NULL"

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from . import attributes, dlpack, errors, typemap, unimplemented
+from . import attributes, dlpack, errors, handles, typemap, unimplemented
 from .errors import Exception as MPIException
 
 ORDER_C, ORDER_F = 56, 57       # Create_subarray's orders (MPICH's; mpi4py's ORDER_FORTRAN is ORDER_F)
@@ -24,13 +24,15 @@ DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_NONE, DISTRIBUTE_DFLT_DARG = 121
 TYPECLASS_REAL, TYPECLASS_INTEGER, TYPECLASS_COMPLEX, TYPECLASS_LOGICAL = 1, 2, 3, 4
 
 
-class Datatype(attributes.Keyvals, unimplemented.Missing):
+class Datatype(attributes.Keyvals, handles.Numbered, unimplemented.Missing):
     """A named MPI datatype (its Create_* methods make Derived ones): `size`, its data's
     bytes, and `extent`, its stride in a buffer (larger for the padded pair types);
     `typemap`, where its bytes lie (typemap.py); `Get_size()`, `Get_extent()`,
     `Get_name()`; `dtype`, the numpy dtype reductions compute in."""
 
     _unimplemented = unimplemented.DATATYPE
+    _numbers = handles.Numbers(handles.DATATYPE["null"], handles.DATATYPE["first"])
+    _error = errors.ERR_TYPE
     _kind = "Datatype"
 
     is_named = is_predefined = True
@@ -69,6 +71,13 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
 
     def __hash__(self):
         return id(self.__dict__)
+
+    def _identity(self):
+        return self.__dict__ if self else None
+
+    @classmethod
+    def _another(cls, handle):
+        return Datatype(handle)
 
     @classmethod
     def fromcode(cls, code):
@@ -784,6 +793,9 @@ _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
 _MATCH_ONLY = {name: Datatype._predefined(name, size, None) for name, size in (
     ("INTEGER16", 16), ("REAL2", 2), ("COMPLEX4", 4))}
 _PREDEFINED = {**NAMED, **_MATCH_ONLY}
+Datatype._constants = _PREDEFINED.values()
+Datatype._numbers.predefine([(datatype, handles.DATATYPES[name])
+                             for name, datatype in _PREDEFINED.items()])
 _MATCHED = {(TYPECLASS_LOGICAL, 4): NAMED["LOGICAL"]}
 _MATCHED.update({(typeclass, int(name[len(prefix):])): datatype
                  for typeclass, prefix in ((TYPECLASS_INTEGER, "INTEGER"), (TYPECLASS_REAL, "REAL"),

@@ -63,8 +63,7 @@ COMM = frozenset("""
     Get_parent Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
     Isendrecv_replace Ishrink Join Precv_init Psend_init
     Revoke
-    Shrink Spawn Spawn_multiple f2py free fromhandle
-    fromint handle py2f toint
+    Shrink Spawn Spawn_multiple
 """.split())
 
 # Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
@@ -82,14 +81,12 @@ INTERCOMM = COMM | frozenset("""
 
 REQUEST = frozenset("""
     Get_status_all Get_status_any Get_status_some Parrived Pready
-    Pready_list Pready_range f2py free fromhandle fromint
-    get_status_all get_status_any get_status_some handle py2f
-    toint
+    Pready_list Pready_range
+    get_status_all get_status_any get_status_some
 """.split())
 
 WIN = frozenset("""
-    Attach Create_dynamic Detach Get_info Set_info f2py
-    free fromhandle fromint handle info py2f toint
+    Attach Create_dynamic Detach Get_info Set_info info
 """.split())
 
 STATUS = frozenset("""
@@ -97,26 +94,19 @@ STATUS = frozenset("""
 """.split())
 
 DATATYPE = frozenset("""
-    Pack_external Pack_external_size Unpack_external f2py
-    free fromhandle fromint handle py2f toint
+    Pack_external Pack_external_size Unpack_external
 """.split())
 
-OP = frozenset("""
-    f2py free fromhandle fromint handle py2f toint
-""".split())
+OP = frozenset()
 
 GROUP = frozenset("""
-    Create_from_session_pset f2py free fromhandle fromint handle py2f toint
+    Create_from_session_pset
 """.split())
 
-MESSAGE = frozenset("""
-    fromhandle free handle
-""".split())
+MESSAGE = frozenset()
 
-ERRHANDLER = frozenset("""
-    fromhandle handle
-""".split())
+ERRHANDLER = frozenset()
 
 INFO = frozenset("""
-    Create_env fromhandle handle
+    Create_env
 """.split())

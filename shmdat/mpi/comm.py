@@ -228,6 +228,52 @@ class Request(handles.Numbered, unimplemented.Missing):
 
     get_status = Get_status
 
+    # MPI 4.1's MPI_Request_get_status_all/any/some: Testall/any/some that leave the
+    # requests as they are (active, not freed); null and inactive ones count as done.
+
+    @classmethod
+    def Get_status_all(cls, requests, statuses=None):
+        """MPI_Request_get_status_all: whether every request is done (progress runs first);
+        if so, `statuses` filled (an empty status for a null or inactive one)."""
+        ops, engine = _active(requests)
+        if ops:
+            engine.progress()
+        if not all(op.done for op in ops):
+            return False
+        for i, r in enumerate(requests):
+            r.Get_status(_status_at(statuses, i))
+        return True
+
+    @classmethod
+    def Get_status_any(cls, requests, status=None):
+        """MPI_Request_get_status_any: (index, True) for the first request done, its status
+        in `status`; (UNDEFINED, False) if none is done yet, (UNDEFINED, True) if none is
+        active."""
+        ops, engine = _active(requests)
+        if not ops:
+            return UNDEFINED, True
+        engine.progress()
+        index = next((i for i, r in enumerate(requests) if r._active and r._op.done), UNDEFINED)
+        if index != UNDEFINED:
+            requests[index].Get_status(status)
+        return index, index != UNDEFINED
+
+    @classmethod
+    def Get_status_some(cls, requests, statuses=None):
+        """MPI_Request_get_status_some: the indices of the requests done now (maybe none),
+        statuses[k] the status of the k-th of them; None if none is active."""
+        ops, engine = _active(requests)
+        if not ops:
+            return None
+        engine.progress()
+        indices = [i for i, r in enumerate(requests) if r._active and r._op.done]
+        for k, i in enumerate(indices):
+            requests[i].Get_status(_status_at(statuses, k))
+        return indices
+
+    get_status_all, get_status_any, get_status_some = Get_status_all, Get_status_any, \
+        Get_status_some
+
     def wait(self, status=None):
         """Wait, then the received object (None for a send, or once returned already)."""
         if self._active:

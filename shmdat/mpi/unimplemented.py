@@ -60,8 +60,8 @@ COMM = frozenset("""
     Alltoallw Alltoallw_init Connect
     Create_from_group Create_group
     Disconnect Get_failed
-    Get_parent Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
-    Isendrecv_replace Ishrink Join Precv_init Psend_init
+    Get_parent Iagree Ialltoallw Iflush_buffer Is_revoked
+    Ishrink Join Precv_init Psend_init
     Revoke
     Shrink Spawn Spawn_multiple
 """.split())
@@ -80,9 +80,7 @@ INTERCOMM = COMM | frozenset("""
 """.split())
 
 REQUEST = frozenset("""
-    Get_status_all Get_status_any Get_status_some Parrived Pready
-    Pready_list Pready_range
-    get_status_all get_status_any get_status_some
+    Parrived Pready Pready_list Pready_range
 """.split())
 
 WIN = frozenset("""

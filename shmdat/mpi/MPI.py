@@ -45,6 +45,7 @@ from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .pickler import Pickle, pickle  # noqa: F401
 from . import persistent  # noqa: F401  (sets Comm's and Topocomm's *_init)
 from . import isendrecv  # noqa: F401  (sets Comm's Isendrecv, Isendrecv_replace)
+from . import partitioned  # noqa: F401  (sets Comm's Psend_init, Precv_init, Prequest's Pready...)
 from .topology import (CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY,  # noqa: F401
                        Cartcomm, Distgraphcomm, Graphcomm, Topocomm)
 from .shared import (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,  # noqa: F401

@@ -61,7 +61,7 @@ COMM = frozenset("""
     Create_from_group Create_group
     Disconnect Get_failed
     Get_parent Iagree Ialltoallw Iflush_buffer Is_revoked
-    Ishrink Join Precv_init Psend_init
+    Ishrink Join
     Revoke
     Shrink Spawn Spawn_multiple
 """.split())
@@ -79,9 +79,7 @@ INTERCOMM = COMM | frozenset("""
     Create_from_groups
 """.split())
 
-REQUEST = frozenset("""
-    Parrived Pready Pready_list Pready_range
-""".split())
+REQUEST = frozenset()
 
 WIN = frozenset("""
     Attach Create_dynamic Detach Get_info Set_info info

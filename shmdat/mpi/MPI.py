@@ -15,6 +15,8 @@ from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # n
                    LASTUSEDCODE, REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
                    Status)
+F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = (Status.F_SOURCE, Status.F_TAG,  # (MPICH's)
+                                           Status.F_ERROR, Status.F_STATUS_SIZE)
 from .bsend import BSEND_OVERHEAD, BUFFER_AUTOMATIC, BufferAutomaticType  # noqa: F401
 from .buffer import buffer
 from .datatypes import (BOTTOM, COMBINER_CONTIGUOUS, COMBINER_DUP,  # noqa: F401

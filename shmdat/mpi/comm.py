@@ -49,6 +49,14 @@ class Status(unimplemented.Missing):
         else:
             raise TypeError(f"expected a Status, got {type(status).__name__}")
 
+    def __eq__(self, other):
+        """As mpi4py's: equal if every field is (source, tag, error, count, cancelled)."""
+        if not isinstance(other, Status):
+            return NotImplemented
+        return self.py2f() == other.py2f()
+
+    __hash__ = None
+
     def Set_source(self, source):
         self.source = source
 
@@ -86,6 +94,24 @@ class Status(unimplemented.Missing):
 
     def Get_error(self):
         return self.error
+
+    # The Fortran status (MPI_Status_c2f/f2c): MPICH's 5 ints, the count's low 32 bits, its
+    # high bits shifted left once with the cancelled flag as bit 0, source, tag, error.
+    F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = 2, 3, 4, 5
+
+    def py2f(self):
+        """mpi4py's py2f: the status as MPICH's Fortran status (a list of F_STATUS_SIZE ints)."""
+        return [handles.signed(self.count), (self.count >> 32) << 1 | self.cancelled,
+                self.source, self.tag, self.error]
+
+    @classmethod
+    def f2py(cls, arg):
+        """mpi4py's f2py: a new Status from a Fortran status (IndexError if it is short)."""
+        status = cls()
+        count_low, count_high = arg[0] % 2**32, arg[1]
+        status.count, status.cancelled = count_high >> 1 << 32 | count_low, bool(count_high & 1)
+        status.source, status.tag, status.error = arg[2], arg[3], arg[4]
+        return status
 
     def Get_count(self, datatype=BYTE):
         """MPI_Get_count: whole elements of `datatype` received (each wire_size bytes in a
@@ -248,9 +274,11 @@ class Request(handles.Numbered, unimplemented.Missing):
     def Get_status_any(cls, requests, status=None):
         """MPI_Request_get_status_any: (index, True) for the first request done, its status
         in `status`; (UNDEFINED, False) if none is done yet, (UNDEFINED, True) if none is
-        active."""
+        active (`status` empty)."""
         ops, engine = _active(requests)
         if not ops:
+            if status is not None:
+                Status.__init__(status)
             return UNDEFINED, True
         engine.progress()
         index = next((i for i, r in enumerate(requests) if r._active and r._op.done), UNDEFINED)

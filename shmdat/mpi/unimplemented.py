@@ -45,7 +45,7 @@ def missing(owner, table, name):
 MODULE = frozenset("""
     Close_port DISPLACEMENT_CURRENT DISP_CUR
     ERR_ABI ERR_PROC_FAILED ERR_PROC_FAILED_PENDING ERR_REVOKED FILE_NULL
-    F_ERROR F_SOURCE F_STATUS_SIZE F_TAG File Get_abi_fortran_info Get_abi_info
+    File Get_abi_fortran_info Get_abi_info
     Get_abi_version Get_hw_resource_info Iflush_buffer InPlaceType
     Lookup_name MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
     MAX_OBJECT_NAME MAX_PORT_NAME MAX_PROCESSOR_NAME MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
@@ -86,7 +86,7 @@ WIN = frozenset("""
 """.split())
 
 STATUS = frozenset("""
-    f2py py2f tomemory
+    tomemory
 """.split())
 
 DATATYPE = frozenset("""

@@ -186,7 +186,7 @@ class Numbered(_Common):
     """Mixed into a handle class, which sets `_numbers` (its Numbers table), `_error` (the
     error class of a bad handle) and `_identity()` (what the handles to one object share and
     others do not; None for a null handle), and is constructed as Class() (a null handle)
-    and Class(handle) (another handle to the same object: `_another` otherwise)."""
+    and Class(handle) (another handle to the same object), or else sets `_another`."""
 
     def toint(self):
         """MPI_*_c2f: the handle as an int (MPICH's numbers for the null and predefined
@@ -200,7 +200,7 @@ class Numbered(_Common):
         names no object alive; OverflowError if it is no C int."""
         number = c_int(arg) % 2**_INT_BITS
         if number == cls._numbers.null:
-            return cls()
+            return cls._another(None)
         handle = cls._numbers.handle(number)
         if handle is None:
             raise MPIException(cls._error, f"{cls.__name__}.fromint({signed(number)}): no such "
@@ -211,7 +211,8 @@ class Numbered(_Common):
 
     @classmethod
     def _another(cls, handle):
-        return type(handle)(handle)
+        """A new handle to what `handle` names (None: a new null handle)."""
+        return cls() if handle is None else type(handle)(handle)
 
     def _names_predefined(self):
         return self._numbers.is_predefined(self)

@@ -89,9 +89,7 @@ STATUS = frozenset("""
     tomemory
 """.split())
 
-DATATYPE = frozenset("""
-    Pack_external Pack_external_size Unpack_external
-""".split())
+DATATYPE = frozenset()
 
 OP = frozenset()
 

@@ -451,6 +451,8 @@ class Prequest(Request):
         super().__init__(engine, rank_of)
         if not isinstance(engine, Request):
             self._start = start        # None once freed
+        elif not isinstance(engine, Prequest):
+            self._start = None         # (Prequest(REQUEST_NULL): a null one)
 
     def _handle(self):
         return self._start

@@ -730,8 +730,9 @@ class NullDatatype(Datatype):
 
     size = extent = typemap = property(_null_type)
 
-    def __init__(self):
-        pass                    # no size, extent or dtype to give
+    def __init__(self, datatype=None):
+        if datatype is not None:    # (type(DATATYPE_NULL)(datatype): as Datatype(datatype))
+            Datatype.__init__(self, datatype)
 
     def __bool__(self):
         return False

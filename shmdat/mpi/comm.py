@@ -145,11 +145,14 @@ class Request(handles.Numbered, unimplemented.Missing):
         #                                REQUEST_NULL after that, for Waitany and Testany)
 
     def _is_null(self):
-        return not self._active
+        """A completed request is REQUEST_NULL; a persistent one (Request(prequest) too) is
+        until freed."""
+        return not self._active and self.__dict__.get("_start") is None
 
     def _handle(self):
-        """What handles to the same request share (and other requests do not)."""
-        return self._op
+        """What handles to the same request share (and other requests do not): a persistent
+        request's start (also for Request(prequest)), another's operation."""
+        return self.__dict__.get("_start") or self._op
 
     def _identity(self):
         """(handles.Numbered) A request completed or freed is REQUEST_NULL."""
@@ -453,9 +456,6 @@ class Prequest(Request):
             self._start = start        # None once freed
         elif not isinstance(engine, Prequest):
             self._start = None         # (Prequest(REQUEST_NULL): a null one)
-
-    def _handle(self):
-        return self._start
 
     def _is_null(self):
         return self._start is None
@@ -1051,8 +1051,8 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         dest = self._engine_rank(dest, "dest")
         self._check_tag(tag)
         view = message(buf, False)[0]
-        start = _Done if dest == PROC_NULL else functools.partial(
-            self._engine.send, dest, self._context, tag, view, sync)
+        start = functools.partial(_Done) if dest == PROC_NULL else functools.partial(
+            self._engine.send, dest, self._context, tag, view, sync)   # (each its own: a handle)
         return Prequest(self._engine, self._rank_of, start)
 
     def Send_init(self, buf, dest, tag=0):
@@ -1080,7 +1080,7 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         source = self._engine_rank(source, "source", wildcard=True)
         self._check_tag(tag, wildcard=True)
         view = message(buf, True)[0]
-        start = _Done if source == PROC_NULL else functools.partial(
+        start = functools.partial(_Done) if source == PROC_NULL else functools.partial(
             self._engine.post_recv, self._context, source, tag, view)
         return Prequest(self._engine, self._rank_of, start)
 

@@ -133,10 +133,13 @@ class Request(handles.Numbered, unimplemented.Missing):
 
     def __init__(self, engine=None, rank_of=None, op=None, decode=False):
         """mpi4py's Request() (no operation): a null request, equal to REQUEST_NULL;
-        Request(request): another handle to `request`'s operation, equal to it."""
+        Request(request): another handle to `request`'s operation, equal to it. TypeError
+        for anything else, as mpi4py's."""
         if isinstance(engine, Request):
             self.__dict__.update(engine.__dict__)
             return
+        if engine is not None and not isinstance(engine, Engine):
+            raise TypeError(f"expected a Request, not {type(engine).__name__}")
         self._engine, self._rank_of, self._decode = engine, rank_of, decode
         self._op = _Done() if op is None else op
         self._unpack = None             # a receive into a derived datatype: places what came

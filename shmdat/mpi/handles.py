@@ -19,6 +19,7 @@ makes a handle to nothing, which here would be a wrong answer)."""
 
 import itertools
 import operator
+import threading
 
 from .errors import Exception as MPIException
 
@@ -148,6 +149,7 @@ class Numbers:
         self._numbers = {}      # id(identity) -> (identity, number)
         self._handles = {}      # number -> (a handle, the identity it had)
         self._predefined = set()    # the ids of the predefined objects' identities
+        self._lock = threading.Lock()   # (THREAD_MULTIPLE: one number per object)
 
     def predefine(self, constants):
         """(constant handle, MPICH's number) pairs: the predefined objects' numbers."""
@@ -164,12 +166,13 @@ class Numbers:
         identity = handle._identity()
         if identity is None:
             return self.null
-        known = self._numbers.get(id(identity))
-        if known is not None:
-            return known[1]
-        number = next(self._next)
-        self._add(handle, identity, number)
-        return number
+        with self._lock:
+            known = self._numbers.get(id(identity))
+            if known is not None:
+                return known[1]
+            number = next(self._next)
+            self._add(handle, identity, number)
+            return number
 
     def handle(self, number):
         """A handle to the object of `number`, None if it names none alive (never given, or

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from . import attributes, dlpack, errors, handles, typemap, unimplemented
+from . import attributes, dlpack, errors, external32, handles, typemap, unimplemented
 from .errors import Exception as MPIException
 
 ORDER_C, ORDER_F = 56, 57       # Create_subarray's orders (MPICH's; mpi4py's ORDER_FORTRAN is ORDER_F)
@@ -361,43 +361,43 @@ class Datatype(attributes.Keyvals, handles.Numbered, unimplemented.Missing):
         """MPI_Pack_size: the bytes Pack needs for `count` elements."""
         return _count(count) * self.size
 
-    # The portable representation "external32" (MPI 4.0 section 13.5.2): every element
-    # big-endian, in MPI's sizes. `datarep` is not looked at: MPICH takes any name alike.
+    # The portable representation "external32" (shmdat/mpi/external32.py). `datarep` is not
+    # looked at: MPICH takes any name alike.
 
     def Pack_external(self, datarep, inbuf, outbuf, position):
         """MPI_Pack_external: as Pack, in external32; the position after the elements.
         MPI.Exception ERR_ARG, ERR_TRUNCATE, ERR_TYPE as Pack's (MPICH writes past outbuf's
         end instead of ERR_TRUNCATE); NotImplementedCall where external32 is not
-        implemented (external32.__doc__)."""
-        native, external = _external32(self)
+        implemented (shmdat/mpi/external32.py: derived datatypes)."""
+        form = _external32(self)
         data = self._elements_of(inbuf, False)
         out = _contiguous_bytes(outbuf, True)[1]
         count = len(data) // self.extent
-        start, end = self._external_span(count, external, len(out), position, "Pack_external")
-        out[start:end] = np.frombuffer(data, native, count).astype(external).tobytes()
+        start, end = self._external_span(count, form, len(out), position, "Pack_external")
+        out[start:end] = form.pack(data, count)
         return end
 
     def Unpack_external(self, datarep, inbuf, position, outbuf):
         """MPI_Unpack_external: as Unpack, from external32. Errors as Pack_external's
         (ERR_TRUNCATE: inbuf holds too few bytes)."""
-        native, external = _external32(self)
+        form = _external32(self)
         out = self._elements_of(outbuf, True)
         data = _contiguous_bytes(inbuf, False)[1]
         count = len(out) // self.extent
-        start, end = self._external_span(count, external, len(data), position, "Unpack_external")
-        np.frombuffer(out, native, count)[...] = np.frombuffer(data[start:end], external)
+        start, end = self._external_span(count, form, len(data), position, "Unpack_external")
+        form.unpack(data[start:end], out, count)
         return end
 
     def Pack_external_size(self, datarep, count):
         """MPI_Pack_external_size: the bytes `count` elements take in external32."""
-        return _count(count) * _external32(self)[1].itemsize
+        return _count(count) * _external32(self).itemsize
 
     @staticmethod
-    def _external_span(count, external, room, position, what):
+    def _external_span(count, form, room, position, what):
         """(start, end) of `count` elements in external32 from `position`; MPI.Exception
         ERR_TRUNCATE if `room` bytes have not the room, ERR_ARG."""
         start = _position(position)
-        end = start + count * external.itemsize
+        end = start + count * form.itemsize
         if end > room:
             raise MPIException(errors.ERR_TRUNCATE, f"{what}: {end - start} bytes from "
                                f"position {start} of {room}")
@@ -947,38 +947,15 @@ def _other_buffer(buf):
     raise TypeError(f"expected a buffer object, not {type(buf).__name__}")
 
 
-# external32's sizes where they are not this machine's (MPI 4.0 table 13.2; MPICH's too): a C
-# long and a wchar_t take 4 and 2 bytes (a value beyond them is cut, as MPICH's).
-_EXTERNAL32_SIZES = {"LONG": 4, "UNSIGNED_LONG": 4, "WCHAR": 2, "LONG_INT": 4}
-
-
 def _external32(datatype):
-    """(the numpy dtype of `datatype`'s elements here, that of their external32 form: big
-    endian, MPI's sizes, a pair type's value and int packed). NotImplementedCall for a
-    derived datatype, the long double types (external32's are 16-byte IEEE quads) and
-    Match_size's opaque INTEGER16, REAL2, COMPLEX4."""
-    def missing():
-        return unimplemented.NotImplementedCall(
-            f"external32 of {datatype.Get_name() or 'a derived datatype'} is not implemented "
-            "by shmdat.mpi")
-
+    """The external32 Form of `datatype`'s elements (external32.py). MPI.Exception ERR_TYPE for
+    DATATYPE_NULL; NotImplementedCall for a derived datatype (its elements' types are not
+    kept) and where Form has none."""
     datatype.size                   # (DATATYPE_NULL: MPI.Exception ERR_TYPE)
     if not datatype.is_predefined:
-        raise missing()
-    native = datatype.dtype
-    size = _EXTERNAL32_SIZES.get(getattr(datatype, "_name", None))
-
-    def outside(dtype, size=None):
-        if dtype.kind == "V" and dtype.itemsize > 1 or \
-                dtype.kind in "fc" and dtype.itemsize * (2 if dtype.kind == "f" else 1) == 32:
-            raise missing()
-        return dtype.newbyteorder(">") if size is None else np.dtype(f">{dtype.kind}{size}")
-
-    if native.names is None:
-        return native, outside(native, size)
-    value, index = (native.fields[name][0] for name in native.names)
-    return native, np.dtype([(native.names[0], outside(value, size)),
-                             (native.names[1], outside(index))])
+        raise unimplemented.NotImplementedCall("external32 of a derived datatype is not "
+                                               "implemented by shmdat.mpi")
+    return external32.Form(datatype.dtype, getattr(datatype, "_name", None))
 
 
 def _contiguous_bytes(buf, writable):

@@ -4,10 +4,11 @@ Datatype, Op, Info, Errhandler, Request, Prequest, Win, Message), the predefined
 numbers (MPICH's), round trips of predefined and created objects, free of constants, of
 handles to predefined objects and of created ones; Status.py2f/f2py; Comm.Isendrecv and
 Isendrecv_replace (data, PROC_NULL, errors); Request.Get_status_all/any/some and their
-lowercase names. The first program runs unchanged under mpi4py + MPICH and must print the
+lowercase names; Datatype.Pack_external, Unpack_external, Pack_external_size. The first program runs unchanged under mpi4py + MPICH and must print the
 same lines; the second checks what shmdat.mpi alone promises where MPICH gives no answer to
 compare with (a stale integer handle raises instead of naming nothing, an Isendrecv's status
-is its receive's, a truncated one raises ERR_TRUNCATE)."""
+is its receive's, a truncated one raises ERR_TRUNCATE; external32 where MPICH aborts or
+writes past the buffer)."""
 
 import pytest
 
@@ -92,6 +93,17 @@ again = MPI.Status.f2py(status.py2f())
 say(rank, "f status", status.py2f(), again == status, again.Get_count(), again.Is_cancelled(),
     MPI.Status() == MPI.Status(), MPI.Status() == status)
 say(rank, "f short", outcome(lambda: MPI.Status.f2py([0, 0, 0])))
+
+# external32: big endian, MPI's sizes (the types MPICH 5.0 packs without aborting).
+for name, values in (("INT", [1, -2]), ("SHORT", [5, -6]), ("FLOAT", [0.5]), ("DOUBLE", [1.5, -2.25]),
+                     ("C_DOUBLE_COMPLEX", [1 + 2j]), ("INT64_T", [2**40]), ("LONG_DOUBLE", [1.5, -1 / 3])):
+    datatype = getattr(MPI, name)
+    array = np.array(values, MPI._typecode(datatype))
+    packed = bytearray(datatype.Pack_external_size("external32", len(array)) + 2)
+    position = datatype.Pack_external("external32", array, packed, 2)
+    back = np.zeros_like(array)
+    say(rank, "external32", name, len(packed), position, bytes(packed).hex(),
+        datatype.Unpack_external("external32", packed, 2, back), (back == array).all())
 
 # Isendrecv, Isendrecv_replace: the data (a ring), PROC_NULL, errors before anything starts.
 out = np.arange(3, dtype="i") + 10 * rank
@@ -223,6 +235,41 @@ small = np.zeros(1, "i")
 checks += fails(MPI.ERR_TRUNCATE, comm.Isendrecv(out, right, 9, small, left, 9).Wait)
 comm.Barrier()
 checks += 5
+
+# external32 where MPICH aborts or writes past the buffer: a C long and a wchar_t narrowed,
+# the pair types packed, a short buffer ERR_TRUNCATE, derived datatypes not implemented.
+from shmdat.mpi.unimplemented import NotImplementedCall
+for datatype, values, size in ((MPI.LONG, [3, -4], 4), (MPI.WCHAR, [65, 0x263a], 2),
+                               (MPI.UNSIGNED_LONG, [7], 4)):
+    array = np.array(values, MPI._typecode(datatype) if datatype != MPI.WCHAR else "u4")
+    packed = bytearray(datatype.Pack_external_size("external32", len(array)))
+    assert len(packed) == size * len(array)
+    assert datatype.Pack_external("external32", array, packed, 0) == len(packed)
+    assert packed == b"".join(int(v).to_bytes(size, "big", signed=True) for v in values)
+    back = np.zeros_like(array)
+    datatype.Unpack_external("external32", packed, 0, back)
+    assert (back == array).all()
+    checks += 1
+pairs = np.zeros(2, np.dtype([("v", "f8"), ("i", "i4")], align=True))
+pairs["v"], pairs["i"] = [2.5, -1.0], [7, 8]
+packed = bytearray(MPI.DOUBLE_INT.Pack_external_size("external32", 2))
+assert MPI.DOUBLE_INT.Pack_external("external32", pairs, packed, 0) == 24
+assert bytes(packed[:12]).hex() == "400400000000000000000007"
+back = np.zeros_like(pairs)
+MPI.DOUBLE_INT.Unpack_external("external32", packed, 0, back)
+assert (back == pairs).all()
+checks += 1
+checks += fails(MPI.ERR_TRUNCATE, MPI.INT.Pack_external, "external32", np.zeros(2, "i"), bytearray(7), 0)
+checks += fails(MPI.ERR_TRUNCATE, MPI.INT.Unpack_external, "external32", bytearray(7), 0, np.zeros(2, "i"))
+checks += fails(MPI.ERR_ARG, MPI.INT.Pack_external, "external32", np.zeros(2, "i"), bytearray(8), -1)
+checks += fails(MPI.ERR_TYPE, MPI.DATATYPE_NULL.Pack_external_size, "external32", 1)
+checks += fails(MPI.ERR_COUNT, MPI.INT.Pack_external_size, "external32", -1)
+vector = MPI.INT.Create_vector(2, 1, 2).Commit()
+try:
+    vector.Pack_external_size("external32", 1)
+except NotImplementedCall:
+    checks += 1
+vector.Free()
 
 # Get_status_* of generalized requests: query_fn's status, the request left active.
 def query(status):

@@ -5,10 +5,10 @@ numbers (MPICH's), round trips of predefined and created objects, free of consta
 handles to predefined objects and of created ones; Status.py2f/f2py; Comm.Isendrecv and
 Isendrecv_replace (data, PROC_NULL, errors); Request.Get_status_all/any/some and their
 lowercase names; Datatype.Pack_external, Unpack_external, Pack_external_size. The first
-program runs unchanged under mpi4py + MPICH and must print the same lines; the second checks what shmdat.mpi alone promises where MPICH gives no answer to
-compare with (a stale integer handle raises instead of naming nothing, an Isendrecv's status
-is its receive's, a truncated one raises ERR_TRUNCATE; external32 where MPICH aborts or
-writes past the buffer)."""
+program runs unchanged under mpi4py + MPICH and must print the same lines; the second checks
+what shmdat.mpi alone promises where MPICH gives no answer to compare with (a stale integer
+handle raises instead of naming nothing, an Isendrecv's status is its receive's, a truncated
+one raises ERR_TRUNCATE; external32 where MPICH aborts or writes past the buffer)."""
 
 import pytest
 

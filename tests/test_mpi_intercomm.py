@@ -487,6 +487,8 @@ INHERITED = set("""
     Send_init Sendrecv Sendrecv_replace Set_attr Set_errhandler Set_name Ssend Ssend_init
     bsend ibsend improbe iprobe irecv isend issend mprobe name probe rank recv send sendrecv
     size ssend is_topo topology Get_info Set_info info Disconnect Get_parent Join
+    toint fromint py2f f2py handle fromhandle free Isendrecv Isendrecv_replace Psend_init
+    Precv_init
 """.split())
 
 

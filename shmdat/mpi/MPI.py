@@ -10,11 +10,13 @@ import time
 
 import shmdat
 
-from . import bsend, datatypes, errors, unimplemented, wireup
+from . import bsend, datatypes, errors, handles, unimplemented, wireup
 from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # noqa: F401
                    LASTUSEDCODE, REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
                    Status)
+F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = (Status.F_SOURCE, Status.F_TAG,  # (MPICH's)
+                                           Status.F_ERROR, Status.F_STATUS_SIZE)
 from .bsend import BSEND_OVERHEAD, BUFFER_AUTOMATIC, BufferAutomaticType  # noqa: F401
 from .buffer import buffer
 from .datatypes import (BOTTOM, COMBINER_CONTIGUOUS, COMBINER_DUP,  # noqa: F401
@@ -49,6 +51,8 @@ from .pickler import Pickle, pickle  # noqa: F401
 from . import persistent  # noqa: F401  (sets Comm's and Topocomm's *_init)
 from . import ulfm  # noqa: F401  (sets Comm's Revoke, Agree, Shrink, ...)
 from .session import MAX_PSET_NAME_LEN, MAX_STRINGTAG_LEN, SESSION_NULL, Session  # noqa: F401
+from . import isendrecv  # noqa: F401  (sets Comm's Isendrecv, Isendrecv_replace)
+from . import partitioned  # noqa: F401  (sets Comm's Psend_init, Precv_init, Prequest's Pready...)
 from .topology import (CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY,  # noqa: F401
                        Cartcomm, Distgraphcomm, Graphcomm, Topocomm)
 from .shared import (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,  # noqa: F401
@@ -225,6 +229,8 @@ _engine = _init()
 _finalized = False
 COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
 COMM_SELF = Comm(_engine, SELF_CONTEXT, [_engine.rank], "MPI_COMM_SELF")
+Comm._constants = (COMM_WORLD, COMM_SELF)     # (their integer handles: shmdat/mpi/handles.py)
+Comm._numbers.predefine([(COMM_WORLD, handles.COMM["WORLD"]), (COMM_SELF, handles.COMM["SELF"])])
 Win.COMM_SELF = COMM_SELF   # Win.Create's and Allocate's default communicator
 Message.COMM_SELF = COMM_SELF   # where MESSAGE_NO_PROC's receives from PROC_NULL run
 Grequest.COMM_SELF = COMM_SELF  # whose engine generalized requests wait in

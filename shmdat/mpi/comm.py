@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from . import attributes, bsend, collectives, errors, unimplemented, wireup
+from . import attributes, bsend, collectives, errors, handles, unimplemented, wireup
 from .errhandler import ErrorHandling
 from .collectives import Arrays, Channel, Objects
 from .attributes import KEYVAL_INVALID
@@ -52,6 +52,14 @@ class Status(unimplemented.Missing):
         else:
             raise TypeError(f"expected a Status, got {type(status).__name__}")
 
+    def __eq__(self, other):
+        """As mpi4py's: equal if every field is (source, tag, error, count, cancelled)."""
+        if not isinstance(other, Status):
+            return NotImplemented
+        return self.py2f() == other.py2f()
+
+    __hash__ = None
+
     def Set_source(self, source):
         self.source = source
 
@@ -90,6 +98,24 @@ class Status(unimplemented.Missing):
     def Get_error(self):
         return self.error
 
+    # The Fortran status (MPI_Status_c2f/f2c): MPICH's 5 ints, the count's low 32 bits, its
+    # high bits shifted left once with the cancelled flag as bit 0, source, tag, error.
+    F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = 2, 3, 4, 5
+
+    def py2f(self):
+        """mpi4py's py2f: the status as MPICH's Fortran status (a list of F_STATUS_SIZE ints)."""
+        return [handles.signed(self.count), (self.count >> 32) << 1 | self.cancelled,
+                self.source, self.tag, self.error]
+
+    @classmethod
+    def f2py(cls, arg):
+        """mpi4py's f2py: a new Status from a Fortran status (IndexError if it is short)."""
+        status = cls()
+        count_low, count_high = arg[0] % 2**32, arg[1]
+        status.count, status.cancelled = count_high >> 1 << 32 | count_low, bool(count_high & 1)
+        status.source, status.tag, status.error = arg[2], arg[3], arg[4]
+        return status
+
     def Get_count(self, datatype=BYTE):
         """MPI_Get_count: whole elements of `datatype` received (each wire_size bytes in a
         message: a named datatype's extent, a derived one's size), UNDEFINED if not whole."""
@@ -99,19 +125,24 @@ class Status(unimplemented.Missing):
         return UNDEFINED if rest else count
 
 
-class Request(unimplemented.Missing):
+class Request(handles.Numbered, unimplemented.Missing):
     """A non-blocking operation (mpi4py's Request). Buffer requests: Wait/Test; object
     requests also wait/test, which return the received object. `rank_of` maps the engine's
     ranks to the communicator's, for statuses."""
 
     _unimplemented = unimplemented.REQUEST
+    _numbers = handles.Numbers(handles.REQUEST["null"], handles.REQUEST["first"])
+    _error = errors.ERR_REQUEST
 
     def __init__(self, engine=None, rank_of=None, op=None, decode=False):
         """mpi4py's Request() (no operation): a null request, equal to REQUEST_NULL;
-        Request(request): another handle to `request`'s operation, equal to it."""
+        Request(request): another handle to `request`'s operation, equal to it. TypeError
+        for anything else, as mpi4py's."""
         if isinstance(engine, Request):
             self.__dict__.update(engine.__dict__)
             return
+        if engine is not None and not isinstance(engine, Engine):
+            raise TypeError(f"expected a Request, not {type(engine).__name__}")
         self._engine, self._rank_of, self._decode = engine, rank_of, decode
         self._op = _Done() if op is None else op
         self._unpack = None             # a receive into a derived datatype: places what came
@@ -120,11 +151,18 @@ class Request(unimplemented.Missing):
         #                                REQUEST_NULL after that, for Waitany and Testany)
 
     def _is_null(self):
-        return not self._active
+        """A completed request is REQUEST_NULL; a persistent one (Request(prequest) too) is
+        until freed."""
+        return not self._active and self.__dict__.get("_start") is None
 
     def _handle(self):
-        """What handles to the same request share (and other requests do not)."""
-        return self._op
+        """What handles to the same request share (and other requests do not): a persistent
+        request's start (also for Request(prequest)), another's operation."""
+        return self.__dict__.get("_start") or self._op
+
+    def _identity(self):
+        """(handles.Numbered) A request completed or freed is REQUEST_NULL."""
+        return None if self._is_null() else self._handle()
 
     def __eq__(self, other):
         """As mpi4py's handles: every null request is REQUEST_NULL, and Request(request) is
@@ -224,6 +262,54 @@ class Request(unimplemented.Missing):
         return self._op.done
 
     get_status = Get_status
+
+    # MPI 4.1's MPI_Request_get_status_all/any/some: Testall/any/some that leave the
+    # requests as they are (active, not freed); null and inactive ones count as done.
+
+    @classmethod
+    def Get_status_all(cls, requests, statuses=None):
+        """MPI_Request_get_status_all: whether every request is done (progress runs first);
+        if so, `statuses` filled (an empty status for a null or inactive one)."""
+        ops, engine = _active(requests)
+        if ops:
+            engine.progress()
+        if not all(op.done for op in ops):
+            return False
+        for i, r in enumerate(requests):
+            r.Get_status(_status_at(statuses, i))
+        return True
+
+    @classmethod
+    def Get_status_any(cls, requests, status=None):
+        """MPI_Request_get_status_any: (index, True) for the first request done, its status
+        in `status`; (UNDEFINED, False) if none is done yet, (UNDEFINED, True) if none is
+        active (`status` empty)."""
+        ops, engine = _active(requests)
+        if not ops:
+            if status is not None:
+                Status.__init__(status)
+            return UNDEFINED, True
+        engine.progress()
+        index = next((i for i, r in enumerate(requests) if r._active and r._op.done), UNDEFINED)
+        if index != UNDEFINED:
+            requests[index].Get_status(status)
+        return index, index != UNDEFINED
+
+    @classmethod
+    def Get_status_some(cls, requests, statuses=None):
+        """MPI_Request_get_status_some: the indices of the requests done now (maybe none),
+        statuses[k] the status of the k-th of them; None if none is active."""
+        ops, engine = _active(requests)
+        if not ops:
+            return None
+        engine.progress()
+        indices = [i for i, r in enumerate(requests) if r._active and r._op.done]
+        for k, i in enumerate(indices):
+            requests[i].Get_status(_status_at(statuses, k))
+        return indices
+
+    get_status_all, get_status_any, get_status_some = Get_status_all, Get_status_any, \
+        Get_status_some
 
     def wait(self, status=None):
         """Wait, then the received object (None for a send, or once returned already)."""
@@ -374,9 +460,8 @@ class Prequest(Request):
         super().__init__(engine, rank_of)
         if not isinstance(engine, Request):
             self._start = start        # None once freed
-
-    def _handle(self):
-        return self._start
+        elif not isinstance(engine, Prequest):
+            self._start = None         # (Prequest(REQUEST_NULL): a null one)
 
     def _is_null(self):
         return self._start is None
@@ -493,13 +578,15 @@ class _Done:
     done, error, nbytes, source, tag, buf, data = True, 0, 0, PROC_NULL, ANY_TAG, None, None
 
 
-class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
+class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Missing):
     """An intracommunicator: COMM_WORLD, COMM_SELF, or one that Dup or Split made. `ranks`
     maps its ranks to the engine's (world) ranks; `context` tells its point-to-point traffic
     apart, and its collectives use context + 1 (their own channel,
     shmdat/mpi/collectives.py)."""
 
     _unimplemented = unimplemented.COMM
+    _numbers = handles.Numbers(handles.COMM["null"], handles.COMM["first"])
+    _error = errors.ERR_COMM
     _kind = "Comm"
     _inter = False      # (an Intercomm's is True: shmdat/mpi/intercomm.py)
 
@@ -543,6 +630,10 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
             and other._context == self._context
 
     __hash__ = None
+
+    def _identity(self):
+        """(handles.Numbered) What the handles to one communicator share."""
+        return self._channel
 
     def __reduce__(self):
         """pickle: COMM_WORLD and COMM_SELF (and handles to them) by name, as mpi4py; any
@@ -987,8 +1078,8 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         dest = self._engine_rank(dest, "dest")
         self._check_tag(tag)
         view = message(buf, False)[0]
-        start = _Done if dest == PROC_NULL else functools.partial(
-            self._engine.send, dest, self._context, tag, view, sync)
+        start = functools.partial(_Done) if dest == PROC_NULL else functools.partial(
+            self._engine.send, dest, self._context, tag, view, sync)   # (each its own: a handle)
         return Prequest(self._engine, self._rank_of, start)
 
     def Send_init(self, buf, dest, tag=0):
@@ -1016,7 +1107,7 @@ class Comm(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
         source = self._engine_rank(source, "source", wildcard=True)
         self._check_tag(tag, wildcard=True)
         view = message(buf, True)[0]
-        start = _Done if source == PROC_NULL else functools.partial(
+        start = functools.partial(_Done) if source == PROC_NULL else functools.partial(
             self._engine.post_recv, self._context, source, tag, view)
         return Prequest(self._engine, self._rank_of, start)
 
@@ -1447,6 +1538,9 @@ class _NullComm(Comm):
 
     def __bool__(self):
         return False
+
+    def _identity(self):
+        return None
 
     def Get_name(self):
         return "MPI_COMM_NULL"

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from . import attributes, dlpack, errors, typemap, unimplemented
+from . import attributes, dlpack, errors, external32, handles, typemap, unimplemented
 from .errors import Exception as MPIException
 
 ORDER_C, ORDER_F = 56, 57       # Create_subarray's orders (MPICH's; mpi4py's ORDER_FORTRAN is ORDER_F)
@@ -24,13 +24,15 @@ DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_NONE, DISTRIBUTE_DFLT_DARG = 121
 TYPECLASS_REAL, TYPECLASS_INTEGER, TYPECLASS_COMPLEX, TYPECLASS_LOGICAL = 1, 2, 3, 4
 
 
-class Datatype(attributes.Keyvals, unimplemented.Missing):
+class Datatype(attributes.Keyvals, handles.Numbered, unimplemented.Missing):
     """A named MPI datatype (its Create_* methods make Derived ones): `size`, its data's
     bytes, and `extent`, its stride in a buffer (larger for the padded pair types);
     `typemap`, where its bytes lie (typemap.py); `Get_size()`, `Get_extent()`,
     `Get_name()`; `dtype`, the numpy dtype reductions compute in."""
 
     _unimplemented = unimplemented.DATATYPE
+    _numbers = handles.Numbers(handles.DATATYPE["null"], handles.DATATYPE["first"])
+    _error = errors.ERR_TYPE
     _kind = "Datatype"
 
     is_named = is_predefined = True
@@ -69,6 +71,13 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
 
     def __hash__(self):
         return id(self.__dict__)
+
+    def _identity(self):
+        return self.__dict__ if self else None
+
+    @classmethod
+    def _another(cls, handle):
+        return Datatype(handle)
 
     @classmethod
     def fromcode(cls, code):
@@ -351,6 +360,48 @@ class Datatype(attributes.Keyvals, unimplemented.Missing):
     def Pack_size(self, count, comm):
         """MPI_Pack_size: the bytes Pack needs for `count` elements."""
         return _count(count) * self.size
+
+    # The portable representation "external32" (shmdat/mpi/external32.py). `datarep` is not
+    # looked at: MPICH takes any name alike.
+
+    def Pack_external(self, datarep, inbuf, outbuf, position):
+        """MPI_Pack_external: as Pack, in external32; the position after the elements.
+        MPI.Exception ERR_ARG, ERR_TRUNCATE, ERR_TYPE as Pack's (MPICH writes past outbuf's
+        end instead of ERR_TRUNCATE); NotImplementedCall where external32 is not
+        implemented (shmdat/mpi/external32.py: derived datatypes)."""
+        form = _external32(self)
+        data = self._elements_of(inbuf, False)
+        out = _contiguous_bytes(outbuf, True)[1]
+        count = len(data) // self.extent
+        start, end = self._external_span(count, form, len(out), position, "Pack_external")
+        out[start:end] = form.pack(data, count)
+        return end
+
+    def Unpack_external(self, datarep, inbuf, position, outbuf):
+        """MPI_Unpack_external: as Unpack, from external32. Errors as Pack_external's
+        (ERR_TRUNCATE: inbuf holds too few bytes)."""
+        form = _external32(self)
+        out = self._elements_of(outbuf, True)
+        data = _contiguous_bytes(inbuf, False)[1]
+        count = len(out) // self.extent
+        start, end = self._external_span(count, form, len(data), position, "Unpack_external")
+        form.unpack(data[start:end], out, count)
+        return end
+
+    def Pack_external_size(self, datarep, count):
+        """MPI_Pack_external_size: the bytes `count` elements take in external32."""
+        return _count(count) * _external32(self).itemsize
+
+    @staticmethod
+    def _external_span(count, form, room, position, what):
+        """(start, end) of `count` elements in external32 from `position`; MPI.Exception
+        ERR_TRUNCATE if `room` bytes have not the room, ERR_ARG."""
+        start = _position(position)
+        end = start + count * form.itemsize
+        if end > room:
+            raise MPIException(errors.ERR_TRUNCATE, f"{what}: {end - start} bytes from "
+                               f"position {start} of {room}")
+        return start, end
 
     def _elements_of(self, buf, writable):
         """Pack's and Unpack's user buffer, as bytes (ERR_TYPE if not committed)."""
@@ -679,8 +730,9 @@ class NullDatatype(Datatype):
 
     size = extent = typemap = property(_null_type)
 
-    def __init__(self):
-        pass                    # no size, extent or dtype to give
+    def __init__(self, datatype=None):
+        if datatype is not None:    # (type(DATATYPE_NULL)(datatype): as Datatype(datatype))
+            Datatype.__init__(self, datatype)
 
     def __bool__(self):
         return False
@@ -784,6 +836,9 @@ _BY_FORMAT.update({"B": NAMED["UNSIGNED_CHAR"], "=?": NAMED["C_BOOL"]})
 _MATCH_ONLY = {name: Datatype._predefined(name, size, None) for name, size in (
     ("INTEGER16", 16), ("REAL2", 2), ("COMPLEX4", 4))}
 _PREDEFINED = {**NAMED, **_MATCH_ONLY}
+Datatype._constants = _PREDEFINED.values()
+Datatype._numbers.predefine([(datatype, handles.DATATYPES[name])
+                             for name, datatype in _PREDEFINED.items()])
 _MATCHED = {(TYPECLASS_LOGICAL, 4): NAMED["LOGICAL"]}
 _MATCHED.update({(typeclass, int(name[len(prefix):])): datatype
                  for typeclass, prefix in ((TYPECLASS_INTEGER, "INTEGER"), (TYPECLASS_REAL, "REAL"),
@@ -890,6 +945,17 @@ def _other_buffer(buf):
             f"a buffer of type {type(buf).__name__} is not implemented by shmdat.mpi (the "
             "buffer protocol and DLPack only)")
     raise TypeError(f"expected a buffer object, not {type(buf).__name__}")
+
+
+def _external32(datatype):
+    """The external32 Form of `datatype`'s elements (external32.py). MPI.Exception ERR_TYPE for
+    DATATYPE_NULL; NotImplementedCall for a derived datatype (its elements' types are not
+    kept) and where Form has none."""
+    datatype.size                   # (DATATYPE_NULL: MPI.Exception ERR_TYPE)
+    if not datatype.is_predefined:
+        raise unimplemented.NotImplementedCall("external32 of a derived datatype is not "
+                                               "implemented by shmdat.mpi")
+    return external32.Form(datatype.dtype, getattr(datatype, "_name", None))
 
 
 def _contiguous_bytes(buf, writable):

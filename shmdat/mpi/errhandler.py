@@ -87,6 +87,7 @@ class Errhandler(Handle, unimplemented.Missing):
 
     _unimplemented = unimplemented.ERRHANDLER
     _NULL_HANDLE, _by_handle, _target, _what = _NULL_HANDLE, _by_handle, "_handler", "handler"
+    _error = errors.ERR_ERRHANDLER
 
     def __init__(self, errhandler=None):
         """mpi4py's Errhandler(errhandler=None): a null handle, or another handle to
@@ -124,15 +125,11 @@ class Errhandler(Handle, unimplemented.Missing):
         handler, self._handler = self._handler, None
         handler.unref()
 
-    def free(self):
-        """mpi4py's free: Free unless null."""
-        if self._handler is not None:
-            self.Free()
-
 
 ERRHANDLER_NULL = Errhandler()
 _CONSTANTS = {handler.name: Errhandler._to(handler) for handler in _PREDEFINED}  # what pickle names
 ERRORS_RETURN, ERRORS_ARE_FATAL, ERRORS_ABORT = _CONSTANTS.values()
+Errhandler._constants = _CONSTANTS.values()     # (what free leaves alone)
 
 
 class ErrorHandling:

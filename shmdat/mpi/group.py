@@ -5,7 +5,7 @@ As mpi4py's, a Group object is a handle: `Group(g)` is another handle to g's gro
 to it), `Group()` a null one (equal to GROUP_NULL, false), and `Free()` makes the handle
 null. GROUP_EMPTY is the group of no process."""
 
-from . import errors, unimplemented
+from . import errors, handles, unimplemented
 from .errors import Exception as MPIException
 from .matching import PROC_NULL
 
@@ -14,12 +14,14 @@ IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3   # Compare's answers (MPICH's v
 #                                                   CONGRUENT is for communicators only
 
 
-class Group(unimplemented.Missing):
+class Group(handles.Numbered, unimplemented.Missing):
     """MPI_Group: `_ranks` maps the group's ranks to the engine's (None: a null handle);
     `_me` is this process's engine rank (its group rank is UNDEFINED if it is not a
     member); handles to the same group share `_group` (what == compares)."""
 
     _unimplemented = unimplemented.GROUP
+    _numbers = handles.Numbers(handles.GROUP["null"], handles.GROUP["first"])
+    _error = errors.ERR_GROUP
 
     def __init__(self, group=None):
         """mpi4py's Group(group=None): a null handle, or another handle to `group`'s group."""
@@ -44,6 +46,9 @@ class Group(unimplemented.Missing):
 
     def __bool__(self):
         return self._group is not None
+
+    def _identity(self):
+        return self._group
 
     def __reduce__(self):
         """pickle: GROUP_NULL and GROUP_EMPTY (and handles to them) by name, as mpi4py; any
@@ -173,3 +178,5 @@ def _ranges(triplets):
 
 GROUP_NULL = Group()
 GROUP_EMPTY = Group._of((), None)
+Group._constants = (GROUP_EMPTY,)
+Group._numbers.predefine([(GROUP_EMPTY, handles.GROUP["EMPTY"])])

@@ -46,6 +46,7 @@ class Info(Handle, unimplemented.Missing):
 
     _unimplemented = unimplemented.INFO
     _NULL_HANDLE, _by_handle, _target, _what = _NULL_HANDLE, _by_handle, "_store", "info"
+    _error = errors.ERR_INFO
 
     def __init__(self, info=None):
         """mpi4py's Info(info=None): a null handle, or another handle to `info`'s store.
@@ -90,11 +91,6 @@ class Info(Handle, unimplemented.Missing):
         if self._store is _ENV:
             raise MPIException(errors.ERR_INFO, "INFO_ENV cannot be freed")
         self._store = None
-
-    def free(self):
-        """mpi4py's free: Free unless null or predefined."""
-        if self._store is not None and self._store is not _ENV:
-            self.Free()
 
     def Dup(self):
         """MPI_Info_dup: a new Info with the same items. MPI.Exception ERR_ARG for
@@ -209,3 +205,4 @@ class Info(Handle, unimplemented.Missing):
 
 INFO_NULL = Info()
 INFO_ENV = Info._to(_ENV)
+Info._constants = (INFO_ENV,)     # (what free leaves alone)

@@ -41,6 +41,7 @@ class Message(Handle, unimplemented.Missing):
 
     _unimplemented = unimplemented.MESSAGE
     _NULL_HANDLE, _by_handle, _target, _what = _NULL_HANDLE, _by_handle, "_matched", "message"
+    _error = errors.ERR_REQUEST
     COMM_SELF = None    # (set by MPI.py) where MESSAGE_NO_PROC's receives from PROC_NULL run
 
     def __init__(self, message=None):
@@ -54,6 +55,9 @@ class Message(Handle, unimplemented.Missing):
         return cls._to(_Matched(comm, msg, next(_handles)))
 
     __hash__ = None
+
+    def _free_object(self):
+        """(free) Nothing: a matched message is not freed but received (as mpi4py's)."""
 
     def __reduce__(self):
         """pickle: MESSAGE_NULL and MESSAGE_NO_PROC (and handles to them) by name, as
@@ -123,3 +127,4 @@ class Message(Handle, unimplemented.Missing):
 
 MESSAGE_NULL = Message()
 MESSAGE_NO_PROC = Message._to(_NO_PROC)
+Message._constants = (MESSAGE_NO_PROC,)     # (what free leaves alone)

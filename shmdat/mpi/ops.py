@@ -6,7 +6,7 @@ is applied in rank order: the algorithms ask `Is_commutative()` before reorderin
 
 import numpy as np
 
-from . import errors, unimplemented
+from . import errors, handles, unimplemented
 from .datatypes import message
 from .errors import Exception as MPIException
 
@@ -53,7 +53,7 @@ def _predefined(name):
     return _PREDEFINED[name]
 
 
-class Op(unimplemented.Missing):
+class Op(handles.Numbered, unimplemented.Missing):
     """A reduction operation (mpi4py's MPI.Op): `op(x, y)` on objects; on numpy arrays,
     `reduce_local(invec, inoutvec, datatype)` (inoutvec = invec op inoutvec, MPI's order).
     A predefined op applies a ufunc to the dtype kinds of MPI's table (`kinds`: logical ops on
@@ -61,6 +61,9 @@ class Op(unimplemented.Missing):
     taking byte buffers and the datatype, `kinds` None) applies to every datatype."""
 
     _unimplemented = unimplemented.OP
+    _numbers = handles.Numbers(handles.OP["null"], handles.OP["first"])
+    _error = errors.ERR_OP
+    _constants = _PREDEFINED.values()
 
     def __init__(self, op=None):
         """mpi4py's Op(op=None): a null handle (false, equal to OP_NULL), or another handle to
@@ -81,6 +84,7 @@ class Op(unimplemented.Missing):
         op._commute, op._op = commute, object()
         if ufunc is not None:
             _PREDEFINED[name] = op
+            cls._numbers.predefine([(op, handles.OP[name])])
         return op
 
     def __eq__(self, other):
@@ -123,6 +127,9 @@ class Op(unimplemented.Missing):
 
     def __bool__(self):
         return self._op is not None
+
+    def _identity(self):
+        return self._op
 
     def Is_commutative(self):
         """MPI_Op_commutative. MPI.Exception ERR_OP once freed."""

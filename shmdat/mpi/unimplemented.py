@@ -43,18 +43,16 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    DISPLACEMENT_CURRENT DISP_CUR ERR_ABI FILE_NULL F_ERROR F_SOURCE F_STATUS_SIZE F_TAG
-    File Get_abi_fortran_info Get_abi_info Get_abi_version Get_hw_resource_info
-    Iflush_buffer InPlaceType MAX_DATAREP_STRING MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING
-    MAX_OBJECT_NAME MAX_PROCESSOR_NAME MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE
-    MODE_EXCL MODE_RDONLY MODE_RDWR MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY
-    Register_datarep Remove_error_class Remove_error_code Remove_error_string SEEK_CUR
-    SEEK_END SEEK_SET
+    DISPLACEMENT_CURRENT DISP_CUR ERR_ABI FILE_NULL File Get_abi_fortran_info Get_abi_info
+    Get_abi_version Get_hw_resource_info Iflush_buffer InPlaceType MAX_DATAREP_STRING
+    MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING MAX_OBJECT_NAME MAX_PROCESSOR_NAME
+    MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
+    MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Register_datarep Remove_error_class
+    Remove_error_code Remove_error_string SEEK_CUR SEEK_END SEEK_SET
 """.split())
 
 COMM = frozenset("""
-    Alltoallw Alltoallw_init Ialltoallw Iflush_buffer Isendrecv Isendrecv_replace Precv_init
-    Psend_init f2py free fromhandle fromint handle py2f toint
+    Alltoallw Alltoallw_init Ialltoallw Iflush_buffer
 """.split())
 
 # Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
@@ -66,46 +64,30 @@ CARTCOMM = COMM | frozenset("""
 # have raise NotImplementedCall when called).
 INTERCOMM = COMM
 
-REQUEST = frozenset("""
-    Get_status_all Get_status_any Get_status_some Parrived Pready Pready_list Pready_range
-    f2py free fromhandle fromint get_status_all get_status_any get_status_some handle py2f
-    toint
-""".split())
+REQUEST = frozenset()
 
 WIN = frozenset("""
-    Attach Create_dynamic Detach Get_info Set_info f2py free fromhandle fromint handle info
-    py2f toint
+    Attach Create_dynamic Detach Get_info Set_info info
 """.split())
 
 STATUS = frozenset("""
-    f2py py2f tomemory
+    tomemory
 """.split())
 
-DATATYPE = frozenset("""
-    Pack_external Pack_external_size Unpack_external f2py free fromhandle fromint handle
-    py2f toint
-""".split())
+DATATYPE = frozenset()
 
-OP = frozenset("""
-    f2py free fromhandle fromint handle py2f toint
-""".split())
+OP = frozenset()
 
-GROUP = frozenset("""
-    f2py free fromhandle fromint handle py2f toint
-""".split())
+GROUP = frozenset()
 
-MESSAGE = frozenset("""
-    free fromhandle handle
-""".split())
+MESSAGE = frozenset()
 
-ERRHANDLER = frozenset("""
-    fromhandle handle
-""".split())
+ERRHANDLER = frozenset()
 
 SESSION = frozenset("""
     Iflush_buffer f2py fromhandle fromint handle py2f toint
 """.split())
 
 INFO = frozenset("""
-    Create_env fromhandle handle
+    Create_env
 """.split())

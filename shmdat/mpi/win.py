@@ -15,7 +15,7 @@ import numpy as np
 
 from shmdat import MemPriv, RmrTriplet
 
-from . import attributes, errors, ops, unimplemented
+from . import attributes, errors, handles, ops, unimplemented
 from .buffer import over
 from .comm import Request
 from .datatypes import BYTE, NAMED, BottomType, message, named
@@ -138,7 +138,7 @@ def _check_op(op, datatype):
     op.check(datatype.dtype)            # ERR_OP where MPI's table has no entry
 
 
-class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
+class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Missing):
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate,
     Fetch_and_op, Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate, Fence, Post,
     Start, Complete, Wait, Test, Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all,
@@ -147,6 +147,8 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
     equal to WIN_NULL."""
 
     _unimplemented = unimplemented.WIN
+    _numbers = handles.Numbers(handles.WIN["null"], handles.WIN["first"])
+    _error = errors.ERR_WIN
     _kind = "Win"
 
     COMM_SELF = None    # mpi4py's default communicator, set by MPI.py (it cannot be imported)
@@ -203,6 +205,9 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
 
     def __bool__(self):
         return self._memory is not None
+
+    def _identity(self):
+        return self.__dict__ if self else None
 
     def __reduce__(self):
         """pickle: WIN_NULL (and a null handle) only, as mpi4py; a window is ValueError."""

@@ -57,22 +57,18 @@ MODULE = frozenset("""
 
 COMM = frozenset("""
     Accept Ack_failed Agree
-    Alltoallw Alltoallw_init Connect
+    Connect
     Create_from_group Create_group
     Disconnect Get_failed
-    Get_parent Iagree Ialltoallw Iflush_buffer Is_revoked Isendrecv
+    Get_parent Iagree Iflush_buffer Is_revoked Isendrecv
     Isendrecv_replace Ishrink Join Precv_init Psend_init
     Revoke
     Shrink Spawn Spawn_multiple f2py free fromhandle
     fromint handle py2f toint
 """.split())
 
-# Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
-CARTCOMM = COMM | frozenset("""
-    Ineighbor_alltoallw
-    Neighbor_alltoallw
-    Neighbor_alltoallw_init
-""".split())
+# Cartcomm's names beyond Comm's (mpi4py's Topocomm): none now.
+CARTCOMM = COMM
 
 # Intercomm's names beyond Comm's (shmdat/mpi/intercomm.py; the calls of Comm it does not
 # have raise NotImplementedCall when called).

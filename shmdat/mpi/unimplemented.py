@@ -58,7 +58,7 @@ MODULE = frozenset("""
 COMM = frozenset("""
     Accept Ack_failed Agree
     Connect
-    Create_from_group Create_group
+    Create_from_group
     Disconnect Get_failed
     Get_parent Iagree Iflush_buffer Is_revoked Isendrecv
     Isendrecv_replace Ishrink Join Precv_init Psend_init

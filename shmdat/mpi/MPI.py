@@ -46,6 +46,7 @@ from .pickler import Pickle, pickle  # noqa: F401
 from . import persistent  # noqa: F401  (sets Comm's and Topocomm's *_init)
 from . import wcollectives  # noqa: F401  (sets Alltoallw and Neighbor_alltoallw, their forms)
 from . import create_group  # noqa: F401  (sets Comm.Create_group)
+from . import dynamic  # noqa: F401  (sets Win.Create_dynamic)
 from .topology import (CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY,  # noqa: F401
                        Cartcomm, Distgraphcomm, Graphcomm, Topocomm)
 from .shared import (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,  # noqa: F401

@@ -84,8 +84,7 @@ REQUEST = frozenset("""
 """.split())
 
 WIN = frozenset("""
-    Attach Create_dynamic Detach Get_info Set_info f2py
-    free fromhandle fromint handle info py2f toint
+    f2py free fromhandle fromint handle py2f toint
 """.split())
 
 STATUS = frozenset("""

@@ -104,8 +104,10 @@ class DynamicWin(Win):
 
     def _region_of(self, target_rank, address, length):
         """(address, length, RmrTriplet) of target_rank's region that holds the bytes, or
-        None; target_rank asked again if the regions known do not hold them."""
-        region = _holding(self._known[target_rank] or (), address, length)
+        None; target_rank asked again if the regions known do not hold them (this rank's
+        own are always the ones attached now)."""
+        region = None if target_rank == self._rank else \
+            _holding(self._known[target_rank] or (), address, length)
         if region is None:
             self._known[target_rank] = self._regions_at(target_rank)
             region = _holding(self._known[target_rank], address, length)

@@ -156,7 +156,8 @@ class Win(ErrorHandling, attributes.Keyvals, unimplemented.Missing):
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate,
     Fetch_and_op, Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate, Fence, Post,
     Start, Complete, Wait, Test, Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all,
-    Flush_local, Flush_local_all, Sync, tomemory, Free; the attributes, group and name.
+    Flush_local, Flush_local_all, Sync, tomemory, Free; the attributes, hints, group and
+    name. (Create_dynamic's windows: shmdat/mpi/dynamic.py.)
     Target ranks are the communicator's. A handle whose window is freed, or Win(), is null:
     equal to WIN_NULL."""
 

@@ -102,8 +102,8 @@ def alltoallw(comm, g, scale, mode, form, in_place=False):
             spec(recv, rcounts, rdispls, rtypes, form))
     other = 1 - g if comm.Is_inter() else g
     for j in range(n):
-        assert (block(recv, rcounts[j], rdispls[j], rtypes[j]) == value(other, j, r, rcounts[j])).all(), \\
-            (mode, form, j)
+        got = block(recv, rcounts[j], rdispls[j], rtypes[j])
+        assert (got == value(other, j, r, rcounts[j])).all(), (mode, form, j)
     assert untouched(recv, rcounts, rdispls, rtypes)
     checks += 1
 
@@ -120,7 +120,8 @@ if world.size > 1:
     for mode in ("blocking", "nonblocking", "persistent"):
         for scale in (1, LARGE):
             alltoallw(inter, world.rank % 2, scale, mode, "3")
-    checks += fails(TypeError, inter.Alltoallw, MPI.IN_PLACE, [np.zeros(4), [T] * inter.remote_size])
+    checks += fails(TypeError, inter.Alltoallw, MPI.IN_PLACE,
+                    [np.zeros(4), [T] * inter.remote_size])
     inter.Free()
     half.Free()
 
@@ -132,15 +133,16 @@ def topologies():
     yield world.Create_cart([n], periods=[False])
     index = np.cumsum([2] * n).tolist()
     yield world.Create_graph(index, [x for i in range(n) for x in ((i + 1) % n, (i - 1) % n)])
-    yield world.Create_dist_graph_adjacent([(r + 1) % n, (r + 3) % n, r], [(r - 1) % n, (r - 3) % n, r])
+    yield world.Create_dist_graph_adjacent([(r + 1) % n, (r + 3) % n, r],
+                                           [(r - 1) % n, (r - 3) % n, r])
 
 for topo in topologies():
     sources, destinations = topo.inoutedges
     for scale in (1, LARGE):
         c = 2 * scale
         ref = np.full((len(sources), c), -1, np.int64)
-        topo.Neighbor_alltoall(np.array([value(0, topo.rank, j, c) for j in range(len(destinations))],
-                                        np.int64).reshape(len(destinations), c), ref)
+        topo.Neighbor_alltoall(np.array([value(0, topo.rank, j, c)
+                                         for j in range(len(destinations))], np.int64), ref)
         stypes = [TYPES[j % 3] for j in range(len(destinations))]
         rtypes = [TYPES[(j + 1) % 3] for j in range(len(sources))]
         for mode in ("blocking", "nonblocking", "persistent"):
@@ -148,7 +150,8 @@ for topo in topologies():
                 send, sdispls = fill([c] * len(destinations), stypes, 0, topo.rank)
                 rdispls, length = layout([c] * len(sources), rtypes)
                 recv = np.full(length, -1, np.int64)
-                run(mode, "Neighbor_alltoallw", topo, spec(send, [c] * len(destinations), sdispls, stypes, form),
+                run(mode, "Neighbor_alltoallw", topo,
+                    spec(send, [c] * len(destinations), sdispls, stypes, form),
                     spec(recv, [c] * len(sources), rdispls, rtypes, form))
                 for i in range(len(sources)):
                     assert (block(recv, c, rdispls[i], rtypes[i]) == ref[i]).all(), (topo, mode, i)
@@ -161,10 +164,14 @@ for topo in topologies():
 # Alltoallv's; here ERR_TRUNCATE, as Alltoallv's); on COMM_NULL.
 n = world.size
 x = np.zeros(4 * n, np.int64)
-checks += fails(MPI.ERR_ARG, world.Alltoallw, [x, ([1] * n, [-8] * n), [T] * n], [x.copy(), ([1] * n, [0] * n), [T] * n])
-checks += fails(MPI.ERR_COUNT, world.Alltoallw, [x, ([1] * n, [8 * len(x)] * n), [T] * n], [x.copy(), ([1] * n, [0] * n), [T] * n])
-checks += fails(MPI.ERR_COUNT, world.Ialltoallw, [x, ([1] * n, [0] * n), [T] * n], [x.copy(), ([len(x) + 1] * n, [0] * n), [T] * n])
-checks += fails(MPI.ERR_TRUNCATE, world.Alltoallw, [x, ([2] * n, [0] * n), [T] * n], [x.copy(), ([1] * n, [0] * n), [T] * n])
+def w(buf, count, displ):
+    # A w-spec of one count, byte displacement and T for every rank.
+    return [buf, ([count] * n, [displ] * n), [T] * n]
+
+checks += fails(MPI.ERR_ARG, world.Alltoallw, w(x, 1, -8), w(x.copy(), 1, 0))
+checks += fails(MPI.ERR_COUNT, world.Alltoallw, w(x, 1, 8 * len(x)), w(x.copy(), 1, 0))
+checks += fails(MPI.ERR_COUNT, world.Ialltoallw, w(x, 1, 0), w(x.copy(), len(x) + 1, 0))
+checks += fails(MPI.ERR_TRUNCATE, world.Alltoallw, w(x, 2, 0), w(x.copy(), 1, 0))
 checks += fails(MPI.ERR_COMM, MPI.COMM_NULL.Alltoallw, [x, [T] * n], [x, [T] * n])
 checks += fails(MPI.ERR_COMM, MPI.COMM_NULL.Alltoallw_init, [x, [T] * n], [x, [T] * n])
 world.Barrier()
@@ -203,22 +210,28 @@ attempt("four", c.Alltoallw, [s, [1] * n, [4 * i for i in range(n)], [I] * n],
         [d, [1] * n, [8 * i for i in range(n)], [I] * n])
 at = [I.Create_indexed([1], [i]).Commit() for i in range(n)]    # (the int at index i)
 attempt("two", c.Alltoallw, [s, at[::-1]], [d, at])
-attempt("short counts", c.Alltoallw, [s, ([2] * (n + 1), [0] * n), [I] * n], [d, ([2] * n, [0] * n), [I] * n])
+def w(buf, counts, displs, types):
+    return [buf, (counts, displs), types]
+
+two, zero, ints = [2] * n, [0] * n, [I] * n
+apart = [8 * i for i in range(n)]
+attempt("short counts", c.Alltoallw, w(s, two + [2], zero, ints), w(d, two, zero, ints))
 attempt("one type", c.Alltoallw, [s, ([2] * n, [0] * n), I], [d, ([2] * n, [0] * n), I])
-attempt("typecodes", c.Alltoallw, [s, ([2] * n, [0] * n), ["i"] * n], [d, ([2] * n, [0] * n), ["i"] * n])
+attempt("typecodes", c.Alltoallw, w(s, two, zero, ["i"] * n), w(d, two, zero, ["i"] * n))
 attempt("one count", c.Alltoallw, [s, (2, [0] * n), [I] * n], [d, (2, [0] * n), [I] * n])
 attempt("no displs", c.Alltoallw, [s, [2] * n, None, [I] * n], [d, [2] * n, None, [I] * n])
-attempt("five items", c.Alltoallw, [s, [2] * n, [0] * n, [I] * n, 1], [d, [2] * n, [0] * n, [I] * n])
-attempt("float displs", c.Alltoallw, [s, ([2] * n, [0.0] * n), [I] * n], [d, ([2] * n, [0] * n), [I] * n])
-attempt("read-only", c.Alltoallw, [s, ([2] * n, [0] * n), [I] * n], [bytes(16 * n), ([2] * n, [0] * n), [I] * n])
-attempt("negative count", c.Alltoallw, [s, ([-1] * n, [0] * n), [I] * n], [d, ([-1] * n, [0] * n), [I] * n])
-attempt("not committed", c.Alltoallw, [s, ([1] * n, [0] * n), [v] * n], [d, ([1] * n, [0] * n), [v] * n])
+attempt("five items", c.Alltoallw, [s, two, zero, ints, 1], [d, two, zero, ints])
+attempt("float displs", c.Alltoallw, w(s, two, [0.0] * n, ints), w(d, two, zero, ints))
+attempt("read-only", c.Alltoallw, w(s, two, zero, ints), w(bytes(16 * n), two, zero, ints))
+attempt("negative count", c.Alltoallw, w(s, [-1] * n, zero, ints), w(d, [-1] * n, zero, ints))
+attempt("not committed", c.Alltoallw, w(s, [1] * n, zero, [v] * n), w(d, [1] * n, zero, [v] * n))
 attempt("null type", c.Alltoallw, [s, ([1] * n, [0] * n), [MPI.DATATYPE_NULL] * n],
         [d, ([1] * n, [0] * n), [MPI.DATATYPE_NULL] * n])
-attempt("empty blocks anywhere", c.Alltoallw, [s, ([0] * n, [-4] * n), [I] * n], [d, ([0] * n, [10**6] * n), [I] * n])
+attempt("empty blocks anywhere", c.Alltoallw, w(s, zero, [-4] * n, ints),
+        w(d, zero, [10**6] * n, ints))
 v.Commit()
-attempt("send vector", c.Alltoallw, [s, ([1] * n, steps), [v] * n], [d, ([2] * n, [8 * i for i in range(n)]), [I] * n])
-attempt("receive vector", c.Alltoallw, [s, ([2] * n, [8 * i for i in range(n)]), [I] * n], [d, ([1] * n, steps), [v] * n])
+attempt("send vector", c.Alltoallw, w(s, [1] * n, steps, [v] * n), w(d, two, apart, ints))
+attempt("receive vector", c.Alltoallw, w(s, two, apart, ints), w(d, [1] * n, steps, [v] * n))
 d[:] = np.arange(4 * n) + 100 * r
 c.Alltoallw(MPI.IN_PLACE, [d, ([1] * n, steps), [v] * n])
 say(r, "in place", d.tolist())
@@ -227,7 +240,8 @@ say(r, "None in place", d.tolist())
 d[:] = -1
 c.Ialltoallw([s, ([1] * n, steps), [v] * n], [d, ([1] * n, steps), [v] * n]).Wait()
 say(r, "Ialltoallw", d.tolist())
-p = c.Alltoallw_init([s, ([1] * n, steps), [v] * n], [MPI.BOTTOM, ([1] * n, [MPI.Get_address(d) + x for x in steps]), [v] * n])
+p = c.Alltoallw_init(w(s, [1] * n, steps, [v] * n),
+                     w(MPI.BOTTOM, [1] * n, [MPI.Get_address(d) + x for x in steps], [v] * n))
 for k in range(2):
     s += 1
     p.Start()
@@ -245,7 +259,8 @@ p.Start()
 p.Wait()
 p.Free()
 say(r, "Neighbor_alltoallw_init", d.tolist())
-say(r, "short", outcome(lambda: cart.Neighbor_alltoallw([s, ([1], [0]), [I]], [d, ([1, 1], [0, 4]), [I, I]])))
+say(r, "short", outcome(lambda: cart.Neighbor_alltoallw(w(s, [1], [0], [I]),
+                                                        w(d, [1, 1], [0, 4], [I, I]))))
 cart.Free()
 v.Free()
 """

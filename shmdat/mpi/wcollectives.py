@@ -21,6 +21,7 @@ from .comm import Comm, _blocking, _in_place, _invalid, _NullComm, _nonblocking
 from .datatypes import BottomType, Datatype, _contiguous_bytes, _gapless
 from .errors import Exception as MPIException
 from .info import INFO_NULL
+from .intercomm import Intercomm
 from .persistent import persistent
 from .topology import Topocomm
 
@@ -28,8 +29,9 @@ from .topology import Topocomm
 def wvector(spec, writable, blocks, unpacks):
     """One byte view per block of the w-spec `spec` (see the module docstring), as mpi4py
     reads it: ValueError for 2 to 4 items or counts, displacements or datatypes of another
-    length than `blocks`, TypeError for a count, displacement or datatype of the wrong type
-    (a single one where a sequence is due), BufferError for a read-only `buf` to write.
+    length than `blocks` (or none with MPI.BOTTOM), TypeError for a count, displacement or
+    datatype of the wrong type (a single one where a sequence is due), BufferError for a
+    read-only `buf` to write.
     MPI.Exception ERR_COUNT for a negative count, ERR_TYPE for DATATYPE_NULL or a derived
     datatype not committed, ERR_ARG for a block before its buffer, ERR_COUNT for one beyond
     it. A written block with gaps has its unpack appended to `unpacks`."""
@@ -45,6 +47,8 @@ def wvector(spec, writable, blocks, unpacks):
     counts, displs = _ints(counts, blocks), _ints(displs, blocks)
     datatypes = _datatypes(datatypes, blocks)
     if isinstance(buf, BottomType):
+        if len(spec) == 2:
+            raise ValueError("message: BOTTOM requires counts and displs")
         return [_absolute(count, displ, datatype, writable, unpacks)
                 for count, displ, datatype in zip(counts, displs, datatypes)]
     data = np.frombuffer(_contiguous_bytes(buf, writable)[1], np.uint8)
@@ -168,6 +172,8 @@ def Neighbor_alltoallw_init(self, sendbuf, recvbuf, info=INFO_NULL):
 
 Comm.Alltoallw, Comm.Ialltoallw = _blocking(_alltoallw), _nonblocking(_alltoallw)
 Comm.Alltoallw_init = Alltoallw_init
+for _name in ("Alltoallw", "Ialltoallw", "Alltoallw_init"):     # (an Intercomm's too: decided)
+    setattr(Intercomm, _name, getattr(Comm, _name))
 Topocomm.Neighbor_alltoallw = _blocking(_neighbor_alltoallw)
 Topocomm.Ineighbor_alltoallw = _nonblocking(_neighbor_alltoallw)
 Topocomm.Neighbor_alltoallw_init = Neighbor_alltoallw_init

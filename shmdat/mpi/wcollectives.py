@@ -1,14 +1,14 @@
 """The w-collectives (MPI 4.1 sections 6.8 and 8.6): Comm.Alltoallw, Ialltoallw,
 Alltoallw_init and Topocomm.Neighbor_alltoallw, Ineighbor_alltoallw, Neighbor_alltoallw_init.
 
-A w-spec is mpi4py's: `[buf, datatypes]` (one element of each at the buffer's start),
-`[buf, (counts, displs), datatypes]` or `[buf, counts, displs, datatypes]`: per rank (or
-neighbour) a count, a displacement in BYTES and a datatype of its own. `buf` may be
-MPI.BOTTOM: the displacements (and the datatypes' own) are then absolute addresses
-(MPI.Get_address), as MPI says. Each block becomes a byte view: the buffer's bytes themselves
-where the datatype has no gaps, else packed bytes (a send) or packed room unpacked into the
-buffer once the collective has ended (a receive: collectives.Channel.finish). The blocks then
-travel as Alltoallv's (pairwise exchange), an intercommunicator's in one round with every
+A w-spec is mpi4py's: `[buf, datatypes]` (one element of each at the buffer's start, as
+with counts and displacements both None), `[buf, (counts, displs), datatypes]` or
+`[buf, counts, displs, datatypes]`: per rank (or neighbour) a count, a displacement in BYTES
+and a datatype of its own. `buf` may be MPI.BOTTOM: the displacements (and the datatypes'
+own) are then absolute addresses (MPI.Get_address), as MPI says. Each block becomes a byte
+view: the buffer's bytes themselves where the datatype has no gaps, else packed bytes (a send)
+or packed room unpacked into the buffer once the collective has ended (a receive:
+collectives.Channel.finish). The blocks then travel as Alltoallv's (pairwise exchange), an intercommunicator's in one round with every
 member of the other group, a topology's as the other neighbour collectives'."""
 
 import ctypes
@@ -37,18 +37,20 @@ def wvector(spec, writable, blocks, unpacks):
     it. A written block with gaps has its unpack appended to `unpacks`."""
     if len(spec) == 2:
         buf, datatypes = spec
-        counts, displs = [1] * blocks, [0] * blocks
+        counts = displs = None
     elif len(spec) == 3:
         buf, (counts, displs), datatypes = spec
     elif len(spec) == 4:
         buf, counts, displs, datatypes = spec
     else:
         raise ValueError("message: expecting 2 to 4 items")
+    if isinstance(buf, BottomType) and (counts is None or displs is None):
+        raise ValueError("message: BOTTOM requires counts and displs")
+    if counts is None and displs is None:      # (one element of each at the start)
+        counts, displs = [1] * blocks, [0] * blocks
     counts, displs = _ints(counts, blocks), _ints(displs, blocks)
     datatypes = _datatypes(datatypes, blocks)
     if isinstance(buf, BottomType):
-        if len(spec) == 2:
-            raise ValueError("message: BOTTOM requires counts and displs")
         return [_absolute(count, displ, datatype, writable, unpacks)
                 for count, displ, datatype in zip(counts, displs, datatypes)]
     data = np.frombuffer(_contiguous_bytes(buf, writable)[1], np.uint8)

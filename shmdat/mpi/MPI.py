@@ -53,6 +53,9 @@ from . import ulfm  # noqa: F401  (sets Comm's Revoke, Agree, Shrink, ...)
 from .session import MAX_PSET_NAME_LEN, MAX_STRINGTAG_LEN, SESSION_NULL, Session  # noqa: F401
 from . import isendrecv  # noqa: F401  (sets Comm's Isendrecv, Isendrecv_replace)
 from . import partitioned  # noqa: F401  (sets Comm's Psend_init, Precv_init, Prequest's Pready...)
+from . import wcollectives  # noqa: F401  (sets Alltoallw and Neighbor_alltoallw, their forms)
+from . import create_group  # noqa: F401  (sets Comm.Create_group)
+from . import dynamic  # noqa: F401  (sets Win.Create_dynamic)
 from .topology import (CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY,  # noqa: F401
                        Cartcomm, Distgraphcomm, Graphcomm, Topocomm)
 from .shared import (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,  # noqa: F401

@@ -449,6 +449,14 @@ def alltoallv(ch, sends, recvs):
 
 
 @_collective
+def exchange(ch, sends, recvs):
+    """One round: sends[i] to rank i and recvs[i] from rank i, for every i (an
+    intercommunicator's channel: the ranks of the other group)."""
+    yield ([ch.recv(i, view) for i, view in enumerate(recvs)] +
+           [ch.send(i, view) for i, view in enumerate(sends)])
+
+
+@_collective
 def reduce_scatter(ch, send, counts, out, op, datatype):
     """Block i (counts[i] elements) of the reduction of every rank's numpy array `send` into
     rank i's `out` (a numpy array of counts[rank] elements; may alias `send`). A commutative

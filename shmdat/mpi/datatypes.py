@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from . import attributes, dlpack, errors, external32, handles, typemap, unimplemented
+from .buffer import buffer
 from .errors import Exception as MPIException
 
 ORDER_C, ORDER_F = 56, 57       # Create_subarray's orders (MPICH's; mpi4py's ORDER_FORTRAN is ORDER_F)
@@ -1163,6 +1164,8 @@ def Get_address(location):
     it is not contiguous."""
     if location is None or isinstance(location, BottomType):
         return 0
+    if isinstance(location, buffer):    # (its own: 0 for a window's without memory)
+        return location.address
     return np.frombuffer(_contiguous_bytes(location, False)[1], np.uint8).ctypes.data
 
 

@@ -1,6 +1,6 @@
 """MPI 4's sessions (mpi4py's Session), Group.Create_from_session_pset,
-Comm.Create_from_group and Intercomm.Create_from_groups; and Comm.Create_group, which also
-makes a communicator collectively over a group's members alone.
+Comm.Create_from_group and Intercomm.Create_from_groups. (Comm.Create_group, which also
+makes a communicator collectively over a group's members alone, is create_group.py's.)
 
 A session is a handle on the process sets the job has: "mpi://WORLD" (every rank) and
 "mpi://SELF" (this rank), named as MPICH names them, without regard to case. Importing MPI
@@ -10,16 +10,13 @@ ranks. A communicator made from a group (Create_from_group) agrees on its contex
 the group's members alone, there being no parent communicator: they run an allreduce (MAX)
 of their next free ids on a bootstrap context derived from the string tag
 (BOOTSTRAP_BASE + crc32(stringtag), even), which MPI makes unique among concurrent calls of
-overlapping groups. Comm.Create_group's members agree the same way on the parent
-communicator's collective context, under a tag of their own: CREATE_GROUP_TAG + the tag
-given mod 2^30, below the tags of the non-blocking collectives (collectives.py)."""
+overlapping groups."""
 
 import operator
 import zlib
 
-from . import bsend, collectives, errors, unimplemented
+from . import bsend, errors, unimplemented
 from . import comm as _comm
-from .collectives import Channel
 from .comm import COMM_NULL, Comm, _claim
 from .errhandler import ERRORS_RETURN, ErrorHandling, Errhandler
 from .errors import Exception as MPIException
@@ -32,7 +29,6 @@ PSETS = ("mpi://WORLD", "mpi://SELF")
 MAX_PSET_NAME_LEN = MAX_STRINGTAG_LEN = 256     # (MPICH's)
 BOOTSTRAP_BASE = 1 << 29        # + 2 * (crc32(stringtag) % BOOTSTRAP_IDS): Create_from_group's
 BOOTSTRAP_IDS = 1 << 27         # bootstrap contexts, below ulfm.py's FT_BASE (1 << 30)
-CREATE_GROUP_TAG = -(1 << 31)   # + tag mod 2^30: Create_group's on the collective context
 
 
 class _State:
@@ -266,31 +262,7 @@ def create_from_groups(cls, local_group, local_leader, remote_group, remote_lead
     return _with_errhandler(Intercomm(engine, context, list(local), list(remote)), errhandler)
 
 
-def create_group(self, group, tag=0):
-    """MPI_Comm_create_group (collective over the group's members only, which give the same
-    `tag`): a communicator of the group's processes in its order; COMM_NULL at a process
-    not in it. TypeError for a tag that is not an int; MPI.Exception ERR_TAG for a negative
-    one, ERR_GROUP for GROUP_NULL or a group with a process not in this communicator."""
-    if not isinstance(tag, int):
-        raise TypeError(f"tag: expected an int, not {type(tag).__name__}")
-    self._check_tag(tag)
-    members = group._members()
-    if not set(members) <= set(self._ranks):
-        raise MPIException(errors.ERR_GROUP, "Create_group: the group has processes that "
-                           "this communicator has not")
-    engine = self._engine
-    if engine.rank not in members:
-        return COMM_NULL
-    channel = Channel(engine, self._context + 1, members.index(engine.rank), list(members),
-                      CREATE_GROUP_TAG + tag % (1 << 30))
-    context = max(collectives.allgather_objects(channel, _comm._next_context))
-    _claim(context)
-    return Comm(engine, context, list(members))
-
-
-Comm.Create_group = create_group
 # An intracommunicator's calls (mpi4py's Intercomm has neither).
-Intercomm.Create_group = _not_on_intercomm("Create_group")
 Intercomm.Create_from_group = _not_on_intercomm("Create_from_group")
 Group.Create_from_session_pset = classmethod(create_from_session_pset)
 Comm.Create_from_group = classmethod(create_from_group)

@@ -2,8 +2,7 @@
 Comm.Create_graph, mpi4py's Topocomm, Cartcomm and Graphcomm (reorder is a hint: ranks keep
 their order), distributed graphs (Comm.Create_dist_graph_adjacent, Comm.Create_dist_graph,
 Distgraphcomm), and the neighbour collectives, blocking and non-blocking (the persistent
-ones: persistent.py). The w-forms are not implemented (NotImplementedError naming the
-call).
+ones: persistent.py; the w-forms: wcollectives.py).
 
 A Cartesian rank's neighbours are, dimension by dimension, the one before and the one
 after (Shift(d, 1)); PROC_NULL ones take no part. A graph rank's neighbours are its edges in

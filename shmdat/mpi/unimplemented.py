@@ -52,13 +52,11 @@ MODULE = frozenset("""
 """.split())
 
 COMM = frozenset("""
-    Alltoallw Alltoallw_init Ialltoallw Iflush_buffer
+    Iflush_buffer
 """.split())
 
-# Cartcomm's names beyond Comm's (mpi4py's Topocomm: the other neighbour collectives).
-CARTCOMM = COMM | frozenset("""
-    Ineighbor_alltoallw Neighbor_alltoallw Neighbor_alltoallw_init
-""".split())
+# Cartcomm's names: Comm's (mpi4py's Topocomm: the neighbour collectives are all there).
+CARTCOMM = COMM
 
 # Intercomm's names: Comm's (shmdat/mpi/intercomm.py; the calls of Comm it does not
 # have raise NotImplementedCall when called).
@@ -66,9 +64,7 @@ INTERCOMM = COMM
 
 REQUEST = frozenset()
 
-WIN = frozenset("""
-    Attach Create_dynamic Detach Get_info Set_info info
-""".split())
+WIN = frozenset()
 
 STATUS = frozenset("""
     tomemory

@@ -23,7 +23,7 @@ from .errhandler import ErrorHandling
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
 from .group import UNDEFINED, Group
-from .info import INFO_NULL
+from .info import INFO_NULL, Info
 from .matching import ANY_TAG, PROC_NULL
 
 LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235          # MPICH's values, as mpi4py over MPICH has them
@@ -65,6 +65,20 @@ _TYPES = list(NAMED.values())
 _TYPE_INDEX = {datatype: i for i, datatype in enumerate(_TYPES)}
 # Compare_and_swap's op on the wire: the body holds the origin, then the compare element.
 _COMPARE_AND_SWAP = len(_OPS)
+
+
+# MPI's window hints (MPI 4.1 section 12.2.1) and MPICH's values for them where not set.
+HINTS = {"no_locks": "false", "accumulate_ordering": "rar,raw,war,waw",
+         "accumulate_ops": "same_op_no_op", "alloc_shared_noncontig": "false",
+         "same_size": "false", "same_disp_unit": "false"}
+
+
+def _hints_of(info):
+    """The values `info` gives MPI's window hints (none in INFO_NULL). TypeError if `info`
+    is no Info."""
+    if not isinstance(info, Info):
+        raise TypeError(f"expected an Info, not {type(info).__name__}")
+    return {key: info.Get(key) for key in HINTS if info and key in info}
 
 
 def _fail(error_class, detail):
@@ -142,7 +156,8 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate,
     Fetch_and_op, Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate, Fence, Post,
     Start, Complete, Wait, Test, Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all,
-    Flush_local, Flush_local_all, Sync, tomemory, Free; the attributes, group and name.
+    Flush_local, Flush_local_all, Sync, tomemory, Free; the attributes, hints, group and
+    name. (Create_dynamic's windows: shmdat/mpi/dynamic.py.)
     Target ranks are the communicator's. A handle whose window is freed, or Win(), is null:
     equal to WIN_NULL."""
 
@@ -161,15 +176,17 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         if win is None:
             self._memory = None         # null: every call but Get_name raises ERR_WIN
         elif isinstance(win, Win):
-            self.__dict__ = win.__dict__
+            self.__class__, self.__dict__ = type(win), win.__dict__     # (a dynamic one's too)
         else:
             raise TypeError(f"expected a Win, not {type(win).__name__}")
 
     @classmethod
-    def _open(cls, memory, lmr, disp_unit, comm, flavor):
+    def _open(cls, memory, lmr, disp_unit, comm, flavor, info=INFO_NULL):
         """The window over `memory` (registered as `lmr`, None if empty) of every member of
-        `comm` (collective): ids and triplets agreed, registered with the engine."""
+        `comm` (collective): ids and triplets agreed, registered with the engine; the hints
+        of `info` kept."""
         self = cls.__new__(cls)
+        self._hints = dict(HINTS, **_hints_of(info))
         engine = self._engine = comm._engine
         self._memory, self._lmr, self._flavor = memory, lmr, flavor
         self._name = ""
@@ -239,7 +256,7 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
             else message([memory, BYTE], True)[0]
         lmr = engine.ia.lmr_create(engine.pz, np.frombuffer(data, np.uint8),
                                    WINDOW_PRIVILEGES) if len(data) else None
-        return cls._open(data, lmr, disp_unit, comm, WIN_FLAVOR_CREATE)
+        return cls._open(data, lmr, disp_unit, comm, WIN_FLAVOR_CREATE, info)
 
     @classmethod
     def Allocate(cls, size, disp_unit=1, info=INFO_NULL, comm=None):
@@ -252,7 +269,7 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         engine = comm._engine
         lmr = engine.ia.lmr_create(engine.pz, size, WINDOW_PRIVILEGES) if size else None
         return cls._open(memoryview(lmr.buffer) if lmr else memoryview(bytearray()), lmr,
-                         disp_unit, comm, WIN_FLAVOR_ALLOCATE)
+                         disp_unit, comm, WIN_FLAVOR_ALLOCATE, info)
 
     def tomemory(self):
         """mpi4py's tomemory: this rank's window memory, as a new MPI.buffer whose obj is
@@ -339,6 +356,32 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         self._name = name
 
     name = property(Get_name, Set_name)
+
+    def Get_info(self):
+        """MPI_Win_get_info: a new Info of the window's hints (MPI's keys, MPICH's defaults
+        where not set; nothing here acts on them). MPI.Exception ERR_WIN."""
+        self._check_live()
+        return Info.Create(self._hints)
+
+    def Set_info(self, info):
+        """MPI_Win_set_info: the values `info` gives MPI's window hints replace theirs (other
+        keys are not kept, as MPICH). TypeError if `info` is no Info; MPI.Exception ERR_WIN,
+        ERR_ARG for INFO_NULL (or freed)."""
+        self._check_live()
+        hints = _hints_of(info)
+        if not info:
+            _fail(errors.ERR_ARG, "Win.Set_info of INFO_NULL")
+        self._hints.update(hints)
+
+    info = property(Get_info, Set_info)
+
+    def Attach(self, memory):
+        """MPI_Win_attach: MPI.Exception ERR_RMA_FLAVOR, but on a window of Create_dynamic
+        (shmdat/mpi/dynamic.py); ERR_WIN."""
+        self._check_live()
+        _fail(errors.ERR_RMA_FLAVOR, "Attach on a window not made by Create_dynamic")
+
+    Detach = Attach
 
     # Communication.
 
@@ -431,9 +474,9 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
             return []
         if target_rank == self._rank:
             if write:
-                self._memory[offset:offset + len(view)] = view
+                self._local(offset, len(view))[:] = view
             else:
-                view[:] = self._memory[offset:offset + len(view)]
+                view[:] = self._local(offset, len(view))
             return []
         op = self._engine.rdma(self._ranks[target_rank], write, view,
                                self._rmr(target_rank, offset, len(view)))
@@ -487,12 +530,21 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         length = tcount * tdatatype.extent
         if length != nbytes:
             _fail(errors.ERR_TYPE, f"the target spec covers {length} bytes, the origin {nbytes}")
+        return self._offset(target_rank, disp, length)
+
+    def _offset(self, target_rank, disp, length):
+        """The byte offset of `length` bytes at displacement `disp` of target_rank's window.
+        MPI.Exception ERR_RMA_RANGE if they are not all in it."""
         rmr, unit = self._targets[target_rank]
         offset = disp * unit
         if offset + length > rmr.segment_length:
             _fail(errors.ERR_RMA_RANGE, f"bytes {offset} to {offset + length} of rank "
                                         f"{target_rank}'s window of {rmr.segment_length}")
         return offset
+
+    def _local(self, offset, length):
+        """The byte view of `length` bytes at `offset` of this rank's window memory."""
+        return self._memory[offset:offset + length]
 
     def _check_epoch(self, target_rank, passive=False):
         """MPI.Exception ERR_RMA_SYNC unless an access epoch is open on target_rank (Fence,
@@ -741,7 +793,7 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
             data = np.frombuffer(body[ACC_BODY.size:], dtype)
             if op == _COMPARE_AND_SWAP:
                 data = data.reshape(2, -1)      # the origin, the compare element
-            here = np.frombuffer(self._memory, dtype, data.shape[-1], offset)
+            here = np.frombuffer(self._local(offset, data.shape[-1] * dtype.itemsize), dtype)
             old = here.tobytes() if fetch else b""
             if op == _COMPARE_AND_SWAP:
                 np.copyto(here, data[0], where=here == data[1])

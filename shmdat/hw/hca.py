@@ -34,8 +34,7 @@ from .layout import (
     ARMED_FOR, ARMED_SELF, ATOMIC_LOCK_SLOTS, E_BASE, E_KEY, E_KIND, E_LENGTH, E_PRIV, E_PZ, E_SEG, E_SEGOFF,
     ENTRY_WORDS, HCA_MAGIC as MAGIC, HCA_W_ARMED as W_ARMED, HCA_W_CLOSED as W_CLOSED,
     HCA_W_CM_PENDING as W_CM_PENDING, HCA_W_LAYOUT as W_LAYOUT, HCA_W_LISTEN_SLOTS as W_LISTEN_SLOTS,
-    HCA_W_MAGIC as W_MAGIC, HCA_W_PID as W_PID, HCA_W_STAMP as W_STAMP, HCA_W_START as W_START,
-    HCA_W_TABLE_SLOTS as W_TABLE_SLOTS,
+    HCA_W_MAGIC as W_MAGIC, HCA_W_PID as W_PID, HCA_W_START as W_START, HCA_W_TABLE_SLOTS as W_TABLE_SLOTS,
     INDEX_BITS, LAYOUT_VERSION, LISTEN_ENTRY_BYTES, LISTEN_OFFSET, SLOT_MASK, TAG_BITS, WORD)
 from .shm import Segment, ProcessWatch
 
@@ -262,18 +261,6 @@ _ia_numbers = itertools.count()
 _inboxes = set()
 
 
-def _new_stamps():
-    """The stamps this process writes: counted up from a random 62-bit start, so that no
-    two processes (a forked child included: it starts anew) write the same stamp, and a
-    poller never takes a new stamp for the one it saw last."""
-    global _stamps
-    _stamps = itertools.count(secrets.randbits(62))
-
-
-_new_stamps()
-os.register_at_fork(after_in_child=_new_stamps)
-
-
 def address_of(pid, start, n):
     """The address of HCA number n of process (pid, start)."""
     return f"{pid}.{start}.{n}"
@@ -357,13 +344,9 @@ class RemoteHca:
         self._lock_fd = None            # the peer's table file, opened for atomics' record locks
 
     def ring(self):
-        """Tell the peer there is work for it: a new stamp in its HCA's stamp word (a poller
-        that finds the stamp it saw last and had nothing left to do looks at no QP), and its
-        doorbell rung if a waiter there has armed it (or the doorbell of the peer process's
-        HCA whose waiter armed it). Callers ring after the work is published."""
-        w = self.words
-        w[W_STAMP] = next(_stamps)
-        armed = w[W_ARMED]
+        """Ring the peer's doorbell if a waiter there has armed it (or the doorbell of
+        the peer process's HCA whose waiter armed it)."""
+        armed = self.words[W_ARMED]
         if armed == ARMED_SELF:
             self.doorbell.release()
         elif armed:

@@ -11,12 +11,12 @@ LAYOUT_VERSION.
 Every object is 8-byte words (a memoryview cast 'Q'), little-endian as the host.
 """
 
-LAYOUT_VERSION = 2                       # 2: HCA_W_STAMP
+LAYOUT_VERSION = 1
 WORD = 8
 CELL = 64                                # a cache line: the unit of a ring
 
 # The HCA segment `<prefix>.ia` (hca.py): a header page, the listening table, the
-# registration table. Armed, cm_pending, closed and stamp sit on cache lines of their own.
+# registration table. Armed, cm_pending and closed sit on cache lines of their own.
 HCA_MAGIC = 0x73686D6461743031           # "shmdat01"
 HCA_HEADER_BYTES = 4096
 HCA_W_MAGIC, HCA_W_PID, HCA_W_START, HCA_W_TABLE_SLOTS, HCA_W_LISTEN_SLOTS = 0, 1, 2, 3, 4
@@ -24,7 +24,6 @@ HCA_W_LAYOUT = 5                         # LAYOUT_VERSION
 HCA_W_ARMED = 8                          # 0; ARMED_SELF: ring my doorbell; ARMED_FOR + n: ring my HCA n's
 HCA_W_CM_PENDING = 16
 HCA_W_CLOSED = 24
-HCA_W_STAMP = 32                         # a value no ring wrote before, stored at every ring (hca.ring)
 ARMED_SELF, ARMED_FOR = 1, 2
 # Listening table: (conn_qual, listening) word pairs, after the header.
 LISTEN_OFFSET = HCA_HEADER_BYTES

@@ -21,7 +21,7 @@ import weakref
 from ..hw import cm_ports, shm
 from ..hw.errors import NoRoom
 from ..hw.hca import Hca
-from ..hw.layout import HCA_W_CM_PENDING, HCA_W_STAMP, PORT_W_GENERATION
+from ..hw.layout import HCA_W_CM_PENDING, PORT_W_GENERATION
 from ..hw.port import Port
 from ..hw.progress import LIVENESS_SLICE, LOOK_SLICE, SPIN_SECONDS, Progress, SignalError
 from ..hw.qpn import QpnTable
@@ -259,12 +259,6 @@ class Context(PyverbsCM):
         self.pds, self.cqs, self.ccs, self.qps = (set(), set(), set(), set())
         self.mrs_by_lkey = {}           # lkey -> MR: what a local SGE names
         self.active_qps = []            # QPs with work the device must move (progress visits them)
-        # A round visits the active QPs only when a peer rang since the last visit (a new
-        # stamp in our HCA) or a QP then had work that moves without a ring (qps_busy: sends
-        # queued or in flight, a message waiting for a receive, timers; set again by a post
-        # and by a QP's change of state). An idle poll is then a few lines.
-        self._stamp_seen = None
-        self.qps_busy = True
         self.owner = (shm.MY_PID, shm.MY_START, self.hca.n)
         self._next_liveness = 0.0
         self._wakes = 0                 # wake() calls: each ends the wait() calls under way
@@ -356,15 +350,8 @@ class Context(PyverbsCM):
             self._inbox()
         active = self.active_qps
         if active:
-            stamp = self._hca_words[HCA_W_STAMP]
-            if stamp != self._stamp_seen or self.qps_busy:
-                # The stamp is read before the rings: what a peer publishes after this
-                # read comes with a new stamp, seen at the next round.
-                self._stamp_seen = stamp
-                self.qps_busy = False
-                for qp in active[:] if len(active) > 1 else active:
-                    if qp._progress():
-                        self.qps_busy = True
+            for qp in active[:] if len(active) > 1 else active:
+                qp._progress()
         if now >= self._next_liveness:      # a dead peer is seen within a slice
             self._liveness()
 

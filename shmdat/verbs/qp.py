@@ -393,7 +393,6 @@ class QP(PyverbsCM):
 
     def _enter(self, new):
         old, self.state = self.state, new
-        self.context.qps_busy = True            # (the next round visits every QP)
         self.attr.qp_state = self.attr.cur_qp_state = new
         active = self.context.active_qps
         if new in _MOVING and self not in active:
@@ -506,18 +505,15 @@ class QP(PyverbsCM):
             self._created = None
 
     def _progress(self):
-        """Called by the Context's progress for every QP in RTR, RTS or SQD. True if the
-        QP has work that moves without a ring from its peer (sends queued or in flight, a
-        message waiting for a receive or partly received, no peer yet, a timer, UD): the
-        Context then visits it at its next round whatever its stamp says."""
+        """Called by the Context's progress for every QP in RTR, RTS or SQD."""
         if self.context.port_down:
             self._retry()
-            return True
+            return
         if self._datagrams is not None:
             self._datagrams.progress()
             if self._credits_exhausted:
                 self._fatal()
-            return True
+            return
         qp = self._qp
         if qp is None:
             self._join()
@@ -525,7 +521,7 @@ class QP(PyverbsCM):
             if qp is None:
                 if self.qp_type == RC:
                     self._retry()       # no responder there (yet): retried as on the wire
-                return True
+                return
         self._retries_end = None
         while self._waiting and self.state != SQD:      # posted before the join, while the port
             qp.post_send(self._waiting.popleft())       # was down, or in SQD
@@ -536,7 +532,7 @@ class QP(PyverbsCM):
             except RingCorrupt:
                 pass
             self._fatal()
-            return True
+            return
         try:
             # Acks first, as on a wire, where a send's ack comes before the reply to it: the
             # ring's head is read before the acks, so the acks the peer gave before it put
@@ -548,13 +544,12 @@ class QP(PyverbsCM):
                 qp.poll_recv()
         except RingCorrupt:
             self._fatal()
-            return True
+            return
         if self._credits_exhausted:
             self._fatal()
-            return True
+            return
         if self._drain_notify:
             self._sq_drained()
-        return qp.sq or qp.inflight or self._waiting or qp.rx_cur is not None or qp.message_waits()
 
     def _retry(self):
         """Nothing answers: the port is down (nothing goes out or comes in), or an RC QP's
@@ -708,7 +703,6 @@ class QP(PyverbsCM):
             try:
                 if self._eager and wr.next_wr is None and self._post_eager(wr):
                     return
-                self.context.qps_busy = True     # (what is queued moves at the next rounds)
                 while wr is not None:
                     self._post_one(wr)
                     wr = wr.next_wr
@@ -762,7 +756,6 @@ class QP(PyverbsCM):
             if flags & _SOLICITED:
                 work.solicited = True
             qp.post_send(work)
-            self.context.qps_busy = True
             return True
         rkey, addr = wr.rdma_rkey, wr.rdma_remote_addr
         write = wc_op == _WC_RDMA_WRITE

@@ -7,7 +7,9 @@ the group's ranks whose tag is made of the caller's `tag`, never the blocking co
 (0) nor the non-blocking ones' (negative), so it meets no other collective of the
 communicator."""
 
-from . import collectives, comm, errors, unimplemented
+import operator
+
+from . import collectives, comm, errors
 from .collectives import Channel, Objects
 from .comm import COMM_NULL, Comm, _claim, _invalid, _NullComm
 from .errors import Exception as MPIException
@@ -20,12 +22,12 @@ def Create_group(self, group, tag=0):
     """MPI_Comm_create_group (collective over `group`'s members only, each giving the same
     group and tag): a communicator of the members in the group's order; COMM_NULL at a
     caller that is not a member (GROUP_EMPTY's callers too). TypeError if `group` is no
-    Group; MPI.Exception ERR_GROUP for GROUP_NULL or a group with ranks this communicator
-    has not, ERR_TAG for a tag outside 0..TAG_UB."""
+    Group or `tag` no integer (mpi4py's `int tag`); MPI.Exception ERR_GROUP for GROUP_NULL
+    or a group with ranks this communicator has not, ERR_TAG for a tag outside 0..TAG_UB."""
     if not isinstance(group, Group):
         raise TypeError(f"expected a Group, not {type(group).__name__}")
     members = list(group._members())
-    self._check_tag(tag)
+    self._check_tag(operator.index(tag))
     if not set(members) <= set(self._ranks):
         raise MPIException(errors.ERR_GROUP, "Create_group: the group has ranks that "
                            f"{self._name or 'this communicator'} has not")
@@ -40,12 +42,12 @@ def Create_group(self, group, tag=0):
 
 
 class _IntracommOnly:
-    """Intercomm's Create_group: absent, as in mpi4py (whose is Intracomm's): looking it up,
-    on the class or an object, raises AttributeError (NotImplementedCall, naming it)."""
+    """Intercomm's Create_group: absent, as in mpi4py (whose is Intracomm's). Looking it up,
+    on the class or an object, fails here; Python then asks the class's __getattr__, which
+    raises NotImplementedCall naming it (unimplemented.INTERCOMM lists it)."""
 
     def __get__(self, obj, cls):
-        raise unimplemented.NotImplementedCall("Intercomm.Create_group: an "
-                                               "intracommunicator's call")
+        raise AttributeError("Create_group")
 
 
 Comm.Create_group = Create_group

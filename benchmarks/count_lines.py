@@ -6,8 +6,8 @@ A spawned server runs the cell's passive side (as profile_hot_path.py); this pro
 the client under sys.settrace for --seconds and prints the lines and calls per timed
 iteration and the functions that run the most lines, and apart from them what one empty
 poll costs (a CQ poll or an EVD dequeue that found nothing: how many of them run while the
-client waits depends on the machine's load, so their lines are counted on their own). The
-counts do not drift with the load, as a timing does, which makes them the measure to compare
+client waits depends on the machine's load, so their lines are counted on their own), and
+what one look at the peers costs (it runs by time, not per message). The counts do not drift with the load, as a timing does, which makes them the measure to compare
 two trees of the hot path with.
 """
 
@@ -22,8 +22,8 @@ from profile_hot_path import ITERATION, arguments, client
 
 # Counted apart: the polls that found nothing, and the looks at the peers, which run once
 # per LOOK_SLICE of time (so once per iteration under the tracer's slowness, once per
-# thousand at full speed): (module, function, kind).
-# (By the file's path, so that an older tree without some of them is counted too.)
+# thousand at full speed): (the file path's end, function) -> kind. By path, not module, so
+# that an older tree without some of these files is counted too.
 APART = {("shmdat/verbs/cq.py", "poll"): "poll", ("shmdat/dat/evd.py", "dequeue"): "poll",
          ("shmdat/verbs/device.py", "_liveness"): "look", ("shmdat/dat/engine.py", "watch"): "look"}
 

@@ -35,25 +35,32 @@ def _request(data):
     return ring.WorkRequest(ring.OP_SEND, [ring.Sge(view, 0, 0, 0)], len(view))
 
 
-@pytest.fixture
-def wire():
-    """Two acked QueuePairs joined by one connection segment: (sender, its sink,
-    receiver, its sink)."""
+def joined(what):
+    """Two QueuePairs on two HCAs joined by one connection segment named for `what`: a
+    generator for a fixture, yielding (QueuePairs, their sinks, HCAs), closing them after."""
     hcas = [Hca(listen_slots=4, table_slots=4) for _ in range(2)]
-    name = f"{hcas[0].prefix}.credits{next(_names)}"
+    name = f"{hcas[0].prefix}.{what}{next(_names)}"
     segments = [ring.create_connection_segment(name)]
     segments.append(ring.open_connection_segment(name))
     segments[0].unlink()
     sinks = [Sink(), Sink()]
     qps = [ring.QueuePair(segments[side], side, hcas[side].peer(hcas[1 - side].address), sinks[side],
                           sinks[side].take_recv) for side in (0, 1)]
-    for qp in qps:
-        qp.acked = True
-    yield qps[0], sinks[0], qps[1], sinks[1]
+    yield qps, sinks, hcas
     for qp in qps:
         qp.close()
     for hca in hcas:
         hca.close()
+
+
+@pytest.fixture
+def wire():
+    """Two acked QueuePairs joined by one connection segment: (sender, its sink,
+    receiver, its sink)."""
+    for qps, sinks, _ in joined("credits"):
+        for qp in qps:
+            qp.acked = True
+        yield qps[0], sinks[0], qps[1], sinks[1]
 
 
 def test_a_send_the_credits_cover_completes_without_the_receiver(wire):

@@ -2,36 +2,20 @@
 the peer's doorbell when a waiter there has armed it, so that a sleeper wakes for it and
 does not wait for its next liveness slice."""
 
-import itertools
-
 import pytest
 
 from shmdat.hw import ring
-from shmdat.hw.hca import Hca
 
-from tests.test_hw_ring_credits import Sink, _request
-
-_names = itertools.count(1)
+from tests.test_hw_ring_credits import _request, joined
 
 
 @pytest.fixture
 def wire():
     """Two QueuePairs joined by one connection segment: (sender, receiver, its sink, its
     HCA, armed as a sleeper arms it)."""
-    hcas = [Hca(listen_slots=4, table_slots=4) for _ in range(2)]
-    name = f"{hcas[0].prefix}.rings{next(_names)}"
-    segments = [ring.create_connection_segment(name)]
-    segments.append(ring.open_connection_segment(name))
-    segments[0].unlink()
-    sinks = [Sink(), Sink()]
-    qps = [ring.QueuePair(segments[side], side, hcas[side].peer(hcas[1 - side].address), sinks[side],
-                          sinks[side].take_recv) for side in (0, 1)]
-    hcas[1].arm()
-    yield qps[0], qps[1], sinks[1], hcas[1]
-    for qp in qps:
-        qp.close()
-    for hca in hcas:
-        hca.close()
+    for qps, sinks, hcas in joined("rings"):
+        hcas[1].arm()
+        yield qps[0], qps[1], sinks[1], hcas[1]
 
 
 def test_a_message_rings_an_armed_receiver(wire):

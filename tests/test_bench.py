@@ -61,35 +61,28 @@ def test_json_shape_of_every_shmdat_cell():
     assert out["waiting"]["idle_waiter_cpu_percent"] >= 0 and out["waiting"]["death_notice_ms"]
 
 
-def test_compare_names_every_alternative_measured_or_skipped():
-    out = bench("--compare", "--tests", "send_lat,send_bw", "--wait", "poll", "--senders", "0",
-                "--no-waiting", "--ranks", "0")
+def test_compare_measures_every_alternative_and_the_mpi_worker_on_shmdat_mpi():
+    """--compare names every alternative, measured or skipped; the worker that measures
+    mpi4py under mpiexec runs unchanged on shmdat.mpi under shmdat run (transport shmdat.mpi)."""
+    out = bench("--compare", "--tests", "send_lat,send_bw", "--sizes", "8,64K", "--wait", "poll",
+                "--senders", "0", "--no-waiting", "--ranks", "0")
     check_rows(out["rows"])
     assert out["collectives"] == []
     transports = {r["transport"] for r in out["rows"]}
     for name in ("multiprocessing.Pipe", "pyzmq", "mpi4py"):
         assert name in transports or name in out["skipped"], name
     assert {"shmdat", "shmdat.verbs", "memcpy", "shmdat.mpi"} <= transports
-
-
-def test_compare_runs_the_mpi_worker_on_shmdat_mpi_too():
-    """The worker that measures mpi4py under mpiexec runs unchanged on shmdat.mpi under
-    shmdat run: rows with transport shmdat.mpi, and the table's MPI section."""
-    out = bench("--compare", "--tests", "send_lat,send_bw", "--sizes", "8,64K", "--wait", "poll",
-                "--senders", "0", "--no-waiting", "--ranks", "0")
     smpi = sorted((r["op"], r["metric"], r["size"]) for r in out["rows"] if r["transport"] == "shmdat.mpi")
     assert smpi == [("send", "bandwidth", 8), ("send", "bandwidth", 65536),
                     ("send", "latency", 8), ("send", "latency", 65536)]
-    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--compare", "--tests", "send_lat",
-                           "--sizes", "8", "--wait", "poll", "--budget", "0.002", "--senders", "0",
-                           "--no-waiting", "--ranks", "0"], capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr
-    assert "MPI point to point, 2 ranks: shmdat.mpi (shmdat run) against mpi4py" in done.stdout
 
 
-def test_compare_measures_the_message_rate_per_layer_and_judges_the_targets():
+def test_compare_measures_message_rates_and_collectives_per_rank_count_and_judges_the_targets():
+    """Message rate per layer; the collectives program under shmdat run -n N --mpi4py and
+    mpiexec -n N: a row per (MPI, N, cell) and issue 14's N = 4 targets; every target judged
+    with the run's medians or said not measured."""
     out = bench("--compare", "--tests", "send_lat", "--sizes", "8", "--senders", "1", "--no-waiting",
-                "--ranks", "0")
+                "--ranks", "2,4")
     check_rates(out["msgrate"])
     layers = {m["transport"] for m in out["msgrate"]}
     assert {"shmdat", "shmdat.verbs"} <= layers
@@ -106,14 +99,6 @@ def test_compare_measures_the_message_rate_per_layer_and_judges_the_targets():
     # Measured in this run: judged one way or the other, with the ratio of the run's medians.
     t = judged["verbs 8 B send/recv, blocked vs polling"]
     assert t["measured"] is True and t["ratio"] == t["ours"] / t["theirs"]
-
-
-def test_compare_times_mpi_collectives_on_shmdat_mpi_and_mpi4py_at_each_rank_count():
-    """The collectives program runs under shmdat run -n N --mpi4py and mpiexec -n N: a row
-    per (MPI, N, cell), the table's collectives section, and issue 14's N = 4 targets."""
-    done = run_bench("--compare", "--tests", "send_lat", "--sizes", "8", "--wait", "poll",
-                     "--senders", "0", "--no-waiting", "--ranks", "2,4")
-    out = json.loads(done.stdout)
     for c in out["collectives"]:
         assert set(c) == COLLECTIVE_KEYS, c
         assert (c["metric"], c["unit"], c["wait"]) == ("latency", "us", "block")
@@ -121,18 +106,19 @@ def test_compare_times_mpi_collectives_on_shmdat_mpi_and_mpi4py_at_each_rank_cou
     mpis = ["shmdat.mpi"] + ([] if "mpi4py" in out["skipped"] else ["mpi4py"])
     assert sorted((c["transport"], c["ranks"], c["op"], c["size"]) for c in out["collectives"]) == \
         sorted((t, n, cell.op, cell.size) for t in mpis for n in (2, 4) for cell in COLLECTIVES)
-    judged = {t["name"]: t for t in out["targets"]}
     for name in ("shmdat.mpi Barrier, 4 ranks, vs mpi4py", "shmdat.mpi 8 B Allreduce, 4 ranks, vs mpi4py"):
         assert judged[name]["measured"] is ("mpi4py" in mpis), name
     assert judged["shmdat.mpi 8 B Allreduce, 4 ranks, vs mpi4py"]["against"] == \
         (["mpi4py", "allreduce", "latency", 8, 4] if "mpi4py" in mpis else None)
 
 
-def test_the_table_ends_with_the_targets_section():
-    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--tests", "send_lat", "--sizes", "8",
-                           "--budget", "0.002", "--messages", "200", "--senders", "1", "--no-waiting"],
+def test_the_table_has_the_mpi_section_and_ends_with_the_targets_section():
+    done = subprocess.run([sys.executable, "-m", "shmdat", "bench", "--compare", "--tests", "send_lat",
+                           "--sizes", "8", "--wait", "poll", "--budget", "0.002", "--messages", "200",
+                           "--senders", "1", "--no-waiting", "--ranks", "0"],
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
+    assert "MPI point to point, 2 ranks: shmdat.mpi (shmdat run) against mpi4py" in done.stdout
     section = done.stdout[done.stdout.index("targets (issues 13 and 14)"):].splitlines()[2:]
     assert [line[:44].rstrip() for line in section] == [t.name for t in targets.TARGETS]
     assert "not measured" in done.stdout

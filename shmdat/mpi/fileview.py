@@ -1,0 +1,88 @@
+"""A file view (MPI 4.1 section 14.3): where the data a process sees of a file lies. The
+filetype, tiled from byte `disp` on (copy k at disp + k * extent), selects runs of bytes; the
+view's data is those runs in order, a stream of etypes. Offsets and file pointers count
+etypes of that stream; `segments` maps a span of it to the file's bytes, `byte_offset` one
+offset, `end` the file's end to the offset just past the data before it."""
+
+import bisect
+import itertools
+
+from . import errors
+from .errors import Exception as MPIException
+
+
+class View:
+    """The view (disp, etype, filetype, datarep): the datatypes are handles of the view's
+    own (the program may free its own handles), their type maps fixed."""
+
+    def __init__(self, disp, etype, filetype, datarep):
+        self.disp, self.etype, self.filetype, self.datarep = disp, etype, filetype, datarep
+        tmap = filetype.typemap
+        self.esize, self.size, self.extent = etype.size, filetype.size, tmap.extent
+        self.runs = tmap.runs
+        self.starts = list(itertools.accumulate((n for _, n in self.runs), initial=0))
+        # One run from the tile's start, tiles back to back: the stream is the file's bytes.
+        self.contiguous = self.runs == ((0, self.size),) and self.extent == self.size
+
+    def segments(self, offset, nbytes):
+        """The (file byte, length) pieces of `nbytes` bytes of the stream from etype
+        `offset`, in the stream's order, adjacent ones merged."""
+        position = offset * self.esize
+        if self.contiguous:
+            return [(self.disp + position, nbytes)] if nbytes else []
+        pieces = []
+        tile, within = divmod(position, self.size)
+        run = bisect.bisect_right(self.starts, within) - 1
+        while nbytes > 0:
+            if run == len(self.runs):
+                tile, run, within = tile + 1, 0, 0
+                continue
+            start, length = self.runs[run]
+            skip = within - self.starts[run]
+            take = min(length - skip, nbytes)
+            where = self.disp + tile * self.extent + start + skip
+            if pieces and pieces[-1][0] + pieces[-1][1] == where:
+                pieces[-1] = (pieces[-1][0], pieces[-1][1] + take)
+            else:
+                pieces.append((where, take))
+            nbytes -= take
+            within += take
+            run += 1
+        return pieces
+
+    def byte_offset(self, offset):
+        """MPI_File_get_byte_offset: the file byte where etype `offset` of the stream lies."""
+        tile, within = divmod(offset * self.esize, self.size)
+        run = bisect.bisect_right(self.starts, within) - 1
+        if run == len(self.runs):           # (the end of a tile: the next one's start)
+            tile, run, within = tile + 1, 0, 0
+        return self.disp + tile * self.extent + self.runs[run][0] + within - self.starts[run]
+
+    def end(self, file_size):
+        """The etype offset just past the stream's bytes that lie before byte `file_size`
+        (a partial etype counts whole, as ROMIO's end of file)."""
+        if file_size <= self.disp:
+            return 0
+        tiles, rest = divmod(file_size - self.disp, self.extent)
+        below = tiles * self.size + sum(max(0, min(length, rest - start))
+                                        for start, length in self.runs)
+        return -(-below // self.esize)
+
+
+def check(etype, filetype):
+    """MPI_File_set_view's checks of its datatypes: MPI.Exception ERR_TYPE for DATATYPE_NULL
+    or one not committed, ERR_ARG for a filetype that is not made of whole etypes (its size
+    not a multiple of the etype's, or no data) or whose data leaves [0, extent) (MPI asks
+    non-negative, non-decreasing displacements: copies never overlap)."""
+    for datatype in (etype, filetype):
+        if not datatype or not datatype.committed:
+            raise MPIException(errors.ERR_TYPE, f"Set_view: the datatype {datatype!r} is null "
+                                                "or not committed")
+    if etype.size == 0 or filetype.size == 0 or filetype.size % etype.size:
+        raise MPIException(errors.ERR_ARG, "Set_view: the filetype must be made of etypes "
+                           f"(sizes {filetype.size} and {etype.size})")
+    tmap = filetype.typemap
+    if tmap.true_lb < 0 or tmap.true_ub > tmap.extent:
+        raise MPIException(errors.ERR_ARG, "Set_view: the filetype's data must lie within its "
+                           f"extent from 0 (it lies from {tmap.true_lb} to {tmap.true_ub}, "
+                           f"extent {tmap.extent}): its copies would overlap")

@@ -286,9 +286,12 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
 
     def Set_size(self, size):
         """MPI_File_set_size (collective): the file cut or extended (with zeros) to `size`
-        bytes. MPI.Exception ERR_FILE, ERR_ARG (negative), ERR_READ_ONLY (MODE_RDONLY)."""
+        bytes. MPI.Exception ERR_FILE, ERR_ARG (negative), ERR_READ_ONLY (MODE_RDONLY),
+        ERR_UNSUPPORTED_OPERATION (MODE_SEQUENTIAL, as ROMIO)."""
         self._check_writable(errors.ERR_READ_ONLY)
+        self._check_random()
         size = _offset(size, "Set_size:")
+        self._comm.Barrier()        # every process's writes are in before the file is cut
         self._by_root(lambda: os.ftruncate(self._fd, size))
 
     def Preallocate(self, size):
@@ -384,10 +387,11 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         self._comm.Barrier()        # no process uses the shared pointer any more
 
         def reset():
-            where = self._view.byte_offset(self._shared.get()) if sequential else disp
+            where = self._view.byte_offset(self._shared.get()) if sequential else None
             self._shared.set(0)
             return where
-        disp = self._by_root(reset)
+        where = self._by_root(reset)
+        disp = where if sequential else disp
         self._view = View(disp, _own(etype), _own(filetype), datarep)
         self._pointer = 0
 
@@ -400,8 +404,9 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
 
     def Get_byte_offset(self, offset):
         """MPI_File_get_byte_offset: the file byte where etype `offset` of the view lies.
-        MPI.Exception ERR_FILE, ERR_ARG (negative)."""
-        self._check_live()
+        MPI.Exception ERR_FILE, ERR_ARG (negative), ERR_UNSUPPORTED_OPERATION
+        (MODE_SEQUENTIAL)."""
+        self._check_random()
         return self._view.byte_offset(_offset(offset, "Get_byte_offset: offset"))
 
     def Get_type_extent(self, datatype):
@@ -554,22 +559,22 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
     # as ROMIO, any end ends it.
 
     def Read_at_all_begin(self, offset, buf):
-        self._begin(self._access(_AT, False, buf, offset))
+        self._begin(self._access(_AT, False, buf, offset, split=True))
 
     def Write_at_all_begin(self, offset, buf):
-        self._begin(self._access(_AT, True, buf, offset))
+        self._begin(self._access(_AT, True, buf, offset, split=True))
 
     def Read_all_begin(self, buf):
-        self._begin(self._access(_INDIVIDUAL, False, buf))
+        self._begin(self._access(_INDIVIDUAL, False, buf, split=True))
 
     def Write_all_begin(self, buf):
-        self._begin(self._access(_INDIVIDUAL, True, buf))
+        self._begin(self._access(_INDIVIDUAL, True, buf, split=True))
 
     def Read_ordered_begin(self, buf):
-        self._begin(self._access(_ORDERED, False, buf))
+        self._begin(self._access(_ORDERED, False, buf, split=True))
 
     def Write_ordered_begin(self, buf):
-        self._begin(self._access(_ORDERED, True, buf))
+        self._begin(self._access(_ORDERED, True, buf, split=True))
 
     def Read_at_all_end(self, buf, status=None):
         self._end(buf, status, False)
@@ -606,12 +611,13 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
     def _request(self, nbytes, datatype):
         return FileRequest(self._comm._engine, None, _Done(nbytes))
 
-    def _access(self, kind, write, buf, offset=None):
+    def _access(self, kind, write, buf, offset=None, split=False):
         """Move the data of buffer spec `buf` to (write) or from the file: at etype `offset`
         (_AT), the individual pointer, the shared one, or in rank order; the pointer moved.
-        (bytes moved, the buffer's datatype)."""
+        (bytes moved, the buffer's datatype). A write to a MODE_RDONLY file is ERR_READ_ONLY,
+        ERR_IO (ROMIO's) through the shared pointer or in a split collective's begin."""
         if write:
-            self._check_writable(errors.ERR_IO if kind in (_SHARED, _ORDERED)
+            self._check_writable(errors.ERR_IO if kind in (_SHARED, _ORDERED) or split
                                  else errors.ERR_READ_ONLY)
         else:
             self._check_live()

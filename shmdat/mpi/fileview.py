@@ -60,29 +60,37 @@ class View:
 
     def end(self, file_size):
         """The etype offset just past the stream's bytes that lie before byte `file_size`
-        (a partial etype counts whole, as ROMIO's end of file)."""
-        if file_size <= self.disp:
-            return 0
-        tiles, rest = divmod(file_size - self.disp, self.extent)
-        below = tiles * self.size + sum(max(0, min(length, rest - start))
-                                        for start, length in self.runs)
+        (a partial etype counts whole, as ROMIO's end of file). Copies of a filetype whose
+        data reaches past its extent overlap (MPICH allows it): the tiles before the last
+        that lies whole below the end are counted, then each one that reaches it."""
+        reach = max((start + length for start, length in self.runs), default=0)
+        limit = file_size - self.disp
+        tile = max(0, (limit - reach) // self.extent + 1) if self.extent > 0 else 0
+        below = tile * self.size
+        while tile * self.extent < limit:
+            base = tile * self.extent
+            below += sum(max(0, min(length, limit - base - start))
+                         for start, length in self.runs)
+            tile += 1
         return -(-below // self.esize)
 
 
 def check(etype, filetype):
     """MPI_File_set_view's checks of its datatypes: MPI.Exception ERR_TYPE for DATATYPE_NULL
-    or one not committed, ERR_ARG for a filetype that is not made of whole etypes (its size
-    not a multiple of the etype's, or no data) or whose data leaves [0, extent) (MPI asks
-    non-negative, non-decreasing displacements: copies never overlap)."""
+    or one not committed; ERR_ARG for a filetype that is not made of whole etypes (its size
+    not a multiple of the etype's), or an etype or filetype without data or extent (MPICH
+    takes them; no data access could use them); ERR_IO (ROMIO's class) for a filetype whose
+    displacements are negative or decrease, which MPI forbids."""
     for datatype in (etype, filetype):
         if not datatype or not datatype.committed:
             raise MPIException(errors.ERR_TYPE, f"Set_view: the datatype {datatype!r} is null "
                                                 "or not committed")
-    if etype.size == 0 or filetype.size == 0 or filetype.size % etype.size:
+    if etype.size == 0 or filetype.size == 0 or filetype.size % etype.size \
+            or filetype.extent <= 0:
         raise MPIException(errors.ERR_ARG, "Set_view: the filetype must be made of etypes "
-                           f"(sizes {filetype.size} and {etype.size})")
-    tmap = filetype.typemap
-    if tmap.true_lb < 0 or tmap.true_ub > tmap.extent:
-        raise MPIException(errors.ERR_ARG, "Set_view: the filetype's data must lie within its "
-                           f"extent from 0 (it lies from {tmap.true_lb} to {tmap.true_ub}, "
-                           f"extent {tmap.extent}): its copies would overlap")
+                           f"(sizes {filetype.size} and {etype.size}, extent "
+                           f"{filetype.extent})")
+    starts = [start for start, _ in filetype.typemap.runs]
+    if starts[0] < 0 or starts != sorted(starts):
+        raise MPIException(errors.ERR_IO, "Set_view: a filetype's displacements must be "
+                           f"non-negative and non-decreasing (they are {starts})")

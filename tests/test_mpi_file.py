@@ -1,0 +1,410 @@
+"""shmdat.mpi's MPI-IO (MPI.File, shmdat/mpi/file.py), by real launches: opening (amodes,
+MODE_CREATE, MODE_EXCL, MODE_APPEND, MODE_DELETE_ON_CLOSE, MODE_SEQUENTIAL), the file's size,
+group, hints and handles, views of derived filetypes, every form of data access (explicit
+offsets, individual and shared pointers, ordered; blocking, nonblocking, collective, split),
+the statuses, the error handlers, and the errors as MPICH gives them. The programs import
+mpi4py and run under `shmdat run --mpi4py` and under mpiexec with MPICH alike: their lines
+must be the same."""
+
+import pytest
+
+from tests import mpi_launch
+from tests.mpi_launch import SAY, assert_same_as_mpiexec, launch, launch_mpi4py
+
+HEAD = """
+import os, pickle, tempfile
+import numpy as np
+from mpi4py import MPI
+""" + SAY + """
+world = MPI.COMM_WORLD
+rank, size = world.rank, world.size
+here = world.bcast(tempfile.mkdtemp(prefix="filetest", dir=os.path.dirname(__file__))
+                   if rank == 0 else None)
+mine = os.path.join(here, f"mine{rank}")
+
+
+def show(what, f):
+    say(rank, what, outcome(f))
+"""
+
+# Opening, the file's properties and handles, and the errors of every call, on COMM_SELF
+# files of each rank's own.
+ERRORS = HEAD + """
+S = MPI.COMM_SELF
+RDWR_CREATE = MPI.MODE_RDWR | MPI.MODE_CREATE
+say("constants", MPI.MODE_RDONLY, MPI.MODE_RDWR, MPI.MODE_WRONLY, MPI.MODE_CREATE, MPI.MODE_EXCL,
+    MPI.MODE_DELETE_ON_CLOSE, MPI.MODE_UNIQUE_OPEN, MPI.MODE_SEQUENTIAL, MPI.MODE_APPEND,
+    MPI.SEEK_SET, MPI.SEEK_CUR, MPI.SEEK_END, MPI.DISPLACEMENT_CURRENT, MPI.DISP_CUR,
+    MPI.MAX_DATAREP_STRING)
+for amode in (MPI.MODE_RDONLY | MPI.MODE_CREATE, MPI.MODE_RDWR | MPI.MODE_WRONLY, 0,
+              MPI.MODE_RDONLY | MPI.MODE_EXCL, RDWR_CREATE | MPI.MODE_SEQUENTIAL):
+    show(f"open amode {amode}", lambda: MPI.File.Open(S, mine, amode))
+show("open missing", lambda: MPI.File.Open(S, mine, MPI.MODE_RDONLY))
+show("open empty name", lambda: MPI.File.Open(S, "", MPI.MODE_RDONLY))
+show("open in no dir", lambda: MPI.File.Open(S, here + "/no/such", RDWR_CREATE))
+show("delete missing", lambda: MPI.File.Delete(mine))
+show("open bad comm", lambda: MPI.File.Open(None, mine, RDWR_CREATE))
+show("open bad amode", lambda: MPI.File.Open(S, mine, "r"))
+show("open bad name", lambda: MPI.File.Open(S, 3.5, RDWR_CREATE))
+say("null", MPI.FILE_NULL.toint(), MPI.FILE_NULL.py2f(), bool(MPI.FILE_NULL),
+    MPI.File() == MPI.FILE_NULL, pickle.loads(pickle.dumps(MPI.FILE_NULL)) is MPI.FILE_NULL,
+    MPI.File.fromint(0) == MPI.FILE_NULL)
+
+f = MPI.File.Open(S, mine, RDWR_CREATE)
+say("open", bool(f), f != MPI.FILE_NULL, MPI.File(f) == f, MPI.File.fromint(f.toint()) == f,
+    MPI.File.f2py(f.py2f()) == f, MPI.File.fromhandle(f.handle) == f, f.amode, f.size,
+    f.atomicity, f.group_size, f.group_rank, MPI.Group.Compare(f.group, S.group) == MPI.IDENT)
+show("open excl existing", lambda: MPI.File.Open(S, mine, RDWR_CREATE | MPI.MODE_EXCL))
+show("pickle", lambda: pickle.dumps(f))
+show("hash", lambda: hash(f))
+show("bad File()", lambda: MPI.File(3))
+disp, etype, ftype, datarep = f.Get_view()
+say("view", disp, etype == MPI.BYTE, ftype == MPI.BYTE, datarep)
+show("info", lambda: type(f.Get_info()) is MPI.Info)
+show("set info", lambda: f.Set_info(MPI.Info.Create({"access_style": "read_once"})))
+show("set info bad", lambda: f.Set_info(None))
+for name, call in (("seek -1", lambda: f.Seek(-1)), ("seek whence 7", lambda: f.Seek(0, 7)),
+                   ("seek_shared -1", lambda: f.Seek_shared(-1)),
+                   ("set_size -1", lambda: f.Set_size(-1)),
+                   ("preallocate -1", lambda: f.Preallocate(-1)),
+                   ("byte offset -1", lambda: f.Get_byte_offset(-1)),
+                   ("write_at -1", lambda: f.Write_at(-1, b"x")),
+                   ("read_at -1", lambda: f.Read_at(-1, bytearray(1)))):
+    show(name, call)
+
+# Reads past the end: fewer bytes, the status's count says (source and tag left as they were,
+# UNDEFINED in a request's).
+a = np.arange(10, dtype="i4")
+b = np.zeros(20, dtype="i4")
+st = MPI.Status()
+f.Write(a, st)
+say("write status", st.source, st.tag, st.error, st.Get_count(MPI.INT), f.Get_position())
+f.Read_at(0, b, st)
+say("read past end", st.source, st.tag, st.Get_count(MPI.INT), st.Get_count(MPI.BYTE),
+    st.Get_elements(MPI.INT), b.tolist())
+f.Read_at(100, b, st)
+say("read far past end", st.Get_count(MPI.INT))
+request = f.Iread_at(4, b)
+request.Wait(st)
+say("iread", st.source, st.tag, st.error, st.Get_count(MPI.INT), request == MPI.REQUEST_NULL)
+f.Read(b[:2], st)
+say("read at the end", st.Get_count(MPI.INT), f.Get_position())
+show("write a read-only buffer", lambda: f.Read(b"abcd"))
+
+# Views: errors, and what Get_view, Get_byte_offset, Get_type_extent and SEEK_END give.
+show("part of an etype", lambda: (f.Set_view(0, MPI.INT), f.Write_at(0, [bytearray(3), MPI.BYTE])))
+vector = MPI.INT.Create_vector(2, 1, 3).Commit()
+for name, view in (("filetype not of etypes", (0, MPI.INT, MPI.SHORT)),
+                   ("vector of shorts", (0, MPI.INT, MPI.SHORT.Create_vector(2, 1, 2).Commit())),
+                   ("not committed", (0, MPI.INT, MPI.INT.Create_vector(2, 1, 2))),
+                   ("datarep foo", (0, MPI.INT, MPI.INT, "foo")),
+                   ("datarep internal", (0, MPI.INT, MPI.INT, "internal")),
+                   ("disp -1", (-1, MPI.INT)), ("disp DISP_CUR", (MPI.DISP_CUR, MPI.INT)),
+                   ("null etype", (0, MPI.DATATYPE_NULL, MPI.INT)),
+                   ("bad etype", (0, "i", MPI.INT)),
+                   ("resized", (0, MPI.INT, MPI.INT.Create_resized(-4, 8).Commit())),
+                   ("overlapping", (0, MPI.BYTE, MPI.INT.Create_resized(0, 2).Commit())),
+                   ("decreasing", (0, MPI.INT, MPI.Datatype.Create_struct(
+                       [1, 1], [4, 0], [MPI.INT, MPI.INT]).Commit())),
+                   ("negative", (8, MPI.INT, MPI.INT.Create_hindexed([1], [-4]).Commit())),
+                   ("vector", (4, MPI.INT, vector))):
+    show(name, lambda: f.Set_view(*view))
+disp, etype, ftype, datarep = f.Get_view()
+say("view", disp, etype == MPI.INT, ftype.Get_extent(), ftype.is_predefined, datarep)
+ftype.Free()
+say("offsets", [f.Get_byte_offset(i) for i in range(5)], f.Get_type_extent(vector),
+    f.Get_type_extent(MPI.DOUBLE))
+f.Seek(1, MPI.SEEK_END)
+say("seek end", f.Get_position(), f.Get_size())
+show("type extent null", lambda: f.Get_type_extent(MPI.DATATYPE_NULL))
+f.Set_view(0, MPI.BYTE)
+
+# Split collectives: one at a time; any end ends it.
+show("begin", lambda: f.Read_at_all_begin(0, b))
+show("second begin", lambda: f.Read_at_all_begin(0, b))
+show("read meanwhile", lambda: f.Read_at(0, b))
+show("another kind's end", lambda: f.Write_at_all_end(b))
+show("end", lambda: f.Read_at_all_end(b))
+show("read_all_end alone", lambda: f.Read_all_end(b))
+show("ordered_end alone", lambda: f.Read_ordered_end(b))
+say("errhandler", f.Get_errhandler() == MPI.ERRORS_RETURN)
+show("close", lambda: f.Close())
+say("closed", f == MPI.FILE_NULL, bool(f), f.toint())
+for name in ("Close", "Get_size", "Get_amode", "Get_group", "Get_info", "Get_view", "Sync",
+             "Get_position", "Get_atomicity"):
+    show(f"{name} of a closed file", getattr(f, name))
+show("read of a closed file", lambda: f.Read(b))
+show("errhandler of FILE_NULL", lambda: MPI.FILE_NULL.Get_errhandler() == MPI.ERRORS_RETURN)
+show("free FILE_NULL", lambda: MPI.FILE_NULL.free())
+
+# Access modes.
+f = MPI.File.Open(S, mine, MPI.MODE_RDONLY)
+for name, call in (("Write", f.Write), ("Write_all", f.Write_all), ("Iwrite", f.Iwrite),
+                   ("Write_shared", f.Write_shared), ("Write_ordered", f.Write_ordered),
+                   ("Write_all_begin", f.Write_all_begin),
+                   ("Write_ordered_begin", f.Write_ordered_begin)):
+    show(f"{name} of read-only", lambda: call(a))
+show("Write_at of read-only", lambda: f.Write_at(0, a))
+show("Write_at_all_begin of read-only", lambda: f.Write_at_all_begin(0, a))
+show("Set_size of read-only", lambda: f.Set_size(0))
+show("Preallocate of read-only", lambda: f.Preallocate(100))
+f.Close()
+f = MPI.File.Open(S, mine, MPI.MODE_WRONLY)
+# (ROMIO, which opens it for reading too, reads through the shared pointer nevertheless
+# but in Read_shared: not compared.)
+for name, call in (("Read", f.Read), ("Read_all", f.Read_all), ("Iread", f.Iread),
+                   ("Read_shared", f.Read_shared), ("Read_all_begin", f.Read_all_begin)):
+    show(f"{name} of write-only", lambda: call(b))
+show("Read_at of write-only", lambda: f.Read_at(0, b))
+f.Close()
+f = MPI.File.Open(S, mine, MPI.MODE_WRONLY | MPI.MODE_SEQUENTIAL)
+for name, call in (("Read_at", lambda: f.Read_at(0, b)), ("Seek", lambda: f.Seek(0)),
+                   ("Read", lambda: f.Read(b)), ("Get_position", f.Get_position),
+                   ("Write", lambda: f.Write(a)), ("Write_shared", lambda: f.Write_shared(a)),
+                   ("Write_at", lambda: f.Write_at(0, a)),
+                   ("Iwrite_shared", lambda: f.Iwrite_shared(a).Wait()),
+                   ("Seek_shared", lambda: f.Seek_shared(0)),
+                   ("Get_position_shared", f.Get_position_shared),
+                   ("Read_shared", lambda: f.Read_shared(b)),
+                   ("Set_view 0", lambda: f.Set_view(0, MPI.INT)),
+                   ("Set_view DISP_CUR", lambda: f.Set_view(MPI.DISP_CUR, MPI.INT)),
+                   ("Get_view", lambda: f.Get_view()[0]),
+                   ("Get_byte_offset", lambda: f.Get_byte_offset(0)),
+                   ("Set_size", lambda: f.Set_size(0)), ("Preallocate", lambda: f.Preallocate(8)),
+                   ("Write_ordered", lambda: f.Write_ordered(a)), ("Sync", f.Sync)):
+    show(f"sequential {name}", call)
+f.Close()
+f = MPI.File.Open(S, mine, MPI.MODE_RDWR | MPI.MODE_APPEND)
+say("append", f.Get_position(), f.Get_position_shared(), f.Get_size())
+f.Write(np.int32(7))
+say("appended", f.Get_size())
+f.Preallocate(10)
+say("preallocate smaller", f.Get_size())
+f.Preallocate(200)
+say("preallocate", f.Get_size())
+f.Set_size(12)
+say("set_size", f.Get_size())
+f.Close()
+show("delete", lambda: MPI.File.Delete(mine))
+show("delete again", lambda: MPI.File.Delete(mine))
+f = MPI.File.Open(S, mine, RDWR_CREATE | MPI.MODE_DELETE_ON_CLOSE)
+f.Close()
+say("deleted on close", os.path.exists(mine))
+show("register datarep", lambda: MPI.Register_datarep("dummy", None, None, lambda t: t.extent))
+show("register it again", lambda: MPI.Register_datarep("dummy", None, None, lambda t: t.extent))
+world.Barrier()
+if rank == 0:
+    os.rmdir(here)
+"""
+
+# The error handlers of files: FILE_NULL's is Open's and Delete's, and a user's handler
+# runs instead of the exception (the call returns); a communicator's cannot be set on a file.
+ERRHANDLERS = HEAD + """
+S = MPI.COMM_SELF
+def handler(f, code):
+    say(rank, "handler", type(f).__name__, f == MPI.FILE_NULL, MPI.Get_error_class(code))
+eh = MPI.File.Create_errhandler(handler)
+say("default", MPI.FILE_NULL.Get_errhandler() == MPI.ERRORS_RETURN)
+MPI.FILE_NULL.Set_errhandler(eh)
+show("open missing", lambda: MPI.File.Open(S, mine, MPI.MODE_RDONLY) == MPI.FILE_NULL)
+show("delete missing", lambda: MPI.File.Delete(mine))
+f = MPI.File.Open(S, mine, MPI.MODE_RDWR | MPI.MODE_CREATE | MPI.MODE_DELETE_ON_CLOSE)
+show("a new file's", lambda: f.Get_errhandler() == MPI.ERRORS_RETURN)    # (mpi4py sets it)
+show("seek", lambda: f.Seek(-1))
+f.Call_errhandler(MPI.ERR_IO)
+MPI.FILE_NULL.Call_errhandler(MPI.ERR_IO)
+show("FILE_NULL's call", lambda: [MPI.FILE_NULL.Get_size()] and None)    # (its result: undefined)
+show("a comm's handler", lambda: f.Set_errhandler(MPI.Comm.Create_errhandler(handler)))
+show("a null handler", lambda: f.Set_errhandler(MPI.ERRHANDLER_NULL))
+show("no handler", lambda: f.Set_errhandler(None))
+f.Set_errhandler(eh)
+show("user's", lambda: f.Get_errhandler() == eh)
+show("seek with the user's", lambda: f.Seek(-1))
+show("read_at with the user's", lambda: f.Read_at(-1, bytearray(1)))
+MPI.FILE_NULL.Set_errhandler(MPI.ERRORS_RETURN)
+f.Close()
+show("a closed file's is FILE_NULL's", lambda: f.Get_errhandler() == MPI.ERRORS_RETURN)
+show("a closed file's call", lambda: f.Get_size())
+eh.Free()
+world.Barrier()
+if rank == 0:
+    os.rmdir(here)
+"""
+
+# Data access in every form on one file of all the ranks, with views of derived filetypes.
+ACCESS = HEAD + """
+name = os.path.join(here, "shared")
+amode = MPI.MODE_RDWR | MPI.MODE_CREATE | MPI.MODE_DELETE_ON_CLOSE
+f = MPI.File.Open(world, name, amode)
+g = f.Get_group()
+say(rank, "group", g.size, g.rank)
+N = 5
+mine = np.arange(N, dtype="i8") + 100 * rank
+got = np.zeros(N, dtype="i8")
+st = MPI.Status()
+
+
+def everything():
+    world.Barrier()
+    whole = np.zeros(N * size, dtype="i8")
+    if rank == 0:
+        f.Read_at(0, whole)
+    return world.bcast(whole.tolist())
+
+
+f.Set_view(0, MPI.INT64_T)
+# Explicit offsets, each form: rank r's block at r * N.
+for i, (write, read) in enumerate(((f.Write_at, f.Read_at), (f.Write_at_all, f.Read_at_all))):
+    write(rank * N, mine + i)
+    world.Barrier()
+    read(((rank + 1) % size) * N, got, st)
+    say(rank, "at", i, got.tolist(), st.Get_count(MPI.INT64_T))
+    world.Barrier()
+f.Iwrite_at(rank * N, mine + 2).Wait()
+f.Iwrite_at_all(rank * N, mine + 3).Wait()
+world.Barrier()
+f.Iread_at_all(((rank + 1) % size) * N, got).Wait(st)
+say(rank, "iat", got.tolist(), st.Get_count(MPI.INT64_T))
+world.Barrier()
+f.Write_at_all_begin(rank * N, mine + 4)
+f.Write_at_all_end(mine + 4, st)
+say(rank, "split at", st.Get_count(MPI.INT64_T))
+world.Barrier()
+f.Read_at_all_begin(((rank + 1) % size) * N, got)
+f.Read_at_all_end(got, st)
+say(rank, "split at read", got.tolist(), st.Get_count(MPI.INT64_T))
+world.Barrier()
+# Individual pointers.
+f.Seek(rank * N)
+f.Write_all(mine + 5)
+say(rank, "pointer", f.Get_position(), f.Get_byte_offset(f.Get_position()))
+f.Seek(-N, MPI.SEEK_CUR)
+f.Iwrite(mine[:2] + 6).Wait()
+f.Iwrite_all(mine[2:] + 6).Wait()
+f.Write_all_begin(mine[:0])
+f.Write_all_end(mine[:0])
+world.Barrier()
+f.Seek(((rank + 1) % size) * N)
+f.Read_all_begin(got[:3])
+f.Read_all_end(got[:3])
+f.Iread(got[3:4]).Wait()
+f.Iread_all(got[4:]).Wait()
+say(rank, "individual", got.tolist(), f.Get_position())
+f.Seek(0, MPI.SEEK_END)
+say(rank, "end", f.Get_position())
+# The shared pointer: each write somewhere, all of them in the file once.
+f.Seek_shared(0)
+f.Write_shared(mine + 7)
+f.Iwrite_shared(mine + 8).Wait()
+world.Barrier()
+say(rank, "shared", f.Get_position_shared())
+blocks = np.zeros((2 * size, N), dtype="i8")
+if rank == 0:
+    f.Read_at(0, blocks)
+blocks = sorted(world.bcast(blocks.tolist()))
+say(rank, "shared writes", blocks == sorted(list(range(100 * r + k, 100 * r + k + N))
+                                            for r in range(size) for k in (7, 8)))
+f.Seek_shared(0)
+f.Read_shared(got)
+say(rank, "read shared", got[1] - got[0], f.Get_position_shared() >= N)
+# Ordered: in rank order, the pointer past them all. (ROMIO's Seek_shared does not wait for
+# the processes' shared accesses before it: a barrier first.)
+world.Barrier()
+f.Seek_shared(0, MPI.SEEK_SET)
+f.Write_ordered(mine + 9)
+say(rank, "ordered", f.Get_position_shared(), everything())
+f.Seek_shared(N, MPI.SEEK_SET)
+f.Write_ordered_begin(mine[:rank])
+f.Write_ordered_end(mine[:rank])
+say(rank, "ordered split", f.Get_position_shared(), everything())
+f.Seek_shared(0)
+f.Read_ordered(got, st)
+say(rank, "read ordered", got.tolist(), st.Get_count(MPI.INT64_T))
+world.Barrier()
+f.Seek_shared(0)
+f.Read_ordered_begin(got[:2])
+f.Read_ordered_end(got[:2], st)
+say(rank, "read ordered split", got[:2].tolist(), st.Get_count(MPI.INT64_T))
+world.Barrier()
+f.Seek_shared(1, MPI.SEEK_END)
+f.Seek_shared(-1, MPI.SEEK_CUR)
+say(rank, "seek_shared end", f.Get_position_shared())
+f.Set_atomicity(True)
+say(rank, "atomic", f.Get_atomicity())
+f.Write_at(rank, np.int64(-rank))
+f.Set_atomicity(False)
+f.Set_size(0)
+
+# Views: rank r sees every size-th int of the file from r (a vector), written as a 2-D
+# block of a subarray; a struct, a hindexed and a resized filetype too.
+ints = np.arange(12, dtype="i4") + 1000 * rank
+column = MPI.INT.Create_vector(12, 1, size).Create_resized(0, 12 * size * 4).Commit()
+f.Set_view(rank * 4, MPI.INT, column)
+f.Write_all(ints)
+world.Barrier()
+f.Set_view(0, MPI.INT)
+whole = np.zeros(12 * size, dtype="i4")
+f.Read_all(whole)
+say(rank, "columns", whole.tolist())
+f.Set_view(rank * 4, MPI.INT, column)
+f.Seek(3)
+f.Read(got.view("i4")[:4])
+say(rank, "column read", got.view("i4")[:4].tolist(), f.Get_position(), f.Get_byte_offset(5))
+f.Set_size(0)
+rows = MPI.INT.Create_subarray([2 * size, 3], [2, 3], [2 * rank, 0]).Commit()
+f.Set_view(8, MPI.INT, rows)
+f.Write_all(ints[:6])
+f.Write_all(ints[6:])
+world.Barrier()
+f.Set_view(8, MPI.INT)
+whole = np.zeros(12 * size, dtype="i4")
+f.Read_all(whole)
+say(rank, "subarray", whole.tolist(), f.Get_size())
+f.Set_view(8, MPI.INT, rows)
+back = np.zeros(12, dtype="i4")
+f.Read_all(back)
+say(rank, "subarray back", (back == ints).all())
+struct = MPI.Datatype.Create_struct([1, 2], [4, 12], [MPI.INT, MPI.INT]).Commit()
+hindexed = MPI.INT.Create_hindexed([2, 1], [0, 12]).Create_resized(0, 24).Commit()
+for name, ftype in (("struct", struct), ("hindexed", hindexed)):
+    f.Set_size(0)
+    f.Set_view(0, MPI.INT)
+    if rank == 0:           # (the holes keep what was there)
+        f.Write(np.full(20, -7, dtype="i4"))
+    f.Set_view(0, MPI.INT, ftype)
+    if rank == 0:
+        f.Write(np.arange(7, dtype="i4") + 1)
+    world.Barrier()
+    f.Set_view(0, MPI.INT)
+    whole = np.zeros(20, dtype="i4")
+    f.Read_at(0, whole, st)
+    say(rank, name, whole.tolist(), st.Get_count(MPI.INT), ftype.extent)
+    world.Barrier()
+# A derived memory datatype: every other int of the buffer.
+f.Set_size(0)
+f.Set_view(0, MPI.INT)
+every_other = MPI.INT.Create_vector(3, 1, 2).Commit()
+if rank == 0:
+    f.Write([ints, 1, every_other])
+world.Barrier()
+back = np.full(6, -1, dtype="i4")
+f.Read_at(0, [back, 1, every_other], st)
+say(rank, "memory vector", back.tolist(), st.Get_count(every_other), st.Get_count(MPI.INT))
+for t in (column, rows, struct, hindexed, every_other):
+    t.Free()
+f.Close()
+say(rank, "closed", os.path.exists(name))
+world.Barrier()
+if rank == 0:
+    os.rmdir(here)
+"""
+
+
+PROGRAMS = {"errors": (ERRORS, 2), "errhandlers": (ERRHANDLERS, 1), "access": (ACCESS, 3)}
+
+
+@mpi_launch.needs_mpiexec
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_file_as_under_mpich(tmp_path, name):
+    program, n = PROGRAMS[name]
+    assert_same_as_mpiexec(tmp_path, n, program)

@@ -18,7 +18,7 @@ import os
 from . import errors, handles, sharedfp, typemap, unimplemented
 from .comm import UNDEFINED, Comm, Request
 from .datatypes import BYTE, Datatype, receive_message, send_message
-from .errhandler import ErrorHandling, handle_error, plain_class
+from .errhandler import ErrorHandling, handle_error, handled_class, plain_class
 from .errors import Exception as MPIException
 from .fileview import View, check
 from .info import INFO_NULL, Info
@@ -145,14 +145,19 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
     _kind = "File"
     _kind_error = errors.ERR_ARG    # another kind's error handler set on a file (MPICH's)
 
+    def __new__(cls, file=None):
+        return super().__new__(cls)     # (mpi4py's signature: a subclass's __new__ passes it)
+
     def __init__(self, file=None):
         """mpi4py's File(file=None): a null handle (equal to FILE_NULL, false), or another
-        handle to `file`'s file: the same state, so that a Close through either makes both
-        null. TypeError for anything else."""
+        handle to `file`'s file, of this class (a subclass's too): the same state, so that
+        a Close through either makes both null. TypeError for anything else."""
         if file is None:
             self._fd = None
         elif isinstance(file, File):
-            self.__class__, self.__dict__ = type(file), file.__dict__
+            self.__dict__ = file.__dict__
+            if type(file) is not plain_class(type(file)):     # (a handler of the user's set)
+                self.__class__ = handled_class(type(self))
         else:
             raise TypeError(f"expected a File, not {type(file).__name__}")
 
@@ -173,7 +178,7 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         """pickle: FILE_NULL (and a null handle) only, as mpi4py; an open file is ValueError."""
         if self._fd is not None:
             raise ValueError("cannot serialize an open file: only FILE_NULL can be pickled")
-        return "FILE_NULL" if self is FILE_NULL else (File, ())
+        return "FILE_NULL" if self is FILE_NULL else (plain_class(type(self)), ())
 
     def _free_object(self):
         self.Close()        # (mpi4py's free: Close if not null)

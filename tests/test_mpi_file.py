@@ -9,7 +9,7 @@ must be the same."""
 import pytest
 
 from tests import mpi_launch
-from tests.mpi_launch import SAY, assert_same_as_mpiexec, launch, launch_mpi4py
+from tests.mpi_launch import FAILS, SAY, assert_same_as_mpiexec, check_every_rank_agrees, launch
 
 HEAD = """
 import os, pickle, tempfile
@@ -408,3 +408,168 @@ PROGRAMS = {"errors": (ERRORS, 2), "errhandlers": (ERRHANDLERS, 1), "access": (A
 def test_file_as_under_mpich(tmp_path, name):
     program, n = PROGRAMS[name]
     assert_same_as_mpiexec(tmp_path, n, program)
+
+
+# What only shmdat.mpi's side can show: the shared pointer's files all removed (they go to
+# the temporary directory, made private here), File.fromint of a closed file, what is not
+# implemented, collective opens that fail everywhere, handles and requests.
+EXTRAS = FAILS + """
+import os, tempfile
+import numpy as np
+from shmdat.mpi import MPI
+from shmdat.mpi.unimplemented import NotImplementedCall
+
+world = MPI.COMM_WORLD
+rank, size = world.rank, world.size
+here = os.path.join(os.path.dirname(__file__), "files")
+pointers = os.path.join(os.path.dirname(__file__), "pointers")
+if rank == 0:
+    os.mkdir(here)
+    os.mkdir(pointers)
+world.Barrier()
+tempfile.tempdir = pointers         # (where the shared pointers' files go)
+name = os.path.join(here, "data")
+RDWR_CREATE = MPI.MODE_RDWR | MPI.MODE_CREATE
+checks = 0
+
+# Collective opens: different amodes, MODE_EXCL on a file that exists, an intercommunicator.
+if size > 1:
+    checks += fails(MPI.ERR_NOT_SAME, MPI.File.Open, world, name,
+                    RDWR_CREATE if rank else MPI.MODE_RDONLY)
+f = MPI.File.Open(world, name, RDWR_CREATE | MPI.MODE_EXCL)
+checks += fails(MPI.ERR_FILE_EXISTS, MPI.File.Open, world, name, RDWR_CREATE | MPI.MODE_EXCL)
+if size > 1:
+    inter = world.Split(rank % 2).Create_intercomm(0, world, 1 - rank % 2)
+    checks += fails(TypeError, MPI.File.Open, inter, name, RDWR_CREATE)
+    inter.Free()
+    checks += 1
+checks += fails(MPI.ERR_COMM, MPI.File.Open, MPI.COMM_NULL, name, RDWR_CREATE)
+checks += fails(TypeError, MPI.File.Open, world, name, RDWR_CREATE, None)
+
+# Handles: another handle closes it too; integer handles of a closed file name none.
+number = f.toint()
+g = MPI.File(f)
+assert g == f and g is not f and MPI.File.fromint(number) == f
+g.Close()
+assert not f and f == MPI.FILE_NULL and f.toint() == 0
+checks += fails(MPI.ERR_FILE, MPI.File.fromint, number)
+checks += fails(MPI.ERR_FILE, MPI.File.fromint, 12345)
+checks += fails(MPI.ERR_FILE, f.Close)
+f = MPI.File.Open(world, name, RDWR_CREATE, MPI.Info.Create({"access_style": "read_once"}))
+info = f.Get_info()
+assert dict(info.items()) == {"access_style": "read_once"}, info.items()
+f.Set_info(MPI.Info.Create({"striping_factor": "4"}))
+assert sorted(f.info.keys()) == ["access_style", "striping_factor"]
+f.free()
+assert not f
+MPI.FILE_NULL.free()
+checks += 1
+
+# Not implemented: external32 and registered representations in a view.
+f = MPI.File.Open(world, name, RDWR_CREATE | MPI.MODE_DELETE_ON_CLOSE)
+for datarep in ("external32", "mine"):
+    try:
+        if datarep == "mine":
+            MPI.Register_datarep("mine", None, None, lambda datatype: datatype.extent)
+        f.Set_view(0, MPI.INT, MPI.INT, datarep)
+    except NotImplementedCall as e:
+        assert "datarep" in str(e), e
+    else:
+        raise AssertionError(datarep)
+checks += fails(MPI.ERR_DUP_DATAREP, MPI.Register_datarep, "mine", None, None, None)
+checks += fails(TypeError, MPI.Register_datarep, 1, None, None, None)
+checks += fails(TypeError, f.Set_view, 0, MPI.INT, MPI.INT, 1)
+
+# Requests: complete at once, as any completion call sees them.
+f.Set_view(0, MPI.INT)
+data = np.arange(4, dtype="i4") + 10 * rank
+requests = [f.Iwrite_at(4 * rank, data[:2]), f.Iwrite_at_all(4 * rank + 2, data[2:])]
+assert MPI.Request.Testall(requests)
+world.Barrier()
+back = np.zeros(4 * size, dtype="i4")
+requests = [f.Iread_at(0, back[:4 * size - 1]), f.Iread_shared(back[4 * size - 1:])]
+statuses = [MPI.Status(), MPI.Status()]
+MPI.Request.Waitall(requests, statuses)
+assert back[:-1].tolist() == [10 * r + i for r in range(size) for i in range(4)][:-1], back
+assert [s.Get_count(MPI.INT) for s in statuses] == [4 * size - 1, 1]
+assert all(r == MPI.REQUEST_NULL for r in requests)
+checks += 1
+
+# A view's datatypes are its own: the program frees its handles, and Get_view's.
+world.Barrier()
+f.Set_size(0)
+vector = MPI.INT.Create_vector(2, 1, size)
+column = vector.Create_resized(0, 4 * 2 * size).Commit()
+vector.Free()
+f.Set_view(4 * rank, MPI.INT, column)
+column.Free()
+_, etype, ftype, _ = f.Get_view()
+assert ftype.Get_extent() == (0, 4 * 2 * size) and not ftype.is_predefined
+ftype.Free()
+f.Write_all(np.array([rank, rank + 100] * 2, dtype="i4"))
+world.Barrier()
+f.Set_view(0, MPI.INT)
+whole = np.zeros(4 * size, dtype="i4")
+f.Read_all(whole)
+assert whole.tolist() == [r for r in range(size)] + [r + 100 for r in range(size)] + \\
+    [r for r in range(size)] + [r + 100 for r in range(size)], whole
+checks += 1
+
+# A padded pair type goes without its padding (SHORT_INT: 6 bytes of 8), as MPI's type map.
+world.Barrier()
+f.Set_size(0)
+pairs = np.zeros(2, dtype=[("v", "i2"), ("pad", "i2"), ("i", "i4")])
+pairs["v"], pairs["i"] = [1, 2], [3, 4]
+if rank == 0:
+    f.Write_at(0, [pairs, MPI.SHORT_INT])
+world.Barrier()
+assert f.Get_size() == 12
+got = np.zeros(2, dtype=pairs.dtype)
+st = MPI.Status()
+f.Read_at(0, [got, MPI.SHORT_INT], st)
+assert got["v"].tolist() == [1, 2] and got["i"].tolist() == [3, 4] and st.Get_count(MPI.SHORT_INT) == 2
+checks += 1
+
+# Atomic mode: every access under an fcntl lock; MODE_APPEND starts the pointers at the end.
+f.Set_atomicity(True)
+f.Seek_shared(0, MPI.SEEK_END)
+f.Write_shared(np.int32(rank))
+world.Barrier()
+assert f.Get_size() == 12 + 4 * size
+f.Close()
+f = MPI.File.Open(world, name, MPI.MODE_WRONLY | MPI.MODE_CREATE | MPI.MODE_APPEND |
+                  MPI.MODE_DELETE_ON_CLOSE)
+assert f.Get_position() == f.Get_position_shared() == 0
+f.Write_ordered(np.int8(rank))
+f.Close()
+checks += 1
+
+world.Barrier()
+assert not os.path.exists(name) and os.listdir(pointers) == [], os.listdir(pointers)
+world.Barrier()
+if rank == 0:
+    os.rmdir(here)
+    os.rmdir(pointers)
+os.write(1, f"rank {rank}: {checks} checks\\n".encode())
+"""
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_file_extras(tmp_path, n):
+    check_every_rank_agrees(launch(tmp_path, n, EXTRAS), n)
+
+
+# FILE_NULL's handler is Open's: ERRORS_ARE_FATAL ends the job on a file that is missing.
+FATAL = """
+import os
+from shmdat.mpi import MPI
+MPI.FILE_NULL.Set_errhandler(MPI.ERRORS_ARE_FATAL)
+MPI.File.Open(MPI.COMM_SELF, os.path.join(os.path.dirname(__file__), "missing"))
+os.write(1, b"returned\\n")
+"""
+
+
+def test_open_fatal(tmp_path):
+    r = launch(tmp_path, 2, FATAL)
+    assert r.returncode != 0 and "returned" not in r.stdout
+    assert "ERRORS_ARE_FATAL on a File: File does not exist" in r.stderr, r.stderr

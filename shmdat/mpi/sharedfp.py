@@ -9,6 +9,7 @@ import fcntl
 import os
 import struct
 import tempfile
+import threading
 
 _OFFSET = struct.Struct("<q")
 _made = set()       # the paths this process made and has not removed (removed at exit)
@@ -20,6 +21,8 @@ class SharedPointer:
     def __init__(self, path):
         self.path = path
         self.fd = os.open(path, os.O_RDWR)
+        self._threads = threading.Lock()    # (fcntl's locks are the process's: its threads
+        #                                      take turns here first)
 
     @staticmethod
     def create(offset):
@@ -34,15 +37,16 @@ class SharedPointer:
 
     def _locked(self, update):
         """update(offset) -> the new offset or None, under the lock; the old offset."""
-        fcntl.lockf(self.fd, fcntl.LOCK_EX)
-        try:
-            old = _OFFSET.unpack(os.pread(self.fd, _OFFSET.size, 0))[0]
-            new = update(old)
-            if new is not None:
-                os.pwrite(self.fd, _OFFSET.pack(new), 0)
-            return old
-        finally:
-            fcntl.lockf(self.fd, fcntl.LOCK_UN)
+        with self._threads:
+            fcntl.lockf(self.fd, fcntl.LOCK_EX)
+            try:
+                old = _OFFSET.unpack(os.pread(self.fd, _OFFSET.size, 0))[0]
+                new = update(old)
+                if new is not None:
+                    os.pwrite(self.fd, _OFFSET.pack(new), 0)
+                return old
+            finally:
+                fcntl.lockf(self.fd, fcntl.LOCK_UN)
 
     def fetch_add(self, count):
         """Move the pointer by `count` etypes; where it was."""

@@ -15,9 +15,9 @@ import fcntl
 import operator
 import os
 
-from . import errors, handles, sharedfp, typemap, unimplemented
+from . import errors, filedatarep, handles, sharedfp, unimplemented
 from .comm import UNDEFINED, Comm, Request
-from .datatypes import BYTE, Datatype, receive_message, send_message
+from .datatypes import BYTE, Datatype
 from .errhandler import ErrorHandling, handle_error, handled_class, plain_class
 from .errors import Exception as MPIException
 from .fileview import View, check
@@ -32,9 +32,6 @@ SEEK_SET, SEEK_CUR, SEEK_END = 600, 602, 604
 DISPLACEMENT_CURRENT = DISP_CUR = -54278278
 MAX_DATAREP_STRING = 128
 
-# The data representations a view takes: the machine's bytes ("internal" is "native" in
-# MPICH too). external32 and Register_datarep's are NotImplementedCall in Set_view.
-NATIVE = ("native", "internal")
 _registered = {}        # Register_datarep's: name -> (read_fn, write_fn, extent_fn)
 
 # An OSError's errno -> the error class, as ROMIO maps them (anything else: ERR_IO).
@@ -82,27 +79,6 @@ def _flags(amode):
 def _own(datatype):
     """The view's handle to `datatype` (a named one itself): the program may free its own."""
     return datatype if datatype.is_predefined else Datatype(datatype)
-
-
-def _outgoing(buf):
-    """A write's buffer spec as the bytes of its data (a derived datatype's packed, a padded
-    pair type's without the padding), and its datatype."""
-    data, count, datatype = send_message(buf)
-    if datatype.is_named and datatype.size != datatype.extent:
-        data = memoryview(typemap.pack(datatype.typemap, data, count))
-    return data, datatype
-
-
-def _incoming(buf):
-    """A read's buffer spec as room for the bytes of its data, its datatype, and what places
-    the bytes read (None: the room is the buffer)."""
-    room, count, datatype, unpack = receive_message(buf)
-    if unpack is None and datatype.is_named and datatype.size != datatype.extent:
-        data, room = room, memoryview(bytearray(count * datatype.size))
-
-        def unpack(nbytes):
-            typemap.unpack(datatype.typemap, room, data, count, nbytes)
-    return room, datatype, unpack
 
 
 def _set_count(status, nbytes, datatype):
@@ -365,8 +341,9 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         file pointers go back to 0. With MODE_SEQUENTIAL, `disp` must be DISP_CUR (the
         shared pointer's byte). MPI.Exception ERR_FILE, ERR_ARG (a negative disp, DISP_CUR
         without MODE_SEQUENTIAL or the reverse, a filetype not made of etypes),
-        ERR_TYPE (null or not committed), ERR_UNSUPPORTED_DATAREP; NotImplementedCall for
-        "external32" and Register_datarep's representations."""
+        ERR_TYPE (null or not committed), ERR_UNSUPPORTED_DATAREP (datarep "native",
+        "internal" or "external32": filedatarep.py); NotImplementedCall for Register_datarep's
+        representations, and external32 of types whose size changes there."""
         self._check_live()
         filetype = etype if filetype is None else filetype
         datarep = "native" if datarep is None else datarep
@@ -381,12 +358,13 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
             _fail(errors.ERR_ARG, f"Set_view: displacement {disp} (DISP_CUR is for "
                                   "MODE_SEQUENTIAL files, and only it)")
         check(etype, filetype)
-        if datarep not in NATIVE:
-            if datarep == "external32" or datarep in _registered:
-                raise unimplemented.NotImplementedCall(
-                    f"File.Set_view with datarep {datarep!r} is not implemented by shmdat.mpi "
-                    "(\"native\" and \"internal\" only)")
+        if datarep in _registered:
+            raise unimplemented.NotImplementedCall(
+                f"File.Set_view with the registered datarep {datarep!r} is not implemented "
+                "by shmdat.mpi")
+        if datarep not in (*filedatarep.NATIVE, filedatarep.EXTERNAL32):
             _fail(errors.ERR_UNSUPPORTED_DATAREP, f"Set_view: datarep {datarep!r}")
+        filedatarep.check(datarep, etype, filetype)
         if info:
             self._hints.update(info.items())
         self._comm.Barrier()        # no process uses the shared pointer any more
@@ -415,13 +393,14 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         return self._view.byte_offset(_offset(offset, "Get_byte_offset: offset"))
 
     def Get_type_extent(self, datatype):
-        """MPI_File_get_type_extent: `datatype`'s extent in the file (its own: native).
-        MPI.Exception ERR_FILE, ERR_TYPE (DATATYPE_NULL)."""
+        """MPI_File_get_type_extent: `datatype`'s extent in the file (its own: the view's
+        representations keep sizes). MPI.Exception ERR_FILE, ERR_TYPE (DATATYPE_NULL)."""
         self._check_live()
         if not isinstance(datatype, Datatype):
             raise TypeError(f"expected a Datatype, not {type(datatype).__name__}")
         if not datatype:
             _fail(errors.ERR_TYPE, "Get_type_extent of DATATYPE_NULL")
+        filedatarep.check(self._view.datarep, datatype)
         return datatype.extent
 
     # File pointers.
@@ -607,7 +586,8 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
 
     def _end(self, buf, status, write):
         self._check_live()
-        _outgoing(buf) if write else _incoming(buf)     # (the spec's errors, as mpi4py's)
+        datarep = self._view.datarep        # (the spec's errors, as mpi4py's)
+        filedatarep.outgoing(datarep, buf) if write else filedatarep.incoming(datarep, buf)
         if self._split is None:
             _fail(errors.ERR_IO, "no split collective is under way on this file")
         result, self._split = self._split, None
@@ -632,7 +612,9 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
             self._check_random()
         if kind == _AT:
             offset = _offset(offset, "offset")
-        data, datatype, unpack = (*_outgoing(buf), None) if write else _incoming(buf)
+        datarep = self._view.datarep
+        data, datatype, unpack = (*filedatarep.outgoing(datarep, buf), None) if write \
+            else filedatarep.incoming(datarep, buf)
         etypes, rest = divmod(len(data), self._view.esize)
         if rest:
             _fail(errors.ERR_IO, f"{len(data)} bytes are no whole number of etypes of "

@@ -119,6 +119,25 @@ say("seek end", f.Get_position(), f.Get_size())
 show("type extent null", lambda: f.Get_type_extent(MPI.DATATYPE_NULL))
 f.Set_view(0, MPI.BYTE)
 
+# Arguments' types, as mpi4py converts them.
+for name, call in (("open info None", lambda: MPI.File.Open(S, mine, RDWR_CREATE, None)),
+                   ("view info None", lambda: f.Set_view(0, MPI.BYTE, None, "native", None)),
+                   ("view etype None", lambda: f.Set_view(0, None)),
+                   ("view datarep None", lambda: f.Set_view(0, MPI.BYTE, MPI.BYTE, None)),
+                   ("view datarep bytes", lambda: f.Set_view(0, MPI.BYTE, MPI.BYTE, b"native")),
+                   ("type extent None", lambda: f.Get_type_extent(None)),
+                   ("seek float", lambda: f.Seek(1.5)), ("seek whence str", lambda: f.Seek(0, "x")),
+                   ("atomicity 2", lambda: (f.Set_atomicity(2), f.Get_atomicity())[1]),
+                   ("write None", lambda: f.Write(None)),
+                   ("write_at float", lambda: f.Write_at(0.0, b"abc")),
+                   ("errhandler None", lambda: f.Set_errhandler(None)),
+                   ("call errhandler str", lambda: f.Call_errhandler("x")),
+                   ("call errhandler SUCCESS", lambda: f.Call_errhandler(0)),
+                   ("delete info None", lambda: MPI.File.Delete(mine, None)),
+                   ("register 1", lambda: MPI.Register_datarep(1, None, None, None))):
+    show(name, call)
+f.Set_atomicity(False)
+
 # Split collectives: one at a time; any end ends it.
 show("begin", lambda: f.Read_at_all_begin(0, b))
 show("second begin", lambda: f.Read_at_all_begin(0, b))

@@ -53,10 +53,15 @@ def _os_error(exc):
     return MPIException(_OS_ERRORS.get(exc.errno, errors.ERR_IO), str(exc))
 
 
+def _integer(value):
+    """A C integer argument as mpi4py converts one: an int, a float truncated; TypeError for
+    anything else."""
+    return int(value) if isinstance(value, float) else operator.index(value)
+
+
 def _offset(value, what):
-    """An MPI_Offset argument: an int (TypeError otherwise), MPI.Exception ERR_ARG if
-    negative."""
-    value = operator.index(value)
+    """An MPI_Offset argument (_integer), MPI.Exception ERR_ARG if negative."""
+    value = _integer(value)
     if value < 0:
         _fail(errors.ERR_ARG, f"{what} {value} is negative")
     return value
@@ -172,7 +177,7 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         if not isinstance(comm, Comm) or comm._inter:
             raise TypeError(f"expected an Intracomm, not {type(comm).__name__}")
         path = os.fspath(filename)
-        amode = operator.index(amode)
+        amode = _integer(amode)
         if not isinstance(info, Info):
             raise TypeError(f"expected an Info, not {type(info).__name__}")
         try:
@@ -347,12 +352,13 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         self._check_live()
         filetype = etype if filetype is None else filetype
         datarep = "native" if datarep is None else datarep
+        datarep = datarep.decode() if isinstance(datarep, bytes) else datarep
         for value, kind in ((etype, Datatype), (filetype, Datatype), (datarep, str),
                             (info, Info)):
             if not isinstance(value, kind):
                 raise TypeError(f"expected a{'n' * (kind is Info)} {kind.__name__}, "
                                 f"not {type(value).__name__}")
-        disp = operator.index(disp)
+        disp = _integer(disp)
         sequential = bool(self._amode & MODE_SEQUENTIAL)
         if (disp == DISP_CUR) != sequential or disp < 0 and disp != DISP_CUR:
             _fail(errors.ERR_ARG, f"Set_view: displacement {disp} (DISP_CUR is for "
@@ -431,7 +437,7 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         return self._shared.get()
 
     def _sought(self, offset, whence, current):
-        offset = operator.index(offset)
+        offset, whence = _integer(offset), _integer(whence)
         if whence == SEEK_CUR:
             offset += current()
         elif whence == SEEK_END:
@@ -716,8 +722,9 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         ErrorHandling.Set_errhandler(self._handler_owner(), errhandler)
 
     def Call_errhandler(self, errorcode):
-        """MPI_File_call_errhandler: the handler set called with `errorcode`."""
-        ErrorHandling.Call_errhandler(self._handler_owner(), errorcode)
+        """MPI_File_call_errhandler: the handler set called with `errorcode` (an int:
+        TypeError else)."""
+        ErrorHandling.Call_errhandler(self._handler_owner(), _integer(errorcode))
 
 
 FILE_NULL = File()

@@ -43,9 +43,16 @@ def check(datarep, *datatypes):
                 _form(leaf)
 
 
+def _spec(buf):
+    """mpi4py's file calls take no None (NULL) for a buffer: TypeError."""
+    if buf is None:
+        raise TypeError("expected a buffer object, not None")
+    return buf
+
+
 def outgoing(datarep, buf):
     """A write's buffer spec: (the bytes of its data in `datarep`, its datatype)."""
-    data, count, datatype = send_message(buf)
+    data, count, datatype = send_message(_spec(buf))
     if datarep == EXTERNAL32:
         return memoryview(_form(datatype).pack(data, count)), datatype
     if datatype.is_named and datatype.size != datatype.extent:
@@ -56,7 +63,7 @@ def outgoing(datarep, buf):
 def incoming(datarep, buf):
     """A read's buffer spec: (room for the bytes of its data in `datarep`, its datatype, and
     unpack(nbytes) that places the bytes read, None if the room is the buffer itself)."""
-    room, count, datatype, unpack = receive_message(buf)
+    room, count, datatype, unpack = receive_message(_spec(buf))
     if datarep == EXTERNAL32:
         form = _form(datatype)
         data, room = room, memoryview(bytearray(count * form.itemsize))

@@ -15,7 +15,9 @@ import fcntl
 import operator
 import os
 
-from . import errors, filedatarep, handles, sharedfp, unimplemented
+import numpy as np
+
+from . import errors, filedatarep, fileview, handles, sharedfp, unimplemented
 from .comm import UNDEFINED, Comm, Request
 from .datatypes import BYTE, Datatype
 from .errhandler import ErrorHandling, handle_error, handled_class, plain_class
@@ -32,6 +34,7 @@ SEEK_SET, SEEK_CUR, SEEK_END = 600, 602, 604
 DISPLACEMENT_CURRENT = DISP_CUR = -54278278
 MAX_DATAREP_STRING = 128
 
+SIEVE_SPAN = 1 << 22    # a read's pieces are sieved out of a span of up to 4 MiB (or twice them)
 _registered = {}        # Register_datarep's: name -> (read_fn, write_fn, extent_fn)
 
 # An OSError's errno -> the error class, as ROMIO maps them (anything else: ERR_IO).
@@ -647,27 +650,46 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
 
     def _transfer(self, offset, data, write):
         """pwrite or pread `data` at the view's etype `offset` on; the bytes moved (a read
-        stops at the end of the file)."""
-        fd, moved = self._fd, 0
+        stops at the end of the file). A read of many pieces reads the span they lie in once
+        and takes them out of it, if that span is not much larger (ROMIO's data sieving; a
+        write stays a pwrite per piece: sieving one would need a lock against the others)."""
+        fd = self._fd
+        where, lengths = self._view.segments(offset, len(data))
         if self._atomic:
             fcntl.lockf(fd, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
         try:
-            for where, length in self._view.segments(offset, len(data)):
+            if not write and len(where) > 1:
+                low = int(where.min())
+                span = int((where + lengths).max()) - low
+                if span <= max(SIEVE_SPAN, 2 * len(data)):
+                    return self._sieved(low, span, where, lengths, data)
+            moved = 0
+            for at, length in zip(where.tolist(), lengths.tolist()):
                 piece = data[moved:moved + length]
                 if write:
                     while piece:
-                        done = os.pwrite(fd, piece, where)
-                        piece, where, moved = piece[done:], where + done, moved + done
+                        done = os.pwrite(fd, piece, at)
+                        piece, at, moved = piece[done:], at + done, moved + done
                 else:
-                    chunk = os.preadv(fd, [piece], where)
-                    moved += chunk
-                    if chunk < length:
+                    got = os.preadv(fd, [piece], at)
+                    moved += got
+                    if got < length:
                         break
+            return moved
         except OSError as exc:
             raise _os_error(exc) from None
         finally:
             if self._atomic:
                 fcntl.lockf(fd, fcntl.LOCK_UN)
+
+    def _sieved(self, low, span, where, lengths, room):
+        """A read of the pieces out of one read of the `span` bytes from `low`: the bytes
+        moved, up to the first that lies past the end of the file."""
+        chunk = np.frombuffer(os.pread(self._fd, span, low), np.uint8)
+        index = fileview.gather_index(where, lengths, low)
+        past = np.flatnonzero(index >= len(chunk))
+        moved = int(past[0]) if len(past) else len(index)
+        np.frombuffer(room, np.uint8)[:moved] = chunk[index[:moved]]
         return moved
 
     # Checks.

@@ -7,6 +7,8 @@ offset, `end` the file's end to the offset just past the data before it."""
 import bisect
 import itertools
 
+import numpy as np
+
 from . import errors
 from .errors import Exception as MPIException
 
@@ -21,34 +23,32 @@ class View:
         self.esize, self.size, self.extent = etype.size, filetype.size, tmap.extent
         self.runs = tmap.runs
         self.starts = list(itertools.accumulate((n for _, n in self.runs), initial=0))
+        self.run_starts = np.array([start for start, _ in self.runs], np.int64)
+        self.run_lengths = np.array([length for _, length in self.runs], np.int64)
+        self.stream_starts = np.array(self.starts[:-1], np.int64)
         # One run from the tile's start, tiles back to back: the stream is the file's bytes.
         self.contiguous = self.runs == ((0, self.size),) and self.extent == self.size
 
     def segments(self, offset, nbytes):
-        """The (file byte, length) pieces of `nbytes` bytes of the stream from etype
-        `offset`, in the stream's order, adjacent ones merged."""
+        """The pieces of `nbytes` bytes of the stream from etype `offset`, in the stream's
+        order, adjacent ones merged: two int64 arrays, their file bytes and lengths. (numpy
+        over every run of every tile the span crosses: no loop per piece.)"""
         position = offset * self.esize
+        if nbytes == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         if self.contiguous:
-            return [(self.disp + position, nbytes)] if nbytes else []
-        pieces = []
-        tile, within = divmod(position, self.size)
-        run = bisect.bisect_right(self.starts, within) - 1
-        while nbytes > 0:
-            if run == len(self.runs):
-                tile, run, within = tile + 1, 0, 0
-                continue
-            start, length = self.runs[run]
-            skip = within - self.starts[run]
-            take = min(length - skip, nbytes)
-            where = self.disp + tile * self.extent + start + skip
-            if pieces and pieces[-1][0] + pieces[-1][1] == where:
-                pieces[-1] = (pieces[-1][0], pieces[-1][1] + take)
-            else:
-                pieces.append((where, take))
-            nbytes -= take
-            within += take
-            run += 1
-        return pieces
+            return np.array([self.disp + position]), np.array([nbytes])
+        end = position + nbytes
+        tiles = np.arange(position // self.size, (end - 1) // self.size + 1, dtype=np.int64)
+        where = (self.disp + np.add.outer(tiles * self.extent, self.run_starts)).ravel()
+        stream = np.add.outer(tiles * self.size, self.stream_starts).ravel()
+        lengths = np.tile(self.run_lengths, len(tiles))
+        low, high = np.maximum(stream, position), np.minimum(stream + lengths, end)
+        kept = high > low               # (the first and last tiles' runs outside the span)
+        where, lengths = (where + low - stream)[kept], (high - low)[kept]
+        apart = where[1:] != where[:-1] + lengths[:-1]
+        firsts = np.flatnonzero(np.concatenate(([True], apart)))
+        return where[firsts], np.add.reduceat(lengths, firsts)
 
     def byte_offset(self, offset):
         """MPI_File_get_byte_offset: the file byte where etype `offset` of the stream lies."""
@@ -94,3 +94,10 @@ def check(etype, filetype):
     if starts[0] < 0 or starts != sorted(starts):
         raise MPIException(errors.ERR_IO, "Set_view: a filetype's displacements must be "
                            f"non-negative and non-decreasing (they are {starts})")
+
+
+def gather_index(where, lengths, base):
+    """The offsets from file byte `base` of every byte of the pieces (where, lengths), in
+    order: what a read of the span they lie in takes them at."""
+    firsts = np.cumsum(lengths) - lengths           # each piece's first byte in the stream
+    return np.repeat(where - base - firsts, lengths) + np.arange(int(lengths.sum()))

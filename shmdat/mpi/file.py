@@ -10,10 +10,12 @@ Dup of the one given); the other collective forms (*_all, their begin/end and I*
 each process's data as the independent forms do, as MPI allows. The nonblocking forms are
 done when they return: their Request is complete. Errors are MPICH's (ROMIO's) classes."""
 
+import contextlib
 import errno
 import fcntl
 import operator
 import os
+import threading
 
 import numpy as np
 
@@ -34,7 +36,7 @@ SEEK_SET, SEEK_CUR, SEEK_END = 600, 602, 604
 DISPLACEMENT_CURRENT = DISP_CUR = -54278278
 MAX_DATAREP_STRING = 128
 
-SIEVE_SPAN = 1 << 22    # a read's pieces are sieved out of a span of up to 4 MiB (or twice them)
+SIEVE_SPAN = 1 << 22    # pieces are sieved through a span of up to 4 MiB (or twice their bytes)
 _registered = {}        # Register_datarep's: name -> (read_fn, write_fn, extent_fn)
 
 # An OSError's errno -> the error class, as ROMIO maps them (anything else: ERR_IO).
@@ -230,6 +232,7 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         self._comm = comm.Dup()     # the file's own collectives
         self._hints = dict(info.items()) if info else {}
         self._atomic = False
+        self._writing = threading.Lock()    # (_transfer: this process's threads' writes)
         self._view = View(0, BYTE, BYTE, "native")
         self._pointer = os.fstat(fd).st_size if amode & MODE_APPEND else 0
         self._shared = SharedPointer(shared_path)
@@ -650,46 +653,67 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
 
     def _transfer(self, offset, data, write):
         """pwrite or pread `data` at the view's etype `offset` on; the bytes moved (a read
-        stops at the end of the file). A read of many pieces reads the span they lie in once
-        and takes them out of it, if that span is not much larger (ROMIO's data sieving; a
-        write stays a pwrite per piece: sieving one would need a lock against the others)."""
+        stops at the end of the file). Many pieces within a span not much larger than the
+        data are sieved, as ROMIO does: the span read once, the pieces taken out of it or
+        put into it and written back whole. So that a write back never loses what another
+        process wrote between, every write holds an fcntl lock on the bytes it spans (its
+        threads take turns first: fcntl's locks are the process's); in atomic mode each
+        access holds one on the whole file (shared to read)."""
         fd = self._fd
         where, lengths = self._view.segments(offset, len(data))
-        if self._atomic:
-            fcntl.lockf(fd, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
-        try:
-            if not write and len(where) > 1:
-                low = int(where.min())
-                span = int((where + lengths).max()) - low
-                if span <= max(SIEVE_SPAN, 2 * len(data)):
-                    return self._sieved(low, span, where, lengths, data)
-            moved = 0
-            for at, length in zip(where.tolist(), lengths.tolist()):
-                piece = data[moved:moved + length]
-                if write:
-                    while piece:
-                        done = os.pwrite(fd, piece, at)
-                        piece, at, moved = piece[done:], at + done, moved + done
-                else:
-                    got = os.preadv(fd, [piece], at)
-                    moved += got
-                    if got < length:
-                        break
-            return moved
-        except OSError as exc:
-            raise _os_error(exc) from None
-        finally:
-            if self._atomic:
-                fcntl.lockf(fd, fcntl.LOCK_UN)
+        if not len(where):
+            return 0
+        low = int(where.min())
+        span = int((where + lengths).max()) - low
+        sieve = len(where) > 1 and span <= max(SIEVE_SPAN, 2 * len(data)) \
+            and not (write and self._amode & MODE_WRONLY)   # (a write-only file: no read)
+        lock = (0, 0) if self._atomic else (span, low) if write else None
+        with self._writing if write else contextlib.nullcontext():
+            if lock:
+                fcntl.lockf(fd, fcntl.LOCK_EX if write else fcntl.LOCK_SH, *lock)
+            try:
+                if sieve:
+                    return self._sieved(low, span, where, lengths, data, write)
+                return self._pieces(where, lengths, data, write)
+            except OSError as exc:
+                raise _os_error(exc) from None
+            finally:
+                if lock:
+                    fcntl.lockf(fd, fcntl.LOCK_UN, *lock)
 
-    def _sieved(self, low, span, where, lengths, room):
-        """A read of the pieces out of one read of the `span` bytes from `low`: the bytes
-        moved, up to the first that lies past the end of the file."""
-        chunk = np.frombuffer(os.pread(self._fd, span, low), np.uint8)
+    def _pieces(self, where, lengths, data, write):
+        """One pwrite or preadv per piece."""
+        fd, moved = self._fd, 0
+        for at, length in zip(where.tolist(), lengths.tolist()):
+            piece = data[moved:moved + length]
+            if write:
+                while piece:
+                    done = os.pwrite(fd, piece, at)
+                    piece, at, moved = piece[done:], at + done, moved + done
+            else:
+                got = os.preadv(fd, [piece], at)
+                moved += got
+                if got < length:
+                    break
+        return moved
+
+    def _sieved(self, low, span, where, lengths, data, write):
+        """The pieces out of (or into) one read of the `span` bytes from `low` (written back
+        whole for a write; past the end of the file they are zeros there). The bytes moved:
+        a read's up to the first that lies past the end of the file."""
+        chunk = bytearray(span)
+        got = os.preadv(self._fd, [chunk], low)
         index = fileview.gather_index(where, lengths, low)
-        past = np.flatnonzero(index >= len(chunk))
+        if write:
+            np.frombuffer(chunk, np.uint8)[index] = np.frombuffer(data, np.uint8)
+            view = memoryview(chunk)
+            while view:
+                done = os.pwrite(self._fd, view, low)
+                view, low = view[done:], low + done
+            return len(data)
+        past = np.flatnonzero(index >= got)
         moved = int(past[0]) if len(past) else len(index)
-        np.frombuffer(room, np.uint8)[:moved] = chunk[index[:moved]]
+        np.frombuffer(data, np.uint8)[:moved] = np.frombuffer(chunk, np.uint8)[index[:moved]]
         return moved
 
     # Checks.

@@ -610,6 +610,8 @@ assert f.Get_size() == 12
 got = np.zeros(2, dtype=pairs.dtype)
 f.Read_at(0, [got, MPI.SHORT_INT], st)
 assert got["v"].tolist() == [1, 2] and got["i"].tolist() == [3, 4] and st.Get_count(MPI.SHORT_INT) == 2
+f.Iread_at(0, [got, MPI.SHORT_INT]).Wait(st)
+assert st.Get_count(MPI.SHORT_INT) == 2
 checks += 1
 
 # Atomic mode: every access under an fcntl lock; MODE_APPEND starts the pointers at the end.

@@ -91,16 +91,19 @@ def _own(datatype):
     return datatype if datatype.is_predefined else Datatype(datatype)
 
 
-def _set_count(status, nbytes, datatype):
+def _count(nbytes, datatype):
     """A status's count for `nbytes` bytes of `datatype`'s data (Get_count divides it by
     the datatype's wire size: a padded pair type's extent)."""
+    elements, rest = divmod(nbytes, datatype.size) if datatype.size else (0, nbytes)
+    return elements * datatype.wire_size + rest
+
+
+def _set_count(status, nbytes, datatype):
     if status is not None:
-        elements, rest = divmod(nbytes, datatype.size) if datatype.size else (0, nbytes)
-        status.count = elements * datatype.wire_size + rest
-        status.cancelled = False
+        status.count, status.cancelled = _count(nbytes, datatype), False
 
 
-class _Done:
+class _Complete:
     """A nonblocking data access's operation: done when its call returned."""
     done, ops, error, source, tag = True, (), errors.SUCCESS, UNDEFINED, UNDEFINED
 
@@ -606,7 +609,7 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         _set_count(status, *result)
 
     def _request(self, nbytes, datatype):
-        return FileRequest(self._comm._engine, None, _Done(nbytes))
+        return FileRequest(self._comm._engine, None, _Complete(_count(nbytes, datatype)))
 
     def _access(self, kind, write, buf, offset=None, split=False):
         """Move the data of buffer spec `buf` to (write) or from the file: at etype `offset`

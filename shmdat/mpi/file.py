@@ -86,6 +86,19 @@ def _flags(amode):
     return next(f for mode, f in flags.items() if amode & mode)
 
 
+def _create(path, flags, amode):
+    """Rank 0's part of Open: the file opened (made with MODE_CREATE, only if new with
+    MODE_EXCL) and the shared pointer's file made (at the end of the file with
+    MODE_APPEND); (descriptor, the pointer's path). OSError, nothing left open."""
+    fd = os.open(path, flags | (os.O_CREAT if amode & MODE_CREATE else 0)
+                 | (os.O_EXCL if amode & MODE_EXCL else 0), 0o666)
+    try:
+        return fd, SharedPointer.create(os.fstat(fd).st_size if amode & MODE_APPEND else 0)
+    except OSError:
+        os.close(fd)
+        raise
+
+
 def _own(datatype):
     """The view's handle to `datatype` (a named one itself): the program may free its own."""
     return datatype if datatype.is_predefined else Datatype(datatype)
@@ -204,17 +217,15 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         flags = _flags(amode)
         # Rank 0 makes the file (MODE_CREATE, MODE_EXCL) and the shared pointer's; then the
         # others open what it made.
-        fd = error = None
+        fd = error = outcome = None
         if comm.rank == 0:
             try:
-                fd = os.open(path, flags | (os.O_CREAT if amode & MODE_CREATE else 0)
-                             | (os.O_EXCL if amode & MODE_EXCL else 0), 0o666)
-                start = os.fstat(fd).st_size if amode & MODE_APPEND else 0
-                outcome = (None, SharedPointer.create(start))
+                fd, shared_path = _create(path, flags, amode)
+                outcome = (None, shared_path)
             except OSError as exc:
                 error = _os_error(exc)
                 outcome = (error.error_code, None)
-        code, shared_path = comm.bcast(outcome if comm.rank == 0 else None, 0)
+        code, shared_path = comm.bcast(outcome, 0)
         if code is not None:
             raise error or MPIException(code, f"File.Open of {path!r} on rank 0")
         if comm.rank != 0:
@@ -355,9 +366,10 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         file pointers go back to 0. With MODE_SEQUENTIAL, `disp` must be DISP_CUR (the
         shared pointer's byte). MPI.Exception ERR_FILE, ERR_ARG (a negative disp, DISP_CUR
         without MODE_SEQUENTIAL or the reverse, a filetype not made of etypes),
-        ERR_TYPE (null or not committed), ERR_UNSUPPORTED_DATAREP (datarep "native",
-        "internal" or "external32": filedatarep.py); NotImplementedCall for Register_datarep's
-        representations, and external32 of types whose size changes there."""
+        ERR_TYPE (null or not committed), ERR_UNSUPPORTED_DATAREP (a datarep that is not
+        "native", "internal", "external32" (filedatarep.py) nor registered);
+        NotImplementedCall for Register_datarep's representations, and external32 of types
+        whose size changes there."""
         self._check_live()
         filetype = etype if filetype is None else filetype
         datarep = "native" if datarep is None else datarep
@@ -437,6 +449,7 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
         """MPI_File_seek_shared (collective, the same arguments everywhere): the shared
         pointer moved as Seek moves the individual one. Errors as Seek's."""
         self._check_random()
+        offset, whence = _integer(offset), _integer(whence)     # (TypeError before the others)
         self._comm.Barrier()        # no process uses the shared pointer any more
         self._by_root(lambda: self._shared.set(self._sought(offset, whence, self._shared.get)))
 

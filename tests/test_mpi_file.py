@@ -437,6 +437,20 @@ for t in (column, rows, struct, hindexed, every_other):
     t.Free()
 f.Close()
 say(rank, "closed", os.path.exists(name))
+
+# mpi4py's tutorial's two examples: a contiguous Write_at_all, a vector view's Write_all.
+tutorial = os.path.join(here, "tutorial")
+fh = MPI.File.Open(world, tutorial, MPI.MODE_WRONLY | MPI.MODE_CREATE)
+buffer = np.full(10, rank, dtype=np.int64)
+fh.Write_at_all(rank * buffer.nbytes, buffer)
+fh.Set_view(MPI.INT.Get_size() * rank, filetype=MPI.INT.Create_vector(10, 1, size).Commit())
+fh.Write_all(np.full(10, rank, dtype="i"))
+fh.Close()
+world.Barrier()
+if rank == 0:
+    with open(tutorial, "rb") as written:
+        say("tutorial", written.read().hex())
+    os.unlink(tutorial)
 world.Barrier()
 if rank == 0:
     os.rmdir(here)

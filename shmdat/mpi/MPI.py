@@ -40,6 +40,10 @@ from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL,  # noq
                          ERRORS_RETURN, Errhandler)
 from .errors import (SUCCESS, Add_error_class, Add_error_code,  # noqa: F401
                      Add_error_string, Exception, Get_error_class, Get_error_string)
+from .file import (DISP_CUR, DISPLACEMENT_CURRENT, FILE_NULL,  # noqa: F401
+                   MAX_DATAREP_STRING, MODE_APPEND, MODE_CREATE, MODE_DELETE_ON_CLOSE,
+                   MODE_EXCL, MODE_RDONLY, MODE_RDWR, MODE_SEQUENTIAL, MODE_UNIQUE_OPEN,
+                   MODE_WRONLY, SEEK_CUR, SEEK_END, SEEK_SET, File, Register_datarep)
 from .grequest import Grequest
 from .group import GROUP_EMPTY, GROUP_NULL, Group  # noqa: F401
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa: F401

@@ -78,7 +78,7 @@ _RETURN = _Handler("ERRORS_RETURN", handle=0x54000001)
 _PREDEFINED = (_RETURN, _Handler("ERRORS_ARE_FATAL", handle=0x54000000),
                _Handler("ERRORS_ABORT", handle=0x54000003))
 _slots_lock = threading.Lock()
-_slots = {"Comm": [], "Win": [], "Session": []}    # kind -> the user handlers alive
+_slots = {"Comm": [], "Win": [], "Session": [], "File": []}    # kind -> the user handlers alive
 
 
 class Errhandler(Handle, unimplemented.Missing):
@@ -139,6 +139,7 @@ class ErrorHandling:
 
     _kind = None
     _errhandler = _RETURN
+    _kind_error = errors.ERR_ERRHANDLER     # another kind's handler set (a File's: ERR_ARG)
 
     @classmethod
     def Create_errhandler(cls, errhandler_fn):
@@ -170,7 +171,8 @@ class ErrorHandling:
             raise TypeError(f"expected an Errhandler, not {type(errhandler).__name__}")
         handler = errhandler._handler
         if handler is None or handler.function is not None and handler.kind != self._kind:
-            raise MPIException(errors.ERR_ERRHANDLER, f"Set_errhandler({errhandler!r}) on a {self._kind}")
+            raise MPIException(errors.ERR_ERRHANDLER if handler is None else self._kind_error,
+                               f"Set_errhandler({errhandler!r}) on a {self._kind}")
         old, self._errhandler = self._errhandler, handler.ref()
         old.unref()
         self.__class__ = _plain_class(type(self)) if handler is _RETURN \
@@ -220,6 +222,18 @@ def handled_class(cls):
 
 def _plain_class(cls):
     return _plain_classes.get(cls, cls)
+
+
+plain_class = _plain_class      # (File.Close: a closed file's errors are FILE_NULL's)
+
+
+def handle_error(obj, exc):
+    """An error with no object to call on (File.Open's and Delete's: FILE_NULL's handler,
+    `obj`): `exc` raised under ERRORS_RETURN, else the handler run (ERRORS_ARE_FATAL ends
+    the job) and, if it returns, so does this."""
+    if obj._errhandler is _RETURN:
+        raise exc
+    obj._errhandler.call(obj, exc.error_code)
 
 
 _calls = threading.local()     # .depth: handled calls under way in this thread

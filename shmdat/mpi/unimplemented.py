@@ -43,12 +43,9 @@ def missing(owner, table, name):
 
 
 MODULE = frozenset("""
-    DISPLACEMENT_CURRENT DISP_CUR ERR_ABI FILE_NULL File Get_abi_fortran_info Get_abi_info
-    Get_abi_version Get_hw_resource_info Iflush_buffer InPlaceType MAX_DATAREP_STRING
-    MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING MAX_OBJECT_NAME MAX_PROCESSOR_NAME
-    MODE_APPEND MODE_CREATE MODE_DELETE_ON_CLOSE MODE_EXCL MODE_RDONLY MODE_RDWR
-    MODE_SEQUENTIAL MODE_UNIQUE_OPEN MODE_WRONLY Register_datarep Remove_error_class
-    Remove_error_code Remove_error_string SEEK_CUR SEEK_END SEEK_SET
+    ERR_ABI Get_abi_fortran_info Get_abi_info Get_abi_version Get_hw_resource_info
+    Iflush_buffer InPlaceType MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING MAX_OBJECT_NAME
+    MAX_PROCESSOR_NAME Remove_error_class Remove_error_code Remove_error_string
 """.split())
 
 COMM = frozenset("""
@@ -80,6 +77,8 @@ GROUP = frozenset()
 MESSAGE = frozenset()
 
 ERRHANDLER = frozenset()
+
+FILE = frozenset()
 
 SESSION = frozenset("""
     Iflush_buffer f2py fromhandle fromint handle py2f toint

@@ -1,9 +1,14 @@
 """Real peer processes for cross-process tests.
 
-A peer runs `target(ch, *args)` in a freshly spawned interpreter (never a fork:
-an IA must not cross fork()), with `env` added to its environment. `ch` is the peer's end of a pipe for coordination:
-ch.send(obj) / ch.recv() there, peer.send / peer.recv(timeout) here. Every
-receive has a timeout so a bug fails the test instead of hanging it.
+A peer runs `target(ch, *args)` in a fresh process, with `env` added to its environment:
+forked by multiprocessing's fork server, a process that imported shmdat and the tests'
+modules once and never opens an IA (so none crosses fork(), and a peer starts in a few
+milliseconds instead of the second an interpreter takes to import them), or, when the
+environment differs from the one the fork server was started with (`env`, a test's
+monkeypatch.setenv: settings shmdat reads at import), a freshly spawned interpreter.
+`ch` is the peer's end of a pipe for coordination: ch.send(obj) / ch.recv() there,
+peer.send / peer.recv(timeout) here. Every receive has a timeout so a bug fails the test
+instead of hanging it.
 """
 
 import contextlib
@@ -12,7 +17,13 @@ import os
 import signal
 import traceback
 
-_ctx = multiprocessing.get_context("spawn")
+_spawned = multiprocessing.get_context("spawn")
+_forked = multiprocessing.get_context("forkserver")
+_forked.set_forkserver_preload(["pytest", "numpy", "shmdat", "tests.remote"])
+# The environment the fork server starts with (it starts at the first forked peer), less what
+# pytest changes from test to test.
+_VOLATILE = {"PYTEST_CURRENT_TEST"}
+_SERVER_ENV = {k: v for k, v in os.environ.items() if k not in _VOLATILE}
 TIMEOUT = 20.0          # seconds: generous bound for any one step of a peer
 
 
@@ -60,10 +71,18 @@ def _environment(env):
                 os.environ[name] = value
 
 
+def _context(env):
+    """The fork server where the peer's environment is the server's, else spawn."""
+    wanted = {k: v for k, v in os.environ.items() if k not in _VOLATILE}
+    wanted.update(env)
+    return _forked if wanted == _SERVER_ENV else _spawned
+
+
 class Peer:
     def __init__(self, target, *args, env=None):
-        self._conn, child = _ctx.Pipe()
-        self.process = _ctx.Process(target=_run, args=(child, target, args), daemon=True)
+        ctx = _context(env or {})
+        self._conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_run, args=(child, target, args), daemon=True)
         with _environment(env or {}):
             self.process.start()
         child.close()

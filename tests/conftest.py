@@ -1,6 +1,15 @@
 import itertools
 import os
 
+# The suite starts a few thousand Python processes (peers, ranks, launchers, CLIs). Where the
+# environment says not to write bytecode (PYTHONDONTWRITEBYTECODE, as machines that keep
+# their trees clean set it), each would compile shmdat's modules again, about half a second
+# apiece on a slow machine: the processes the tests start write it to a cache of their own
+# instead, outside the tree (PYTHONPYCACHEPREFIX), and read it from there after the first.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "shmdat", "pycache"))
+
 # Each test process (an xdist worker) has a device instance of its own, which the peers
 # it starts inherit: connection qualifiers are ports of the device's machine-wide
 # rdma_cm port table, and parallel workers would otherwise take one another's. Set

@@ -11,6 +11,7 @@ peer.send / peer.recv(timeout) here. Every receive has a timeout so a bug fails 
 instead of hanging it.
 """
 
+import atexit
 import contextlib
 import multiprocessing
 import os
@@ -46,14 +47,25 @@ class Channel:
         return self._conn.recv()
 
 
-def _run(conn, target, args):
+def _run(conn, target, args, forked):
     ch = Channel(conn)
     try:
         target(ch, *args)
     except BaseException:
         conn.send(("__peer_failed__", traceback.format_exc()))
+        _exit(forked)
         raise SystemExit(1)
     conn.send(("__peer_done__", None))
+    _exit(forked)
+
+
+def _exit(forked):
+    """A forked peer ends by os._exit() (multiprocessing's rule for forked children), which
+    skips the atexit handlers a spawned one runs as its interpreter exits: shmdat's among
+    them (an IA left open is closed there, which the peer tests' "exit without closing"
+    relies on). Run them as the interpreter would."""
+    if forked:
+        atexit._run_exitfuncs()
 
 
 @contextlib.contextmanager
@@ -82,7 +94,8 @@ class Peer:
     def __init__(self, target, *args, env=None):
         ctx = _context(env or {})
         self._conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_run, args=(child, target, args), daemon=True)
+        self.process = ctx.Process(target=_run, args=(child, target, args, ctx is _forked),
+                                   daemon=True)
         with _environment(env or {}):
             self.process.start()
         child.close()

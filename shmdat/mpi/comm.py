@@ -1,6 +1,7 @@
 """mpi4py's Comm, Request, Prequest and Status, on the engine (shmdat/mpi/engine.py). Names,
 signatures and defaults are mpi4py's; what is not here is not implemented yet."""
 
+import ctypes
 import functools
 import os
 import warnings
@@ -35,6 +36,19 @@ _next_context = 4    # this process's lowest context id none of its communicator
 _PREDEFINED = {}     # WORLD_CONTEXT, SELF_CONTEXT -> COMM_WORLD, COMM_SELF: what pickle names
 
 
+_StatusMemory = ctypes.c_int * 5     # MPICH's MPI_Status: five C ints
+
+
+def _status_field(index):
+    """A Status field kept as the C int at `index` of its memory (OverflowError beyond one)."""
+    def get_field(status):
+        return status._mpi[index]
+
+    def set_field(status, value):
+        status._mpi[index] = handles.c_int(value)
+    return property(get_field, set_field)
+
+
 class Status(unimplemented.Missing):
     """MPI_Status: `source`, `tag`, `error` and the received byte count."""
 
@@ -43,6 +57,7 @@ class Status(unimplemented.Missing):
     def __init__(self, status=None):
         """MPI.Status(): empty (ANY_SOURCE, ANY_TAG, SUCCESS, no bytes, not cancelled);
         Status(status): a copy of `status`. TypeError if `status` is no Status."""
+        self._mpi = _StatusMemory()
         if status is None:
             self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
             self.cancelled = False
@@ -59,6 +74,37 @@ class Status(unimplemented.Missing):
         return self.py2f() == other.py2f()
 
     __hash__ = None
+
+    # The fields live in MPICH's MPI_Status layout (the Fortran status's five ints, below), so
+    # that tomemory and MPI._addressof give memory whose writes the status sees, as mpi4py's.
+    F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = 2, 3, 4, 5
+    source = _status_field(F_SOURCE)
+    tag = _status_field(F_TAG)
+    error = _status_field(F_ERROR)
+
+    @property
+    def count(self):
+        """The bytes received (MPICH's 63-bit count: the low 32 bits, then the high ones
+        shifted left once over the cancelled flag)."""
+        return self._mpi[0] % 2**32 | self._mpi[1] >> 1 << 32
+
+    @count.setter
+    def count(self, count):
+        self._mpi[0] = handles.signed(count)
+        self._mpi[1] = handles.c_int(count >> 32 << 1 | self._mpi[1] & 1)
+
+    @property
+    def cancelled(self):
+        return bool(self._mpi[1] & 1)
+
+    @cancelled.setter
+    def cancelled(self, flag):
+        self._mpi[1] = self._mpi[1] & ~1 | bool(flag)
+
+    def tomemory(self):
+        """mpi4py's tomemory: a writable view of the status's memory (MPICH's MPI_Status,
+        F_STATUS_SIZE C ints: the Fortran status's fields); writes change the status."""
+        return memoryview(self._mpi).cast("B").cast("i")
 
     def Set_source(self, source):
         self.source = source
@@ -98,14 +144,11 @@ class Status(unimplemented.Missing):
     def Get_error(self):
         return self.error
 
-    # The Fortran status (MPI_Status_c2f/f2c): MPICH's 5 ints, the count's low 32 bits, its
-    # high bits shifted left once with the cancelled flag as bit 0, source, tag, error.
-    F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = 2, 3, 4, 5
-
     def py2f(self):
-        """mpi4py's py2f: the status as MPICH's Fortran status (a list of F_STATUS_SIZE ints)."""
-        return [handles.signed(self.count), (self.count >> 32) << 1 | self.cancelled,
-                self.source, self.tag, self.error]
+        """mpi4py's py2f: the status as MPICH's Fortran status (a list of F_STATUS_SIZE ints:
+        the count's low 32 bits, its high bits shifted left once with the cancelled flag as
+        bit 0, source, tag, error)."""
+        return list(self._mpi)
 
     @classmethod
     def f2py(cls, arg):

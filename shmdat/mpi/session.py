@@ -15,7 +15,7 @@ overlapping groups."""
 import operator
 import zlib
 
-from . import bsend, errors, unimplemented
+from . import bsend, errors, handles, unimplemented
 from . import comm as _comm
 from .comm import COMM_NULL, Comm, _claim
 from .errhandler import ERRORS_RETURN, ErrorHandling, Errhandler
@@ -39,11 +39,13 @@ class _State:
         self.finalized, self.errhandler = False, None
 
 
-class Session(ErrorHandling, unimplemented.Missing):
+class Session(ErrorHandling, handles.Numbered, unimplemented.Missing):
     """MPI_Session (mpi4py's Session): SESSION_NULL (false), or one Session.Init made. Handles
     to one session are equal; Finalize makes them all null."""
 
     _unimplemented = unimplemented.SESSION
+    _numbers = handles.Numbers(0x38000000, 0xb8000000)     # MPICH's: the null's, the first
+    _error = errors.ERR_SESSION
     _kind = "Session"
     COMM_WORLD = None       # set by MPI.py (it cannot be imported): the job's ranks and engine
 
@@ -78,6 +80,10 @@ class Session(ErrorHandling, unimplemented.Missing):
     @property
     def _engine(self):      # (what ERRORS_ARE_FATAL ends the job through)
         return Session.COMM_WORLD._engine
+
+    def _identity(self):
+        """(handles.Numbered) What the handles to one session share; None when null."""
+        return self._state if self else None
 
     def __eq__(self, other):
         return isinstance(other, Session) and bool(self) == bool(other) \

@@ -64,9 +64,7 @@ REQUEST = frozenset()
 
 WIN = frozenset()
 
-STATUS = frozenset("""
-    tomemory
-""".split())
+STATUS = frozenset()
 
 DATATYPE = frozenset()
 
@@ -81,7 +79,7 @@ ERRHANDLER = frozenset()
 FILE = frozenset()
 
 SESSION = frozenset("""
-    Iflush_buffer f2py fromhandle fromint handle py2f toint
+    Iflush_buffer
 """.split())
 
 INFO = frozenset("""

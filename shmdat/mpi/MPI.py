@@ -2,15 +2,19 @@
 this rank, as importing mpi4py.MPI does: it opens an IA, wires up with the job's other
 ranks (shmdat/mpi/wireup.py) and closes everything at exit."""
 
-import atexit
-import operator
-import socket
-import threading
-import time
+# Functions, not modules, are imported: the namespace holds mpi4py's names and no module
+# (mpi4py's test_doc walks every module it finds there, and the modules import each other).
+from atexit import register as _at_exit, unregister as _not_at_exit
+from operator import index as _index
+from socket import gethostname as _gethostname
+from threading import current_thread as _current_thread
+from time import get_clock_info as _get_clock_info, perf_counter as _perf_counter
 
-import shmdat
+from shmdat import __version__ as _shmdat_version
 
-from . import bsend, datatypes, errors, handles, unimplemented, wireup
+from . import datatypes, errors, handles, wireup
+from .bsend import attach as _attach, detach as _detach, flush as _flush
+from .unimplemented import MODULE as _UNIMPLEMENTED, missing as _missing
 from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # noqa: F401
                    LASTUSEDCODE, REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
@@ -85,15 +89,15 @@ _THREAD_LEVEL = THREAD_MULTIPLE
 
 def Wtime():
     """MPI_Wtime: seconds since an arbitrary moment, from a monotonic clock."""
-    return time.perf_counter()
+    return _perf_counter()
 
 
 def Wtick():
-    return time.get_clock_info("perf_counter").resolution
+    return _get_clock_info("perf_counter").resolution
 
 
 def Get_processor_name():
-    return socket.gethostname()
+    return _gethostname()
 
 
 _allocated = {}         # id -> the memory Alloc_mem gave and Free_mem has not taken back
@@ -102,7 +106,7 @@ _allocated = {}         # id -> the memory Alloc_mem gave and Free_mem has not t
 def Alloc_mem(size, info=INFO_NULL):
     """MPI_Alloc_mem: `size` bytes of memory (zeroed), an MPI.buffer. MPI.Exception ERR_ARG
     for a negative size; TypeError for a size that is not an int."""
-    size = operator.index(size)
+    size = _index(size)
     if size < 0:
         raise Exception(ERR_ARG, f"Alloc_mem of {size} bytes")
     memory = buffer.allocate(size, True)
@@ -123,18 +127,18 @@ def Attach_buffer(buf):
     """MPI_Buffer_attach: `buf` (a writable buffer; BUFFER_AUTOMATIC or None: automatic) for
     buffered sends (Bsend, ...). MPI.Exception ERR_OTHER if one is attached already,
     ERR_BUFFER if it is smaller than BSEND_OVERHEAD; BufferError if read-only."""
-    bsend.attach(None, buf)
+    _attach(None, buf)
 
 
 def Detach_buffer():
     """MPI_Buffer_detach: once every buffered send has left, the buffer attached
     (BUFFER_AUTOMATIC if automatic, an empty bytearray if none is)."""
-    return bsend.detach(None, _engine)
+    return _detach(None, _engine)
 
 
 def Flush_buffer():
     """MPI_Buffer_flush: wait until every buffered send has left."""
-    bsend.flush(None, _engine)
+    _flush(None, _engine)
 
 
 VERSION, SUBVERSION = 3, 1         # the MPI standard's version, as Get_version()
@@ -143,7 +147,7 @@ memory = buffer                    # mpi4py's name for it before mpi4py 4
 
 def Is_thread_main():
     """MPI_Is_thread_main: whether this is the thread that initialized (imported MPI)."""
-    return threading.current_thread() is _main_thread
+    return _current_thread() is _main_thread
 
 
 def Pcontrol(level):
@@ -152,7 +156,7 @@ def Pcontrol(level):
 
 def __getattr__(name):
     """mpi4py's names that are not here (unimplemented.MODULE): NotImplementedCall."""
-    unimplemented.missing("MPI", unimplemented.MODULE, name)
+    _missing("MPI", _UNIMPLEMENTED, name)
 
 
 def Get_version():
@@ -161,12 +165,12 @@ def Get_version():
 
 
 def Get_library_version():
-    return f"shmdat.mpi {shmdat.__version__}: mpi4py's API on shmdat's DAT API (MPI 3.1 subset)"
+    return f"shmdat.mpi {_shmdat_version}: mpi4py's API on shmdat's DAT API (MPI 3.1 subset)"
 
 
 def get_vendor():
     """mpi4py's get_vendor: ('shmdat', shmdat's version as a tuple of ints)."""
-    return "shmdat", tuple(int(part) for part in shmdat.__version__.split("."))
+    return "shmdat", tuple(int(part) for part in _shmdat_version.split("."))
 
 
 def Init():
@@ -205,8 +209,8 @@ def Finalize():
     if _finalized:
         raise Exception(ERR_OTHER, "MPI_Finalize called twice")
     _finalized = True
-    atexit.unregister(_delete_attributes)
-    atexit.unregister(_engine.close)
+    _not_at_exit(_delete_attributes)
+    _not_at_exit(_engine.close)
     try:
         _delete_attributes()
     finally:
@@ -225,14 +229,14 @@ def _delete_attributes():
 def _init():
     rank, size, sock = wireup.launch_info()
     engine = Engine(rank, size)
-    atexit.register(engine.close)
+    _at_exit(engine.close)
     if sock is not None:
         wireup.connect_all(engine, wireup.exchange(sock, rank, engine.ia.address,
                                                    engine.psp.conn_qual))
     return engine
 
 
-_main_thread = threading.current_thread()
+_main_thread = _current_thread()
 _engine = _init()
 _finalized = False
 COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
@@ -245,5 +249,8 @@ Grequest.COMM_SELF = COMM_SELF  # whose engine generalized requests wait in
 dynproc.init(_engine, COMM_WORLD, COMM_SELF)   # (a spawned process connects to its parents)
 del dynproc
 Session.COMM_WORLD = COMM_WORLD  # the job's ranks and engine, for sessions' groups
-atexit.register(_delete_attributes)
-del errors
+_at_exit(_delete_attributes)
+# The modules imported for what importing them sets (Comm's methods, ...) or for the lines
+# above leave the namespace, as mpi4py's has none.
+del create_group, datatypes, dynamic, errors, handles, isendrecv, partitioned, \
+    persistent, ulfm, wcollectives, wireup

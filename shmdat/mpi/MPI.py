@@ -58,7 +58,9 @@ from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .pickler import Pickle, pickle  # noqa: F401
 from . import persistent  # noqa: F401  (sets Comm's and Topocomm's *_init)
 from . import ulfm  # noqa: F401  (sets Comm's Revoke, Agree, Shrink, ...)
-from .lowlevel import _addressof, _comm_lock, _comm_lock_table, _handleof, _sizeof  # noqa: F401
+from .lowlevel import _addressof, _handleof, _sizeof  # noqa: F401
+from .commctx import (_comm_lock, _comm_lock_table, _commctx_inter,  # noqa: F401
+                      _commctx_intra)
 from .session import MAX_PSET_NAME_LEN, MAX_STRINGTAG_LEN, SESSION_NULL, Session  # noqa: F401
 from . import isendrecv  # noqa: F401  (sets Comm's Isendrecv, Isendrecv_replace)
 from . import partitioned  # noqa: F401  (sets Comm's Psend_init, Precv_init, Prequest's Pready...)

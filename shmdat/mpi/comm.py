@@ -75,6 +75,14 @@ class Status(unimplemented.Missing):
 
     __hash__ = None
 
+    def __getstate__(self):
+        """pickle, copy: the fields (the memory as a list of its ints)."""
+        return {**self.__dict__, "_mpi": list(self._mpi)}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._mpi = _StatusMemory(*state["_mpi"])
+
     # The fields live in MPICH's MPI_Status layout (the Fortran status's five ints, below), so
     # that tomemory and MPI._addressof give memory whose writes the status sees, as mpi4py's.
     F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = 2, 3, 4, 5

@@ -1,16 +1,12 @@
 """mpi4py's low-level helpers in the MPI namespace: `_sizeof`, `_handleof`, `_addressof` (the
-MPI handle behind an object: MPICH's, as mpi4py over MPICH gives them) and the communicator
-locks `_comm_lock`, `_comm_lock_table` (mpi4py.util.pkl5 and util.pool take them)."""
+MPI handle behind an object: MPICH's, as mpi4py over MPICH gives them). (The communicator locks
+and contexts mpi4py.util takes are commctx.py's.)"""
 
 import ctypes
-import threading
-import weakref
 
-from . import errors
 from .comm import Comm, Request, Status
 from .datatypes import Datatype
 from .errhandler import Errhandler
-from .errors import Exception as MPIException
 from .file import File
 from .group import Group
 from .info import Info
@@ -61,40 +57,3 @@ def _addressof(arg):
         raise NotImplementedCall(f"MPI._addressof of a {type(arg).__name__} is not "
                                  "implemented by shmdat.mpi (only of a Status)")
     raise TypeError("expecting an MPI instance")
-
-
-# A communicator's lock table: what its handles share (Comm._identity) -> {key: Lock}. MPI
-# keeps it as an attribute without a copy function (mpi4py's): Dup's communicator starts
-# with an empty one.
-_lock_tables = weakref.WeakKeyDictionary()
-_lock_tables_lock = threading.Lock()
-
-
-def _comm_lock_table(comm):
-    """mpi4py's _comm_lock_table: the dict of `comm`'s locks (key -> threading.Lock), the
-    same for every handle to the communicator. MPI.Exception ERR_COMM for a null one;
-    TypeError for anything but a Comm."""
-    with _lock_tables_lock:
-        return _table(comm)
-
-
-def _comm_lock(comm, key=None):
-    """mpi4py's _comm_lock: the lock of `comm` for `key` (made on first use). MPI.Exception
-    ERR_COMM for a null communicator; TypeError for anything but a Comm, or an unhashable
-    key."""
-    with _lock_tables_lock:
-        table = _table(comm)
-        lock = table.get(key)
-        if lock is None:
-            lock = table[key] = threading.Lock()
-        return lock
-
-
-def _table(comm):
-    if not isinstance(comm, Comm):
-        raise TypeError(f"Argument 'comm' has incorrect type (expected Comm, got "
-                        f"{type(comm).__name__})")
-    identity = comm._identity()
-    if identity is None:
-        raise MPIException(errors.ERR_COMM, "the lock table of MPI.COMM_NULL")
-    return _lock_tables.setdefault(identity, {})

@@ -220,7 +220,9 @@ class Request(handles.Numbered, unimplemented.Missing):
         another handle to the same one."""
         if self is other:
             return True
-        if not isinstance(other, Request) or self._is_null() != other._is_null():
+        if not isinstance(other, Request):
+            return NotImplemented       # (as mpi4py's: another type may answer)
+        if self._is_null() != other._is_null():
             return False
         return self._is_null() or self._handle() is other._handle()
 
@@ -677,8 +679,9 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
     def __eq__(self, other):
         """As mpi4py's handles: equal if both name the same communicator (Comm(comm) is
         another handle to comm). Unhashable, as mpi4py's."""
-        return isinstance(other, Comm) and not isinstance(other, _NullComm) \
-            and other._context == self._context
+        if not isinstance(other, Comm):
+            return NotImplemented
+        return not isinstance(other, _NullComm) and other._context == self._context
 
     __hash__ = None
 
@@ -1474,10 +1477,11 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         return pickle.loads(data)
 
     def scatter(self, sendobj, root=0):
-        """Root's sequence of size objects, one to each rank (binomial tree)."""
+        """Root's size objects (an iterable; None: size Nones), one to each rank (binomial
+        tree). ValueError at root unless there are size."""
         self._check_root(root)
-        if self._rank == root and len(sendobj) != self._size:
-            raise ValueError(f"expecting {self._size} items, got {len(sendobj)}")
+        if self._rank == root:
+            sendobj = collectives.items(sendobj, self._size)
         return collectives.scatter_objects(self._channel, root, sendobj)
 
     def gather(self, sendobj, root=0):
@@ -1491,9 +1495,7 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
 
     def alltoall(self, sendobj):
         """sendobj[i] to rank i; returns the list of what each rank sent here (pairwise)."""
-        if len(sendobj) != self._size:
-            raise ValueError(f"expecting {self._size} items, got {len(sendobj)}")
-        return collectives.alltoall_objects(self._channel, sendobj)
+        return collectives.alltoall_objects(self._channel, collectives.items(sendobj, self._size))
 
     def reduce(self, sendobj, op=SUM, root=0):
         """The objects combined with `op` (an MPI.Op or any callable of two), at root;
@@ -1585,6 +1587,8 @@ class _NullComm(Comm):
         raise MPIException(errors.ERR_COMM, "an error handler of COMM_NULL")
 
     def __eq__(self, other):
+        if not isinstance(other, Comm):
+            return NotImplemented
         return isinstance(other, _NullComm)
 
     def __bool__(self):

@@ -68,10 +68,11 @@ class Datatype(attributes.Keyvals, handles.Numbered, unimplemented.Missing):
     # Handles: two are equal when they name the same datatype (their state is one dict).
 
     def __eq__(self, other):
-        return isinstance(other, Datatype) and other.__dict__ is self.__dict__
+        if not isinstance(other, Datatype):
+            return NotImplemented
+        return other.__dict__ is self.__dict__
 
-    def __hash__(self):
-        return id(self.__dict__)
+    __hash__ = None     # (as mpi4py's handles)
 
     def _identity(self):
         return self.__dict__ if self else None
@@ -286,7 +287,7 @@ class Datatype(attributes.Keyvals, handles.Numbered, unimplemented.Missing):
                 raise TypeError(f"expected a Datatype, not {type(datatype).__name__}")
             if datatype == DATATYPE_NULL:
                 raise MPIException(errors.ERR_TYPE, "Get_value_index of MPI_DATATYPE_NULL")
-        pair = _VALUE_INDEX.get(value_type) if index_type == NAMED["INT"] else None
+        pair = _VALUE_INDEX.get(id(value_type.__dict__)) if index_type == NAMED["INT"] else None
         return Datatype() if pair is None else pair
 
     def Dup(self):
@@ -739,10 +740,11 @@ class NullDatatype(Datatype):
         return False
 
     def __eq__(self, other):
+        if not isinstance(other, Datatype):
+            return NotImplemented
         return isinstance(other, NullDatatype)      # (a freed datatype is DATATYPE_NULL too)
 
-    def __hash__(self):
-        return hash(NullDatatype)
+    __hash__ = None
 
     def Get_name(self):
         return "MPI_DATATYPE_NULL"
@@ -846,8 +848,9 @@ _MATCHED.update({(typeclass, int(name[len(prefix):])): datatype
                                            (TYPECLASS_COMPLEX, "COMPLEX"))
                  for name, datatype in _PREDEFINED.items()
                  if name.startswith(prefix) and name[len(prefix):].isdigit()})
-# Get_value_index's pairs: (value, MPI.INT) -> the MAXLOC/MINLOC pair type.
-_VALUE_INDEX = {NAMED[value]: NAMED[pair] for value, pair in (
+# Get_value_index's pairs: (value, MPI.INT) -> the MAXLOC/MINLOC pair type (keyed by what the
+# value type's handles share: handles are unhashable, as mpi4py's).
+_VALUE_INDEX = {id(NAMED[value].__dict__): NAMED[pair] for value, pair in (
     ("SHORT", "SHORT_INT"), ("INT", "TWOINT"), ("LONG", "LONG_INT"), ("FLOAT", "FLOAT_INT"),
     ("DOUBLE", "DOUBLE_INT"), ("LONG_DOUBLE", "LONG_DOUBLE_INT"))}
 BYTE = NAMED["BYTE"]

@@ -95,8 +95,7 @@ class Errhandler(Handle, unimplemented.Missing):
         for anything else."""
         self._assign(errhandler)
 
-    def __hash__(self):
-        return id(self._handler)
+    __hash__ = None     # (as mpi4py's handles)
 
     def __repr__(self):
         return f"<Errhandler {self._handler.name if self._handler else 'ERRHANDLER_NULL'}>"

@@ -40,7 +40,9 @@ class Group(handles.Numbered, unimplemented.Missing):
         return group
 
     def __eq__(self, other):
-        return isinstance(other, Group) and other._group is self._group
+        if not isinstance(other, Group):
+            return NotImplemented
+        return other._group is self._group
 
     __hash__ = None
 

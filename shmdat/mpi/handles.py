@@ -130,8 +130,9 @@ class Handle(_Common):
         return handle
 
     def __eq__(self, other):
-        return isinstance(other, self._owner()) and \
-            getattr(other, self._target) is getattr(self, self._target)
+        if not isinstance(other, self._owner()):
+            return NotImplemented
+        return getattr(other, self._target) is getattr(self, self._target)
 
     def __bool__(self):
         return getattr(self, self._target) is not None

@@ -318,9 +318,7 @@ class Intercomm(Comm):
         group; None in the root's group. ValueError for another length."""
         root = self._root(root)
         if root == ROOT:
-            if len(sendobj) != self._remote_size:
-                raise ValueError(f"expecting {self._remote_size} items, got {len(sendobj)}")
-            self._send(LEADER, _pickled(list(sendobj)))
+            self._send(LEADER, _pickled(collectives.items(sendobj, self._remote_size)))
         elif root != PROC_NULL:
             objs = pickle.loads(self._recv(root).data) if self._rank == LEADER else None
             return collectives.scatter_objects(self._local._channel, LEADER, objs)
@@ -335,8 +333,7 @@ class Intercomm(Comm):
         """sendobj[i] to member i of the other group; the list of what each member of the
         other group sent here. ValueError if `sendobj` has not remote-size items."""
         n = self._remote_size
-        if len(sendobj) != n:
-            raise ValueError(f"expecting {n} items, got {len(sendobj)}")
+        sendobj = collectives.items(sendobj, n)
         ch = self._channel
         recvs = [ch.recv(i) for i in range(n)]
         ch.wait(recvs + [ch.send(i, _pickled(obj)) for i, obj in enumerate(sendobj)])

@@ -88,10 +88,11 @@ class Op(handles.Numbered, unimplemented.Missing):
         return op
 
     def __eq__(self, other):
-        return isinstance(other, Op) and other._op is self._op
+        if not isinstance(other, Op):
+            return NotImplemented
+        return other._op is self._op
 
-    def __hash__(self):
-        return id(self._op)
+    __hash__ = None     # (as mpi4py's handles)
 
     def __reduce__(self):
         """pickle: OP_NULL and a predefined op by name (the same object once loaded), another

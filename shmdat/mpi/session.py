@@ -86,8 +86,9 @@ class Session(ErrorHandling, handles.Numbered, unimplemented.Missing):
         return self._state if self else None
 
     def __eq__(self, other):
-        return isinstance(other, Session) and bool(self) == bool(other) \
-            and (not self or self._state is other._state)
+        if not isinstance(other, Session):
+            return NotImplemented
+        return bool(self) == bool(other) and (not self or self._state is other._state)
 
     __hash__ = None
 

@@ -295,12 +295,12 @@ class Request(handles.Numbered, unimplemented.Missing):
 
     def Wait(self, status=None):
         """MPI_Wait. Raises MPI.Exception (ERR_TRUNCATE, or ERR_OTHER for a rank gone)."""
-        self.wait(status)
+        Request.wait(self, status)      # (not a subclass's wait: mpi4py's Wait is its own)
         return True
 
     def Test(self, status=None):
         """MPI_Test: whether the operation is done (progress runs first)."""
-        return self.test(status)[0]
+        return Request.test(self, status)[0]
 
     def Get_status(self, status=None):
         """MPI_Request_get_status: whether the operation is done (progress runs first),
@@ -649,7 +649,7 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         super().__new__(cls, comm)), an Intercomm for an intercommunicator. TypeError for
         anything else, and for Intracomm(intercomm) and Intercomm(intracomm), as mpi4py."""
         if engine is None or isinstance(engine, _NullComm):
-            return super().__new__(_NullComm)
+            return super().__new__(_null_class(cls))
         if not isinstance(engine, (Comm, Engine)):
             raise TypeError(f"expected a Comm, got {type(engine).__name__}")
         if isinstance(engine, Comm) and engine._inter != cls._inter:
@@ -657,11 +657,15 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
                 raise TypeError("expecting an " + ("intercommunicator" if cls._inter
                                                    else "intracommunicator"))
             cls = type(engine)          # (its point-to-point names the remote group's ranks)
-        return super().__new__(cls)
-
-    def __init__(self, engine, context=None, ranks=None, name=""):
+        self = super().__new__(cls)
+        # Here, not in __init__: a subclass's __new__ may pass on another communicator than
+        # the one __init__ is then called with (mpi4py's classes have no __init__).
         if isinstance(engine, Comm):    # mpi4py's Comm(comm): another handle to the same one
             self.__dict__.update(engine.__dict__)
+        return self
+
+    def __init__(self, engine, context=None, ranks=None, name=""):
+        if isinstance(engine, Comm):    # (Comm(comm): __new__ made the handle)
             return
         if context in (WORLD_CONTEXT, SELF_CONTEXT):
             _PREDEFINED.setdefault(context, self)
@@ -1605,6 +1609,22 @@ class _NullComm(Comm):
     def __reduce__(self):
         """pickle: COMM_NULL by name; another null handle as Comm()."""
         return "COMM_NULL" if self is COMM_NULL else (Comm, ())
+
+
+_null_classes = {}     # a subclass of Comm's classes (the program's) -> its null class
+
+
+def _null_class(cls):
+    """The class of a null handle made by cls(): _NullComm, or for a subclass the program
+    made, a subclass of both (an instance of it; every Comm call raises ERR_COMM)."""
+    if cls.__module__.startswith(__package__ + ".") or issubclass(cls, _NullComm):   # (ours)
+        return _NullComm
+    null = _null_classes.get(cls)
+    if null is None:
+        null = _null_classes[cls] = type(cls.__name__, (_NullComm, cls),
+                                         {"__module__": cls.__module__,
+                                          "__qualname__": cls.__qualname__})
+    return null
 
 
 for _name, _attr in list(vars(Comm).items()):     # (class methods, as Create_keyval, work there too)

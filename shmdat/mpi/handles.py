@@ -49,6 +49,11 @@ class _Common:
 
     _constants = ()
 
+    def __new__(cls, *args, **kwargs):
+        """mpi4py's signature, Class.__new__(cls, handle): a subclass's __new__ passes the
+        handle on (__init__ takes it)."""
+        return super().__new__(cls)
+
     @property
     def handle(self):
         """mpi4py's handle: the MPI handle (MPICH's int, as an unsigned pointer). Read only."""

@@ -46,8 +46,7 @@ class Intercomm(Comm):
     _low = None     # Accept's side True, Connect's False (dynproc.py): Merge's tie-break
 
     def __init__(self, engine, context=None, local_ranks=None, remote_ranks=None, name=""):
-        if isinstance(engine, Comm):    # mpi4py's Intercomm(comm): another handle to it
-            self.__dict__.update(engine.__dict__)
+        if isinstance(engine, Comm):    # (Intercomm(comm): Comm.__new__ made the handle)
             return
         self._engine, self._context, self._name = engine, context, name
         self._local_ranks, self._remote_ranks = list(local_ranks), list(remote_ranks)

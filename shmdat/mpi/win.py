@@ -181,7 +181,9 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         if win is None:
             self._memory = None         # null: every call but Get_name raises ERR_WIN
         elif isinstance(win, Win):
-            self.__class__, self.__dict__ = type(win), win.__dict__     # (a dynamic one's too)
+            self.__dict__ = win.__dict__
+            if not isinstance(self, type(win)):     # (a dynamic one's class; a subclass's kept)
+                self.__class__ = type(win)
         else:
             raise TypeError(f"expected a Win, not {type(win).__name__}")
 

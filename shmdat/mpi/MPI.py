@@ -15,6 +15,7 @@ from shmdat import __version__ as _shmdat_version
 from . import datatypes, errors, handles, wireup
 from .bsend import attach as _attach, detach as _detach, flush as _flush
 from .unimplemented import MODULE as _UNIMPLEMENTED, missing as _missing
+from .iflush import request as _iflush_request    # (sets Comm's and Session's Iflush_buffer)
 from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # noqa: F401
                    LASTUSEDCODE, REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
@@ -142,6 +143,12 @@ def Detach_buffer():
 def Flush_buffer():
     """MPI_Buffer_flush: wait until every buffered send has left."""
     _flush(None, _engine)
+
+
+def Iflush_buffer():
+    """MPI_Buffer_iflush (MPI 4.1): a Request done once every buffered send under way now
+    has left (shmdat/mpi/iflush.py)."""
+    return _iflush_request(None, _engine)
 
 
 VERSION, SUBVERSION = 3, 1         # the MPI standard's version, as Get_version()

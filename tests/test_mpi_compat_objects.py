@@ -132,6 +132,22 @@ say(rank, "eq", [x.__eq__("1") is NotImplemented and x.__ne__("1") is NotImpleme
 say(rank, "hash", [outcome(lambda: hash(x))[0] for x in nulls + [MPI.INT, MPI.SUM, world,
                                                                   MPI.ERRORS_RETURN]])
 
+# Null handles' errors (test_exceptions): ERR_TYPE, ERR_REQUEST as MPICH's.
+status = MPI.Status()
+done = MPI.COMM_SELF.Isend(bytearray(1), 0, 0)
+MPI.COMM_SELF.Recv(bytearray(1), 0, 0)
+done.Wait()
+say(rank, "null errors", outcome(lambda: status.Get_count(MPI.DATATYPE_NULL)),
+    outcome(lambda: status.Get_elements(MPI.DATATYPE_NULL)),
+    outcome(lambda: status.Set_elements(MPI.DATATYPE_NULL, 0)), outcome(MPI.DATATYPE_NULL.Commit),
+    outcome(MPI.REQUEST_NULL.Free), outcome(MPI.REQUEST_NULL.Cancel), outcome(done.Free),
+    outcome(done.Cancel), outcome(MPI.Prequest(MPI.REQUEST_NULL).Free),
+    outcome(MPI.Grequest(MPI.REQUEST_NULL).Cancel))
+greq = MPI.Grequest.Start()
+say(rank, "prequest of", outcome(lambda: MPI.Prequest(greq)), bool(MPI.Prequest(MPI.REQUEST_NULL)))
+greq.Complete()
+greq.Wait()
+
 # Subclasses.
 class MyComm(MPI.Intracomm):
     def __new__(cls, comm=None):

@@ -206,6 +206,11 @@ class Request(handles.Numbered, unimplemented.Missing):
         until freed."""
         return not self._active and self.__dict__.get("_start") is None
 
+    def _not_null(self, call):
+        """MPI.Exception ERR_REQUEST for `call` on REQUEST_NULL, as MPICH."""
+        if self._is_null():
+            raise MPIException(errors.ERR_REQUEST, f"Request.{call} of MPI.REQUEST_NULL")
+
     def _handle(self):
         """What handles to the same request share (and other requests do not): a persistent
         request's start (also for Request(prequest)), another's operation."""
@@ -255,6 +260,7 @@ class Request(handles.Numbered, unimplemented.Missing):
         """MPI_Cancel: a receive not matched yet is cancelled (it completes, its status
         Is_cancelled); a send, or a receive matched already, completes as it would (MPI
         lets a cancel fail)."""
+        self._not_null("Cancel")
         if self._active and isinstance(self._op, RecvOp) and self._engine.cancel(self._op):
             self._cancelled = True
 
@@ -290,7 +296,9 @@ class Request(handles.Numbered, unimplemented.Missing):
 
     def Free(self):
         """MPI_Request_free: the request becomes REQUEST_NULL; an operation under way still
-        completes (progress goes on in later calls)."""
+        completes (progress goes on in later calls). MPI.Exception ERR_REQUEST for
+        REQUEST_NULL (a request completed included)."""
+        self._not_null("Free")
         self._active = False
 
     def Wait(self, status=None):
@@ -509,7 +517,9 @@ class Prequest(Request):
 
     def __init__(self, engine=None, rank_of=None, start=None):
         """mpi4py's Prequest() (no operation): a null request; Prequest(prequest): another
-        handle to `prequest`."""
+        handle to `prequest`. TypeError for a request under way that is not persistent."""
+        if isinstance(engine, Request) and engine and not isinstance(engine, Prequest):
+            raise TypeError(f"cannot convert {type(engine).__name__} to Prequest")
         super().__init__(engine, rank_of)
         if not isinstance(engine, Request):
             self._start = start        # None once freed
@@ -534,7 +544,9 @@ class Prequest(Request):
             r.Start()
 
     def Free(self):
-        """MPI_Request_free: the request becomes REQUEST_NULL (it cannot be started again)."""
+        """MPI_Request_free: the request becomes REQUEST_NULL (it cannot be started again).
+        MPI.Exception ERR_REQUEST for REQUEST_NULL."""
+        self._not_null("Free")
         self._active, self._start = False, None
 
 

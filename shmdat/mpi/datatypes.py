@@ -722,8 +722,8 @@ def _rebuilt(base, combiner, params, committed):
     return made.Commit() if committed else made
 
 
-def _null_type(self):
-    raise MPIException(errors.ERR_TYPE, "MPI_DATATYPE_NULL has no size or extent")
+def _null_type(self, *args):
+    raise MPIException(errors.ERR_TYPE, "MPI_DATATYPE_NULL has no size, extent or type map")
 
 
 class NullDatatype(Datatype):
@@ -731,6 +731,7 @@ class NullDatatype(Datatype):
     buffer spec naming it) raise MPI.Exception ERR_TYPE, as MPICH's."""
 
     size = extent = typemap = property(_null_type)
+    wire_size = dtype = is_named = property(_null_type)     # (Status.Get_count's: ERR_TYPE)
 
     def __init__(self, datatype=None):
         if datatype is not None:    # (type(DATATYPE_NULL)(datatype): as Datatype(datatype))
@@ -760,7 +761,7 @@ class NullDatatype(Datatype):
         _null_type(self)
 
     Get_attr = Set_attr = Delete_attr = Set_name = _no_attributes
-    Get_envelope = Get_contents = decode = _no_attributes
+    Get_envelope = Get_contents = decode = Commit = _no_attributes
 
 
 DATATYPE_NULL = NullDatatype()

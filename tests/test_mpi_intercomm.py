@@ -488,7 +488,7 @@ INHERITED = set("""
     bsend ibsend improbe iprobe irecv isend issend mprobe name probe rank recv send sendrecv
     size ssend is_topo topology Get_info Set_info info Disconnect Get_parent Join
     toint fromint py2f f2py handle fromhandle free Isendrecv Isendrecv_replace Psend_init
-    Precv_init
+    Precv_init Iflush_buffer
 """.split())
 
 

@@ -1619,17 +1619,27 @@ class _NullComm(Comm):
     name = property(Get_name)
 
     def __reduce__(self):
-        """pickle: COMM_NULL by name; another null handle as Comm()."""
-        return "COMM_NULL" if self is COMM_NULL else (Comm, ())
+        """pickle: COMM_NULL by name; another null handle as a new one of its class (a
+        subclass's: the program's class)."""
+        if self is COMM_NULL:
+            return "COMM_NULL"
+        return (Comm if type(self) is _NullComm else _user_class(type(self))), ()
 
 
 _null_classes = {}     # a subclass of Comm's classes (the program's) -> its null class
 
 
+def _user_class(null_class):
+    """The program's class a null class of _null_class's was made for; else the class."""
+    return next((cls for cls, null in _null_classes.items() if null is null_class), null_class)
+
+
 def _null_class(cls):
     """The class of a null handle made by cls(): _NullComm, or for a subclass the program
     made, a subclass of both (an instance of it; every Comm call raises ERR_COMM)."""
-    if cls.__module__.startswith(__package__ + ".") or issubclass(cls, _NullComm):   # (ours)
+    if issubclass(cls, _NullComm):
+        return cls
+    if cls.__module__.startswith(__package__ + "."):    # (ours)
         return _NullComm
     null = _null_classes.get(cls)
     if null is None:

@@ -48,7 +48,9 @@ class Datatype(attributes.Keyvals, handles.Numbered, unimplemented.Missing):
             datatype = DATATYPE_NULL
         elif not isinstance(datatype, Datatype):
             raise TypeError(f"expected a Datatype, not {type(datatype).__name__}")
-        self.__class__, self.__dict__ = datatype.__class__, datatype.__dict__
+        self.__dict__ = datatype.__dict__
+        if not isinstance(self, type(datatype)):    # (its kind's class; a subclass's kept)
+            self.__class__ = type(datatype)
 
     @classmethod
     def _predefined(cls, name, size, format, extent=None):
@@ -755,7 +757,7 @@ class NullDatatype(Datatype):
 
     def __reduce__(self):
         """pickle: DATATYPE_NULL itself, or another null handle."""
-        return (_unpickled, (None,)) if self is DATATYPE_NULL else (Datatype, ())
+        return (_unpickled, (None,)) if self is DATATYPE_NULL else (type(self), ())
 
     def _no_attributes(self, *args):
         _null_type(self)

@@ -57,7 +57,7 @@ class Group(handles.Numbered, unimplemented.Missing):
         other group is ValueError."""
         for name, predefined in (("GROUP_NULL", GROUP_NULL), ("GROUP_EMPTY", GROUP_EMPTY)):
             if self == predefined:
-                return name if self is predefined else (Group, (predefined,))
+                return name if self is predefined else (type(self), (predefined,))
         raise ValueError("cannot serialize a Group (as mpi4py)")
 
     def _members(self):

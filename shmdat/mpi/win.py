@@ -19,7 +19,7 @@ from . import attributes, errors, handles, ops, unimplemented
 from .buffer import over
 from .comm import Request
 from .datatypes import BYTE, NAMED, BottomType, message, named
-from .errhandler import ErrorHandling
+from .errhandler import ErrorHandling, plain_class
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
 from .group import UNDEFINED, Group
@@ -237,7 +237,7 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         """pickle: WIN_NULL (and a null handle) only, as mpi4py; a window is ValueError."""
         if self._memory is not None:
             raise ValueError("cannot serialize a window: only WIN_NULL can be pickled")
-        return "WIN_NULL" if self is WIN_NULL else (Win, ())
+        return "WIN_NULL" if self is WIN_NULL else (plain_class(type(self)), ())
 
     @classmethod
     def _over(cls, comm):

@@ -129,6 +129,12 @@ nulls = [MPI.DATATYPE_NULL, MPI.REQUEST_NULL, MPI.INFO_NULL, MPI.ERRHANDLER_NULL
          MPI.MESSAGE_NULL, MPI.COMM_NULL, MPI.Status()]
 say(rank, "eq", [x.__eq__("1") is NotImplemented and x.__ne__("1") is NotImplemented
                  for x in nulls], [x == y for x in nulls for y in nulls].count(True))
+kept = []
+for i, obj in enumerate(nulls):
+    cls = type(f"Sub{i}", (type(obj),), {})
+    globals()[cls.__name__] = cls           # (pickle finds it in __main__)
+    kept.append(type(pickle.loads(pickle.dumps(cls(obj)))) is cls)
+say(rank, "subclass pickled", kept)
 say(rank, "hash", [outcome(lambda: hash(x))[0] for x in nulls + [MPI.INT, MPI.SUM, world,
                                                                   MPI.ERRORS_RETURN]])
 

@@ -18,7 +18,7 @@ import zlib
 from . import bsend, errors, handles, unimplemented
 from . import comm as _comm
 from .comm import COMM_NULL, Comm, _claim
-from .errhandler import ERRORS_RETURN, ErrorHandling, Errhandler
+from .errhandler import ERRORS_RETURN, ErrorHandling, Errhandler, handled_class, plain_class
 from .errors import Exception as MPIException
 from .group import Group
 from .info import INFO_NULL, Info
@@ -55,8 +55,8 @@ class Session(ErrorHandling, handles.Numbered, unimplemented.Missing):
         if session is not None and not isinstance(session, Session):
             raise TypeError(f"expected a Session, not {type(session).__name__}")
         self._state = None if session is None else session._state
-        if session is not None:
-            self.__class__ = type(session)      # (handled by its error handler, if it is)
+        if session is not None and type(session) is not plain_class(type(session)):
+            self.__class__ = handled_class(type(self))  # (handled by its error handler)
 
     @property
     def _errhandler(self):      # (ErrorHandling's: the session's, which its handles share)
@@ -99,7 +99,7 @@ class Session(ErrorHandling, handles.Numbered, unimplemented.Missing):
         """pickle: SESSION_NULL by name, as mpi4py; ValueError for a session."""
         if self:
             raise ValueError("cannot serialize a Session (as mpi4py)")
-        return "SESSION_NULL" if self is SESSION_NULL else (Session, ())
+        return "SESSION_NULL" if self is SESSION_NULL else (type(self), ())
 
     @classmethod
     def Init(cls, info=INFO_NULL, errhandler=None):

@@ -71,7 +71,8 @@ if size > 1:
     a = MPI._commctx_inter(inter)
     b = MPI._commctx_inter(inter)
     say(rank, "commctx inter", a[1], b[1], a[0] == inter, a[2].Get_size(), a[3],
-        a[2] == b[2], outcome(lambda: MPI._commctx_intra(inter)))
+        a[2] == b[2], outcome(lambda: MPI._commctx_intra(inter)),
+        MPI.Comm.Compare(inter, a[0]) == MPI.CONGRUENT, MPI.Comm.Compare(inter, local))
     inter.Free()
     local.Free()
 

@@ -802,6 +802,8 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
             raise MPIException(errors.ERR_COMM, f"Compare with {comm!r}")
         if comm is self:
             return IDENT
+        if self._inter:     # (Comm.Compare(intercomm, comm): the intercommunicator's own)
+            return type(self).Compare(self, comm)
         if comm._inter:
             return UNEQUAL
         if list(comm._ranks) == list(self._ranks):

@@ -1,7 +1,8 @@
 """What mpi4py's own suite found missing at stop 26 (docs/design/mpi.md, "stop 26: mpi4py's
 suite"): MPI._sizeof/_handleof/_addressof, Status.tomemory, the communicator locks and
 contexts (_comm_lock, _comm_lock_table, _commctx_intra/inter) and mpi4py.util.pkl5 on them,
-Pickle.dumps_oob/loads_oob, Iflush_buffer (MPI, Comm, Session), Session's integer handles, handles' == and hash, lowercase scatter
+Pickle.dumps_oob/loads_oob, Iflush_buffer (MPI, Comm, Session), an Intercomm's
+v-collectives, Session's integer handles, handles' == and hash, lowercase scatter
 and alltoall of None and of iterables, subclasses of the handle classes. The same program
 under mpi4py + MPICH prints the same lines."""
 
@@ -233,3 +234,63 @@ def test_what_shmdat_mpi_does_not_do(tmp_path):
     r = launch_mpi4py(tmp_path, 1, SHMDAT_ONLY)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["ok"]
+
+
+# An Intercomm of unequal groups (N = 3: one rank and two); ERRORS (set in front): the calls
+# MPICH ends the job on.
+INTERCOMM_V = """import os
+import numpy as np
+from mpi4py import MPI
+""" + SAY + """
+world = MPI.COMM_WORLD
+rank, size = world.rank, world.size
+color = int(rank >= size // 2)
+local = world.Split(color)
+inter = local.Create_intercomm(0, world, size // 2 if color == 0 else 0)
+n, me = inter.remote_size, inter.rank
+counts = [i + 1 for i in range(n)]
+displs = [sum(counts[:i]) for i in range(n)]
+mine = np.full(me + 1, 10 * rank, dtype="i")
+got = np.full(sum(counts), -1, dtype="i")
+inter.Allgatherv(mine, [got, (counts, displs), MPI.INT])
+say(rank, "allgatherv", got.tolist())
+sends = np.arange(sum(counts), dtype="i") + 100 * rank
+recvd = np.full(n * (me + 1), -1, dtype="i")
+inter.Alltoallv([sends, (counts, displs), MPI.INT], [recvd, [me + 1] * n, MPI.INT])
+say(rank, "alltoallv", recvd.tolist())
+for root_color in (0, 1):
+    if color == root_color:
+        root = MPI.ROOT if me == 0 else MPI.PROC_NULL
+    else:
+        root = 0
+    out = np.full(sum(counts), -1, dtype="i")
+    inter.Gatherv(mine, [out, (counts, displs), MPI.INT] if root == MPI.ROOT else None, root)
+    say(rank, "gatherv", root_color, out.tolist() if root == MPI.ROOT else "-")
+    mine_out = np.full(me + 1, -1, dtype="i")
+    inter.Scatterv([sends, (counts, displs), MPI.INT] if root == MPI.ROOT else None,
+                   mine_out if root == 0 else None, root)
+    say(rank, "scatterv", root_color, mine_out.tolist() if root == 0 else "-")
+if ERRORS:     # (MPICH ends the job on them)
+    say(rank, "errors", outcome(lambda: inter.Gatherv(mine, None, n + 5)),
+        outcome(lambda: inter.Allgatherv(MPI.IN_PLACE, [got, (counts, displs), MPI.INT])))
+inter.Free()
+local.Free()
+"""
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_intercomm_v_collectives(tmp_path, n):
+    """Gatherv, Scatterv (both groups as the root's), Allgatherv, Alltoallv on an Intercomm of
+    unequal groups; a bad root ERR_ROOT, IN_PLACE ERR_BUFFER."""
+    r = launch_mpi4py(tmp_path, n, "ERRORS = True\n" + INTERCOMM_V)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert f"{n - 1} errors ('MPI', 7) ('MPI', 1)" in lines
+    if n == 3:
+        assert "0 allgatherv [10, 20, 20]" in lines and "2 allgatherv [0]" in lines
+
+
+@mpi_launch.needs_mpiexec
+@pytest.mark.parametrize("n", [2, 3])
+def test_intercomm_v_collectives_as_under_mpich(tmp_path, n):
+    mpi_launch.assert_same_as_mpiexec(tmp_path, n, "ERRORS = False\n" + INTERCOMM_V)

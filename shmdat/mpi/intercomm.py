@@ -436,11 +436,11 @@ def _not_on_intercomm(name):
 # Comm's calls that an Intercomm does not have: an intracommunicator's only (scans,
 # topologies, Create_intercomm) and the intercommunicator collectives not built here.
 NOT_ON_INTERCOMM = frozenset("""
-    Allgatherv Alltoallv Cart_map Create Create_cart Create_dist_graph Create_dist_graph_adjacent
-    Create_graph Create_intercomm Exscan Gatherv Graph_map
+    Cart_map Create Create_cart Create_dist_graph Create_dist_graph_adjacent
+    Create_graph Create_intercomm Exscan Graph_map
     Iallgather Iallgatherv Iallreduce Ialltoall Ialltoallv Ibarrier Ibcast Iexscan Igather
     Igatherv Ireduce Ireduce_scatter Ireduce_scatter_block Iscan Iscatter Iscatterv
-    Reduce_scatter Reduce_scatter_block Scan Scatterv Split Split_type exscan scan
+    Reduce_scatter Reduce_scatter_block Scan Split Split_type exscan scan
     Allgather_init Allgatherv_init Allreduce_init Alltoall_init Alltoallv_init Barrier_init
     Bcast_init Exscan_init Gather_init Gatherv_init Reduce_init Reduce_scatter_block_init
     Reduce_scatter_init Scan_init Scatter_init Scatterv_init

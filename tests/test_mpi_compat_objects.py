@@ -2,7 +2,7 @@
 suite"): MPI._sizeof/_handleof/_addressof, Status.tomemory, the communicator locks and
 contexts (_comm_lock, _comm_lock_table, _commctx_intra/inter) and mpi4py.util.pkl5 on them,
 Pickle.dumps_oob/loads_oob, Iflush_buffer (MPI, Comm, Session), an Intercomm's
-v-collectives, Session's integer handles, handles' == and hash, lowercase scatter
+v-collectives and Split, Session's integer handles, handles' == and hash, lowercase scatter
 and alltoall of None and of iterables, subclasses of the handle classes. The same program
 under mpi4py + MPICH prints the same lines."""
 
@@ -270,9 +270,16 @@ for root_color in (0, 1):
     inter.Scatterv([sends, (counts, displs), MPI.INT] if root == MPI.ROOT else None,
                    mine_out if root == 0 else None, root)
     say(rank, "scatterv", root_color, mine_out.tolist() if root == 0 else "-")
+for color, key in ((rank % 2, -rank), (0, 0), (MPI.UNDEFINED if rank == 0 else 1, rank)):
+    part = inter.Split(color, key)
+    say(rank, "split", color, part == MPI.COMM_NULL, *([] if part == MPI.COMM_NULL else
+        [part.Is_inter(), part.rank, part.size, part.remote_size, part.allreduce(rank)]))
+    if part != MPI.COMM_NULL:
+        part.Free()
 if ERRORS:     # (MPICH ends the job on them)
     say(rank, "errors", outcome(lambda: inter.Gatherv(mine, None, n + 5)),
-        outcome(lambda: inter.Allgatherv(MPI.IN_PLACE, [got, (counts, displs), MPI.INT])))
+        outcome(lambda: inter.Allgatherv(MPI.IN_PLACE, [got, (counts, displs), MPI.INT])),
+        outcome(lambda: inter.Split(-5 if rank == 0 else 0)))
 inter.Free()
 local.Free()
 """
@@ -280,12 +287,13 @@ local.Free()
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_intercomm_v_collectives(tmp_path, n):
-    """Gatherv, Scatterv (both groups as the root's), Allgatherv, Alltoallv on an Intercomm of
-    unequal groups; a bad root ERR_ROOT, IN_PLACE ERR_BUFFER."""
+    """Gatherv, Scatterv (both groups as the root's), Allgatherv, Alltoallv, Split on an
+    Intercomm of unequal groups; a bad root ERR_ROOT, IN_PLACE ERR_BUFFER, a negative color
+    ERR_ARG on every rank."""
     r = launch_mpi4py(tmp_path, n, "ERRORS = True\n" + INTERCOMM_V)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert f"{n - 1} errors ('MPI', 7) ('MPI', 1)" in lines
+    assert f"{n - 1} errors ('MPI', 7) ('MPI', 1) ('MPI', 12)" in lines
     if n == 3:
         assert "0 allgatherv [10, 20, 20]" in lines and "2 allgatherv [0]" in lines
 

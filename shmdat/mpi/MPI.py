@@ -70,6 +70,7 @@ from . import create_group  # noqa: F401  (sets Comm.Create_group)
 from . import dynamic  # noqa: F401  (sets Win.Create_dynamic)
 from . import subclass  # noqa: F401  (a subclass's Dup gives the subclass)
 from . import intercomm_v  # noqa: F401  (sets Intercomm's Gatherv, Scatterv, Allgatherv, ...)
+from . import intercomm_split  # noqa: F401  (sets Intercomm.Split)
 from .topology import (CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY,  # noqa: F401
                        Cartcomm, Distgraphcomm, Graphcomm, Topocomm)
 from .shared import (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,  # noqa: F401
@@ -264,4 +265,4 @@ _at_exit(_delete_attributes)
 # The modules imported for what importing them sets (Comm's methods, ...) or for the lines
 # above leave the namespace, as mpi4py's has none.
 del create_group, datatypes, dynamic, errors, handles, isendrecv, partitioned, \
-    intercomm_v, persistent, subclass, ulfm, wcollectives, wireup
+    intercomm_split, intercomm_v, persistent, subclass, ulfm, wcollectives, wireup

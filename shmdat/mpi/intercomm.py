@@ -440,7 +440,7 @@ NOT_ON_INTERCOMM = frozenset("""
     Create_graph Create_intercomm Exscan Graph_map
     Iallgather Iallgatherv Iallreduce Ialltoall Ialltoallv Ibarrier Ibcast Iexscan Igather
     Igatherv Ireduce Ireduce_scatter Ireduce_scatter_block Iscan Iscatter Iscatterv
-    Reduce_scatter Reduce_scatter_block Scan Split Split_type exscan scan
+    Reduce_scatter Reduce_scatter_block Scan Split_type exscan scan
     Allgather_init Allgatherv_init Allreduce_init Alltoall_init Alltoallv_init Barrier_init
     Bcast_init Exscan_init Gather_init Gatherv_init Reduce_init Reduce_scatter_block_init
     Reduce_scatter_init Scan_init Scatter_init Scatterv_init

@@ -9,7 +9,7 @@ under mpi4py + MPICH prints the same lines."""
 import pytest
 
 from tests import mpi_launch
-from tests.mpi_launch import PIDS, SAY, launch, launch_mpi4py, leftovers, pids
+from tests.mpi_launch import PIDS, SAY, launch_mpi4py, leftovers, pids
 
 PROGRAM = """import ctypes, os, pickle
 import numpy as np
@@ -81,7 +81,8 @@ if size > 1:
 pk = pkl5.Intracomm(dup)
 big = np.arange(1 << 17, dtype="i") + rank
 got = pk.sendrecv(big, (rank + 1) % size, 0, None, (rank - 1) % size, 0)
-say(rank, "pkl5", int(got[0]), len(got), pk.bcast(big if rank == 0 else None, 0).sum() == big.sum() - rank * len(big),
+bcast = pk.bcast(big if rank == 0 else None, 0)
+say(rank, "pkl5", int(got[0]), len(got), bcast.sum() == big.sum() - rank * len(big),
     pk.scatter([i * 10 for i in range(size)] if rank == 0 else None, 0),
     pk.alltoall([rank] * size), pk.allgather(rank))
 pickler = MPI.Pickle()

@@ -12,7 +12,9 @@ from time import get_clock_info as _get_clock_info, perf_counter as _perf_counte
 
 from shmdat import __version__ as _shmdat_version
 
-from . import datatypes, errors, handles, wireup
+from . import datatypes, errors, handles
+from .wireup import connect_all as _connect_all, exchange as _exchange, \
+    launch_info as _launch_info
 from .bsend import attach as _attach, detach as _detach, flush as _flush
 from .unimplemented import MODULE as _UNIMPLEMENTED, missing as _missing
 from .iflush import request as _iflush_request    # (sets Comm's and Session's Iflush_buffer)
@@ -239,12 +241,11 @@ def _delete_attributes():
 
 
 def _init():
-    rank, size, sock = wireup.launch_info()
+    rank, size, sock = _launch_info()
     engine = Engine(rank, size)
     _at_exit(engine.close)
     if sock is not None:
-        wireup.connect_all(engine, wireup.exchange(sock, rank, engine.ia.address,
-                                                   engine.psp.conn_qual))
+        _connect_all(engine, _exchange(sock, rank, engine.ia.address, engine.psp.conn_qual))
     return engine
 
 
@@ -265,4 +266,4 @@ _at_exit(_delete_attributes)
 # The modules imported for what importing them sets (Comm's methods, ...) or for the lines
 # above leave the namespace, as mpi4py's has none.
 del create_group, datatypes, dynamic, errors, handles, isendrecv, partitioned, \
-    intercomm_split, intercomm_v, persistent, subclass, ulfm, wcollectives, wireup
+    intercomm_split, intercomm_v, persistent, subclass, ulfm, wcollectives

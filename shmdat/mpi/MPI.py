@@ -2,15 +2,22 @@
 this rank, as importing mpi4py.MPI does: it opens an IA, wires up with the job's other
 ranks (shmdat/mpi/wireup.py) and closes everything at exit."""
 
-import atexit
-import operator
-import socket
-import threading
-import time
+# Functions, not modules, are imported: the namespace holds mpi4py's names and no module
+# (mpi4py's test_doc walks every module it finds there, and the modules import each other).
+from atexit import register as _at_exit, unregister as _not_at_exit
+from operator import index as _index
+from socket import gethostname as _gethostname
+from threading import current_thread as _current_thread
+from time import get_clock_info as _get_clock_info, perf_counter as _perf_counter
 
-import shmdat
+from shmdat import __version__ as _shmdat_version
 
-from . import bsend, datatypes, errors, handles, unimplemented, wireup
+from . import datatypes, errors, handles
+from .wireup import connect_all as _connect_all, exchange as _exchange, \
+    launch_info as _launch_info
+from .bsend import attach as _attach, detach as _detach, flush as _flush
+from .unimplemented import MODULE as _UNIMPLEMENTED, missing as _missing
+from .iflush import request as _iflush_request    # (sets Comm's and Session's Iflush_buffer)
 from .comm import (APPNUM, COMM_NULL, CONGRUENT, IDENT, IO, KEYVAL_INVALID,  # noqa: F401
                    LASTUSEDCODE, REQUEST_NULL, SELF_CONTEXT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL,
                    UNIVERSE_SIZE, WORLD_CONTEXT, WTIME_IS_GLOBAL, Comm, Prequest, Request,
@@ -54,12 +61,18 @@ from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: F401
 from .pickler import Pickle, pickle  # noqa: F401
 from . import persistent  # noqa: F401  (sets Comm's and Topocomm's *_init)
 from . import ulfm  # noqa: F401  (sets Comm's Revoke, Agree, Shrink, ...)
+from .lowlevel import _addressof, _handleof, _sizeof  # noqa: F401
+from .commctx import (_comm_lock, _comm_lock_table, _commctx_inter,  # noqa: F401
+                      _commctx_intra)
 from .session import MAX_PSET_NAME_LEN, MAX_STRINGTAG_LEN, SESSION_NULL, Session  # noqa: F401
 from . import isendrecv  # noqa: F401  (sets Comm's Isendrecv, Isendrecv_replace)
 from . import partitioned  # noqa: F401  (sets Comm's Psend_init, Precv_init, Prequest's Pready...)
 from . import wcollectives  # noqa: F401  (sets Alltoallw and Neighbor_alltoallw, their forms)
 from . import create_group  # noqa: F401  (sets Comm.Create_group)
 from . import dynamic  # noqa: F401  (sets Win.Create_dynamic)
+from . import subclass  # noqa: F401  (a subclass's Dup gives the subclass)
+from . import intercomm_v  # noqa: F401  (sets Intercomm's Gatherv, Scatterv, Allgatherv, ...)
+from . import intercomm_split  # noqa: F401  (sets Intercomm.Split)
 from .topology import (CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY,  # noqa: F401
                        Cartcomm, Distgraphcomm, Graphcomm, Topocomm)
 from .shared import (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,  # noqa: F401
@@ -84,15 +97,15 @@ _THREAD_LEVEL = THREAD_MULTIPLE
 
 def Wtime():
     """MPI_Wtime: seconds since an arbitrary moment, from a monotonic clock."""
-    return time.perf_counter()
+    return _perf_counter()
 
 
 def Wtick():
-    return time.get_clock_info("perf_counter").resolution
+    return _get_clock_info("perf_counter").resolution
 
 
 def Get_processor_name():
-    return socket.gethostname()
+    return _gethostname()
 
 
 _allocated = {}         # id -> the memory Alloc_mem gave and Free_mem has not taken back
@@ -101,7 +114,7 @@ _allocated = {}         # id -> the memory Alloc_mem gave and Free_mem has not t
 def Alloc_mem(size, info=INFO_NULL):
     """MPI_Alloc_mem: `size` bytes of memory (zeroed), an MPI.buffer. MPI.Exception ERR_ARG
     for a negative size; TypeError for a size that is not an int."""
-    size = operator.index(size)
+    size = _index(size)
     if size < 0:
         raise Exception(ERR_ARG, f"Alloc_mem of {size} bytes")
     memory = buffer.allocate(size, True)
@@ -122,18 +135,24 @@ def Attach_buffer(buf):
     """MPI_Buffer_attach: `buf` (a writable buffer; BUFFER_AUTOMATIC or None: automatic) for
     buffered sends (Bsend, ...). MPI.Exception ERR_OTHER if one is attached already,
     ERR_BUFFER if it is smaller than BSEND_OVERHEAD; BufferError if read-only."""
-    bsend.attach(None, buf)
+    _attach(None, buf)
 
 
 def Detach_buffer():
     """MPI_Buffer_detach: once every buffered send has left, the buffer attached
     (BUFFER_AUTOMATIC if automatic, an empty bytearray if none is)."""
-    return bsend.detach(None, _engine)
+    return _detach(None, _engine)
 
 
 def Flush_buffer():
     """MPI_Buffer_flush: wait until every buffered send has left."""
-    bsend.flush(None, _engine)
+    _flush(None, _engine)
+
+
+def Iflush_buffer():
+    """MPI_Buffer_iflush (MPI 4.1): a Request done once every buffered send under way now
+    has left (shmdat/mpi/iflush.py)."""
+    return _iflush_request(None, _engine)
 
 
 VERSION, SUBVERSION = 3, 1         # the MPI standard's version, as Get_version()
@@ -142,7 +161,7 @@ memory = buffer                    # mpi4py's name for it before mpi4py 4
 
 def Is_thread_main():
     """MPI_Is_thread_main: whether this is the thread that initialized (imported MPI)."""
-    return threading.current_thread() is _main_thread
+    return _current_thread() is _main_thread
 
 
 def Pcontrol(level):
@@ -151,7 +170,7 @@ def Pcontrol(level):
 
 def __getattr__(name):
     """mpi4py's names that are not here (unimplemented.MODULE): NotImplementedCall."""
-    unimplemented.missing("MPI", unimplemented.MODULE, name)
+    _missing("MPI", _UNIMPLEMENTED, name)
 
 
 def Get_version():
@@ -160,12 +179,12 @@ def Get_version():
 
 
 def Get_library_version():
-    return f"shmdat.mpi {shmdat.__version__}: mpi4py's API on shmdat's DAT API (MPI 3.1 subset)"
+    return f"shmdat.mpi {_shmdat_version}: mpi4py's API on shmdat's DAT API (MPI 3.1 subset)"
 
 
 def get_vendor():
     """mpi4py's get_vendor: ('shmdat', shmdat's version as a tuple of ints)."""
-    return "shmdat", tuple(int(part) for part in shmdat.__version__.split("."))
+    return "shmdat", tuple(int(part) for part in _shmdat_version.split("."))
 
 
 def Init():
@@ -204,8 +223,8 @@ def Finalize():
     if _finalized:
         raise Exception(ERR_OTHER, "MPI_Finalize called twice")
     _finalized = True
-    atexit.unregister(_delete_attributes)
-    atexit.unregister(_engine.close)
+    _not_at_exit(_delete_attributes)
+    _not_at_exit(_engine.close)
     try:
         _delete_attributes()
     finally:
@@ -222,16 +241,15 @@ def _delete_attributes():
 
 
 def _init():
-    rank, size, sock = wireup.launch_info()
+    rank, size, sock = _launch_info()
     engine = Engine(rank, size)
-    atexit.register(engine.close)
+    _at_exit(engine.close)
     if sock is not None:
-        wireup.connect_all(engine, wireup.exchange(sock, rank, engine.ia.address,
-                                                   engine.psp.conn_qual))
+        _connect_all(engine, _exchange(sock, rank, engine.ia.address, engine.psp.conn_qual))
     return engine
 
 
-_main_thread = threading.current_thread()
+_main_thread = _current_thread()
 _engine = _init()
 _finalized = False
 COMM_WORLD = Comm(_engine, WORLD_CONTEXT, range(_engine.size), "MPI_COMM_WORLD")
@@ -244,5 +262,8 @@ Grequest.COMM_SELF = COMM_SELF  # whose engine generalized requests wait in
 dynproc.init(_engine, COMM_WORLD, COMM_SELF)   # (a spawned process connects to its parents)
 del dynproc
 Session.COMM_WORLD = COMM_WORLD  # the job's ranks and engine, for sessions' groups
-atexit.register(_delete_attributes)
-del errors
+_at_exit(_delete_attributes)
+# The modules imported for what importing them sets (Comm's methods, ...) or for the lines
+# above leave the namespace, as mpi4py's has none.
+del create_group, datatypes, dynamic, errors, handles, isendrecv, partitioned, \
+    intercomm_split, intercomm_v, persistent, subclass, ulfm, wcollectives

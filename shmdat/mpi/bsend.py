@@ -138,6 +138,16 @@ def flush(key, engine):
         attached.flush(engine)
 
 
+def pending(key):
+    """The buffered sends under way in the buffer attached under `key` (none if none is)."""
+    attached = _attached.get(key)
+    if attached is None:
+        return []
+    with attached.lock:
+        attached._reclaim()
+        return [op for op, _ in attached.pending]
+
+
 def attached_to(context):
     """The buffer a buffered send on the communicator of `context` uses: its own, else the
     process's. MPI.Exception ERR_BUFFER if neither is attached."""

@@ -569,6 +569,15 @@ def gather_objects(ch, root, obj):
     return values[size - root:] + values[:size - root]
 
 
+def items(sendobj, n):
+    """The `n` objects of a scatter's or alltoall's `sendobj`, as mpi4py takes them: None is
+    n Nones, else any iterable (a list of its items). ValueError unless it has n items."""
+    objs = [None] * n if sendobj is None else list(sendobj)
+    if len(objs) != n:
+        raise ValueError(f"expecting {n} items, got {len(objs)}")
+    return objs
+
+
 @_collective
 def scatter_objects(ch, root, objs):
     """Binomial scatter of root's sequence of size objects: this rank's one."""

@@ -1,6 +1,7 @@
 """mpi4py's Comm, Request, Prequest and Status, on the engine (shmdat/mpi/engine.py). Names,
 signatures and defaults are mpi4py's; what is not here is not implemented yet."""
 
+import ctypes
 import functools
 import os
 import warnings
@@ -35,6 +36,19 @@ _next_context = 4    # this process's lowest context id none of its communicator
 _PREDEFINED = {}     # WORLD_CONTEXT, SELF_CONTEXT -> COMM_WORLD, COMM_SELF: what pickle names
 
 
+_StatusMemory = ctypes.c_int * 5     # MPICH's MPI_Status: five C ints
+
+
+def _status_field(index):
+    """A Status field kept as the C int at `index` of its memory (OverflowError beyond one)."""
+    def get_field(status):
+        return status._mpi[index]
+
+    def set_field(status, value):
+        status._mpi[index] = handles.c_int(value)
+    return property(get_field, set_field)
+
+
 class Status(unimplemented.Missing):
     """MPI_Status: `source`, `tag`, `error` and the received byte count."""
 
@@ -43,6 +57,7 @@ class Status(unimplemented.Missing):
     def __init__(self, status=None):
         """MPI.Status(): empty (ANY_SOURCE, ANY_TAG, SUCCESS, no bytes, not cancelled);
         Status(status): a copy of `status`. TypeError if `status` is no Status."""
+        self._mpi = _StatusMemory()
         if status is None:
             self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
             self.cancelled = False
@@ -59,6 +74,45 @@ class Status(unimplemented.Missing):
         return self.py2f() == other.py2f()
 
     __hash__ = None
+
+    def __getstate__(self):
+        """pickle, copy: the fields (the memory as a list of its ints)."""
+        return {**self.__dict__, "_mpi": list(self._mpi)}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._mpi = _StatusMemory(*state["_mpi"])
+
+    # The fields live in MPICH's MPI_Status layout (the Fortran status's five ints, below), so
+    # that tomemory and MPI._addressof give memory whose writes the status sees, as mpi4py's.
+    F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = 2, 3, 4, 5
+    source = _status_field(F_SOURCE)
+    tag = _status_field(F_TAG)
+    error = _status_field(F_ERROR)
+
+    @property
+    def count(self):
+        """The bytes received (MPICH's 63-bit count: the low 32 bits, then the high ones
+        shifted left once over the cancelled flag)."""
+        return self._mpi[0] % 2**32 | self._mpi[1] >> 1 << 32
+
+    @count.setter
+    def count(self, count):
+        self._mpi[0] = handles.signed(count)
+        self._mpi[1] = handles.c_int(count >> 32 << 1 | self._mpi[1] & 1)
+
+    @property
+    def cancelled(self):
+        return bool(self._mpi[1] & 1)
+
+    @cancelled.setter
+    def cancelled(self, flag):
+        self._mpi[1] = self._mpi[1] & ~1 | bool(flag)
+
+    def tomemory(self):
+        """mpi4py's tomemory: a writable view of the status's memory (MPICH's MPI_Status,
+        F_STATUS_SIZE C ints: the Fortran status's fields); writes change the status."""
+        return memoryview(self._mpi).cast("B").cast("i")
 
     def Set_source(self, source):
         self.source = source
@@ -98,14 +152,11 @@ class Status(unimplemented.Missing):
     def Get_error(self):
         return self.error
 
-    # The Fortran status (MPI_Status_c2f/f2c): MPICH's 5 ints, the count's low 32 bits, its
-    # high bits shifted left once with the cancelled flag as bit 0, source, tag, error.
-    F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = 2, 3, 4, 5
-
     def py2f(self):
-        """mpi4py's py2f: the status as MPICH's Fortran status (a list of F_STATUS_SIZE ints)."""
-        return [handles.signed(self.count), (self.count >> 32) << 1 | self.cancelled,
-                self.source, self.tag, self.error]
+        """mpi4py's py2f: the status as MPICH's Fortran status (a list of F_STATUS_SIZE ints:
+        the count's low 32 bits, its high bits shifted left once with the cancelled flag as
+        bit 0, source, tag, error)."""
+        return list(self._mpi)
 
     @classmethod
     def f2py(cls, arg):
@@ -155,6 +206,11 @@ class Request(handles.Numbered, unimplemented.Missing):
         until freed."""
         return not self._active and self.__dict__.get("_start") is None
 
+    def _not_null(self, call):
+        """MPI.Exception ERR_REQUEST for `call` on REQUEST_NULL, as MPICH."""
+        if self._is_null():
+            raise MPIException(errors.ERR_REQUEST, f"Request.{call} of MPI.REQUEST_NULL")
+
     def _handle(self):
         """What handles to the same request share (and other requests do not): a persistent
         request's start (also for Request(prequest)), another's operation."""
@@ -169,7 +225,9 @@ class Request(handles.Numbered, unimplemented.Missing):
         another handle to the same one."""
         if self is other:
             return True
-        if not isinstance(other, Request) or self._is_null() != other._is_null():
+        if not isinstance(other, Request):
+            return NotImplemented       # (as mpi4py's: another type may answer)
+        if self._is_null() != other._is_null():
             return False
         return self._is_null() or self._handle() is other._handle()
 
@@ -202,6 +260,7 @@ class Request(handles.Numbered, unimplemented.Missing):
         """MPI_Cancel: a receive not matched yet is cancelled (it completes, its status
         Is_cancelled); a send, or a receive matched already, completes as it would (MPI
         lets a cancel fail)."""
+        self._not_null("Cancel")
         if self._active and isinstance(self._op, RecvOp) and self._engine.cancel(self._op):
             self._cancelled = True
 
@@ -237,17 +296,19 @@ class Request(handles.Numbered, unimplemented.Missing):
 
     def Free(self):
         """MPI_Request_free: the request becomes REQUEST_NULL; an operation under way still
-        completes (progress goes on in later calls)."""
+        completes (progress goes on in later calls). MPI.Exception ERR_REQUEST for
+        REQUEST_NULL (a request completed included)."""
+        self._not_null("Free")
         self._active = False
 
     def Wait(self, status=None):
         """MPI_Wait. Raises MPI.Exception (ERR_TRUNCATE, or ERR_OTHER for a rank gone)."""
-        self.wait(status)
+        Request.wait(self, status)      # (not a subclass's wait: mpi4py's Wait is its own)
         return True
 
     def Test(self, status=None):
         """MPI_Test: whether the operation is done (progress runs first)."""
-        return self.test(status)[0]
+        return Request.test(self, status)[0]
 
     def Get_status(self, status=None):
         """MPI_Request_get_status: whether the operation is done (progress runs first),
@@ -456,7 +517,9 @@ class Prequest(Request):
 
     def __init__(self, engine=None, rank_of=None, start=None):
         """mpi4py's Prequest() (no operation): a null request; Prequest(prequest): another
-        handle to `prequest`."""
+        handle to `prequest`. TypeError for a request under way that is not persistent."""
+        if isinstance(engine, Request) and engine and not isinstance(engine, Prequest):
+            raise TypeError(f"cannot convert {type(engine).__name__} to Prequest")
         super().__init__(engine, rank_of)
         if not isinstance(engine, Request):
             self._start = start        # None once freed
@@ -481,7 +544,9 @@ class Prequest(Request):
             r.Start()
 
     def Free(self):
-        """MPI_Request_free: the request becomes REQUEST_NULL (it cannot be started again)."""
+        """MPI_Request_free: the request becomes REQUEST_NULL (it cannot be started again).
+        MPI.Exception ERR_REQUEST for REQUEST_NULL."""
+        self._not_null("Free")
         self._active, self._start = False, None
 
 
@@ -596,7 +661,7 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         super().__new__(cls, comm)), an Intercomm for an intercommunicator. TypeError for
         anything else, and for Intracomm(intercomm) and Intercomm(intracomm), as mpi4py."""
         if engine is None or isinstance(engine, _NullComm):
-            return super().__new__(_NullComm)
+            return super().__new__(_null_class(cls))
         if not isinstance(engine, (Comm, Engine)):
             raise TypeError(f"expected a Comm, got {type(engine).__name__}")
         if isinstance(engine, Comm) and engine._inter != cls._inter:
@@ -604,11 +669,15 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
                 raise TypeError("expecting an " + ("intercommunicator" if cls._inter
                                                    else "intracommunicator"))
             cls = type(engine)          # (its point-to-point names the remote group's ranks)
-        return super().__new__(cls)
-
-    def __init__(self, engine, context=None, ranks=None, name=""):
+        self = super().__new__(cls)
+        # Here, not in __init__: a subclass's __new__ may pass on another communicator than
+        # the one __init__ is then called with (mpi4py's classes have no __init__).
         if isinstance(engine, Comm):    # mpi4py's Comm(comm): another handle to the same one
             self.__dict__.update(engine.__dict__)
+        return self
+
+    def __init__(self, engine, context=None, ranks=None, name=""):
+        if isinstance(engine, Comm):    # (Comm(comm): __new__ made the handle)
             return
         if context in (WORLD_CONTEXT, SELF_CONTEXT):
             _PREDEFINED.setdefault(context, self)
@@ -626,8 +695,9 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
     def __eq__(self, other):
         """As mpi4py's handles: equal if both name the same communicator (Comm(comm) is
         another handle to comm). Unhashable, as mpi4py's."""
-        return isinstance(other, Comm) and not isinstance(other, _NullComm) \
-            and other._context == self._context
+        if not isinstance(other, Comm):
+            return NotImplemented
+        return not isinstance(other, _NullComm) and other._context == self._context
 
     __hash__ = None
 
@@ -732,6 +802,8 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
             raise MPIException(errors.ERR_COMM, f"Compare with {comm!r}")
         if comm is self:
             return IDENT
+        if self._inter:     # (Comm.Compare(intercomm, comm): the intercommunicator's own)
+            return type(self).Compare(self, comm)
         if comm._inter:
             return UNEQUAL
         if list(comm._ranks) == list(self._ranks):
@@ -1423,10 +1495,11 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         return pickle.loads(data)
 
     def scatter(self, sendobj, root=0):
-        """Root's sequence of size objects, one to each rank (binomial tree)."""
+        """Root's size objects (an iterable; None: size Nones), one to each rank (binomial
+        tree). ValueError at root unless there are size."""
         self._check_root(root)
-        if self._rank == root and len(sendobj) != self._size:
-            raise ValueError(f"expecting {self._size} items, got {len(sendobj)}")
+        if self._rank == root:
+            sendobj = collectives.items(sendobj, self._size)
         return collectives.scatter_objects(self._channel, root, sendobj)
 
     def gather(self, sendobj, root=0):
@@ -1440,9 +1513,7 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
 
     def alltoall(self, sendobj):
         """sendobj[i] to rank i; returns the list of what each rank sent here (pairwise)."""
-        if len(sendobj) != self._size:
-            raise ValueError(f"expecting {self._size} items, got {len(sendobj)}")
-        return collectives.alltoall_objects(self._channel, sendobj)
+        return collectives.alltoall_objects(self._channel, collectives.items(sendobj, self._size))
 
     def reduce(self, sendobj, op=SUM, root=0):
         """The objects combined with `op` (an MPI.Op or any callable of two), at root;
@@ -1534,6 +1605,8 @@ class _NullComm(Comm):
         raise MPIException(errors.ERR_COMM, "an error handler of COMM_NULL")
 
     def __eq__(self, other):
+        if not isinstance(other, Comm):
+            return NotImplemented
         return isinstance(other, _NullComm)
 
     def __bool__(self):
@@ -1548,8 +1621,34 @@ class _NullComm(Comm):
     name = property(Get_name)
 
     def __reduce__(self):
-        """pickle: COMM_NULL by name; another null handle as Comm()."""
-        return "COMM_NULL" if self is COMM_NULL else (Comm, ())
+        """pickle: COMM_NULL by name; another null handle as a new one of its class (a
+        subclass's: the program's class)."""
+        if self is COMM_NULL:
+            return "COMM_NULL"
+        return (Comm if type(self) is _NullComm else _user_class(type(self))), ()
+
+
+_null_classes = {}     # a subclass of Comm's classes (the program's) -> its null class
+
+
+def _user_class(null_class):
+    """The program's class a null class of _null_class's was made for; else the class."""
+    return next((cls for cls, null in _null_classes.items() if null is null_class), null_class)
+
+
+def _null_class(cls):
+    """The class of a null handle made by cls(): _NullComm, or for a subclass the program
+    made, a subclass of both (an instance of it; every Comm call raises ERR_COMM)."""
+    if issubclass(cls, _NullComm):
+        return cls
+    if cls.__module__.startswith(__package__ + "."):    # (ours)
+        return _NullComm
+    null = _null_classes.get(cls)
+    if null is None:
+        null = _null_classes[cls] = type(cls.__name__, (_NullComm, cls),
+                                         {"__module__": cls.__module__,
+                                          "__qualname__": cls.__qualname__})
+    return null
 
 
 for _name, _attr in list(vars(Comm).items()):     # (class methods, as Create_keyval, work there too)

@@ -48,7 +48,9 @@ class Datatype(attributes.Keyvals, handles.Numbered, unimplemented.Missing):
             datatype = DATATYPE_NULL
         elif not isinstance(datatype, Datatype):
             raise TypeError(f"expected a Datatype, not {type(datatype).__name__}")
-        self.__class__, self.__dict__ = datatype.__class__, datatype.__dict__
+        self.__dict__ = datatype.__dict__
+        if not isinstance(self, type(datatype)):    # (its kind's class; a subclass's kept)
+            self.__class__ = type(datatype)
 
     @classmethod
     def _predefined(cls, name, size, format, extent=None):
@@ -68,10 +70,11 @@ class Datatype(attributes.Keyvals, handles.Numbered, unimplemented.Missing):
     # Handles: two are equal when they name the same datatype (their state is one dict).
 
     def __eq__(self, other):
-        return isinstance(other, Datatype) and other.__dict__ is self.__dict__
+        if not isinstance(other, Datatype):
+            return NotImplemented
+        return other.__dict__ is self.__dict__
 
-    def __hash__(self):
-        return id(self.__dict__)
+    __hash__ = None     # (as mpi4py's handles)
 
     def _identity(self):
         return self.__dict__ if self else None
@@ -286,7 +289,7 @@ class Datatype(attributes.Keyvals, handles.Numbered, unimplemented.Missing):
                 raise TypeError(f"expected a Datatype, not {type(datatype).__name__}")
             if datatype == DATATYPE_NULL:
                 raise MPIException(errors.ERR_TYPE, "Get_value_index of MPI_DATATYPE_NULL")
-        pair = _VALUE_INDEX.get(value_type) if index_type == NAMED["INT"] else None
+        pair = _VALUE_INDEX.get(id(value_type.__dict__)) if index_type == NAMED["INT"] else None
         return Datatype() if pair is None else pair
 
     def Dup(self):
@@ -721,8 +724,8 @@ def _rebuilt(base, combiner, params, committed):
     return made.Commit() if committed else made
 
 
-def _null_type(self):
-    raise MPIException(errors.ERR_TYPE, "MPI_DATATYPE_NULL has no size or extent")
+def _null_type(self, *args):
+    raise MPIException(errors.ERR_TYPE, "MPI_DATATYPE_NULL has no size, extent or type map")
 
 
 class NullDatatype(Datatype):
@@ -730,6 +733,7 @@ class NullDatatype(Datatype):
     buffer spec naming it) raise MPI.Exception ERR_TYPE, as MPICH's."""
 
     size = extent = typemap = property(_null_type)
+    wire_size = dtype = is_named = property(_null_type)     # (Status.Get_count's: ERR_TYPE)
 
     def __init__(self, datatype=None):
         if datatype is not None:    # (type(DATATYPE_NULL)(datatype): as Datatype(datatype))
@@ -739,10 +743,11 @@ class NullDatatype(Datatype):
         return False
 
     def __eq__(self, other):
+        if not isinstance(other, Datatype):
+            return NotImplemented
         return isinstance(other, NullDatatype)      # (a freed datatype is DATATYPE_NULL too)
 
-    def __hash__(self):
-        return hash(NullDatatype)
+    __hash__ = None
 
     def Get_name(self):
         return "MPI_DATATYPE_NULL"
@@ -752,13 +757,13 @@ class NullDatatype(Datatype):
 
     def __reduce__(self):
         """pickle: DATATYPE_NULL itself, or another null handle."""
-        return (_unpickled, (None,)) if self is DATATYPE_NULL else (Datatype, ())
+        return (_unpickled, (None,)) if self is DATATYPE_NULL else (type(self), ())
 
     def _no_attributes(self, *args):
         _null_type(self)
 
     Get_attr = Set_attr = Delete_attr = Set_name = _no_attributes
-    Get_envelope = Get_contents = decode = _no_attributes
+    Get_envelope = Get_contents = decode = Commit = _no_attributes
 
 
 DATATYPE_NULL = NullDatatype()
@@ -846,8 +851,9 @@ _MATCHED.update({(typeclass, int(name[len(prefix):])): datatype
                                            (TYPECLASS_COMPLEX, "COMPLEX"))
                  for name, datatype in _PREDEFINED.items()
                  if name.startswith(prefix) and name[len(prefix):].isdigit()})
-# Get_value_index's pairs: (value, MPI.INT) -> the MAXLOC/MINLOC pair type.
-_VALUE_INDEX = {NAMED[value]: NAMED[pair] for value, pair in (
+# Get_value_index's pairs: (value, MPI.INT) -> the MAXLOC/MINLOC pair type (keyed by what the
+# value type's handles share: handles are unhashable, as mpi4py's).
+_VALUE_INDEX = {id(NAMED[value].__dict__): NAMED[pair] for value, pair in (
     ("SHORT", "SHORT_INT"), ("INT", "TWOINT"), ("LONG", "LONG_INT"), ("FLOAT", "FLOAT_INT"),
     ("DOUBLE", "DOUBLE_INT"), ("LONG_DOUBLE", "LONG_DOUBLE_INT"))}
 BYTE = NAMED["BYTE"]

@@ -95,8 +95,7 @@ class Errhandler(Handle, unimplemented.Missing):
         for anything else."""
         self._assign(errhandler)
 
-    def __hash__(self):
-        return id(self._handler)
+    __hash__ = None     # (as mpi4py's handles)
 
     def __repr__(self):
         return f"<Errhandler {self._handler.name if self._handler else 'ERRHANDLER_NULL'}>"
@@ -107,7 +106,7 @@ class Errhandler(Handle, unimplemented.Missing):
         user's handler (its function lives in this process)."""
         handler = self._handler
         if handler is None:
-            return "ERRHANDLER_NULL" if self is ERRHANDLER_NULL else (Errhandler, ())
+            return "ERRHANDLER_NULL" if self is ERRHANDLER_NULL else (type(self), ())
         if handler.function is not None:
             raise ValueError(f"cannot serialize {self!r}: only predefined error handlers "
                              "can be pickled")

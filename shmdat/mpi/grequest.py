@@ -110,6 +110,7 @@ class Grequest(Request):
         """MPI_Cancel: cancel_fn(completed), `completed` saying whether Complete was called;
         the request still completes through Complete (its status Is_cancelled if query_fn
         says so). MPI.Exception with cancel_fn's error."""
+        self._not_null("Cancel")
         state = self._op
         if self._active and state.cancel_fn is not None:
             _raise(state.call(state.cancel_fn, state.done), "cancel_fn")
@@ -118,7 +119,9 @@ class Grequest(Request):
 
     def Free(self):
         """MPI_Request_free: the request becomes REQUEST_NULL; free_fn runs now if Complete
-        was called, else at Complete. MPI.Exception with free_fn's error."""
+        was called, else at Complete. MPI.Exception with free_fn's error, ERR_REQUEST for
+        REQUEST_NULL."""
+        self._not_null("Free")
         if self._active:
             self._active = False
             _raise(self._op.end(), "free_fn")

@@ -40,7 +40,9 @@ class Group(handles.Numbered, unimplemented.Missing):
         return group
 
     def __eq__(self, other):
-        return isinstance(other, Group) and other._group is self._group
+        if not isinstance(other, Group):
+            return NotImplemented
+        return other._group is self._group
 
     __hash__ = None
 
@@ -55,7 +57,7 @@ class Group(handles.Numbered, unimplemented.Missing):
         other group is ValueError."""
         for name, predefined in (("GROUP_NULL", GROUP_NULL), ("GROUP_EMPTY", GROUP_EMPTY)):
             if self == predefined:
-                return name if self is predefined else (Group, (predefined,))
+                return name if self is predefined else (type(self), (predefined,))
         raise ValueError("cannot serialize a Group (as mpi4py)")
 
     def _members(self):

@@ -49,6 +49,11 @@ class _Common:
 
     _constants = ()
 
+    def __new__(cls, *args, **kwargs):
+        """mpi4py's signature, Class.__new__(cls, handle): a subclass's __new__ passes the
+        handle on (__init__ takes it)."""
+        return super().__new__(cls)
+
     @property
     def handle(self):
         """mpi4py's handle: the MPI handle (MPICH's int, as an unsigned pointer). Read only."""
@@ -130,8 +135,9 @@ class Handle(_Common):
         return handle
 
     def __eq__(self, other):
-        return isinstance(other, self._owner()) and \
-            getattr(other, self._target) is getattr(self, self._target)
+        if not isinstance(other, self._owner()):
+            return NotImplemented
+        return getattr(other, self._target) is getattr(self, self._target)
 
     def __bool__(self):
         return getattr(self, self._target) is not None

@@ -73,10 +73,10 @@ class Info(Handle, unimplemented.Missing):
         """pickle: INFO_NULL and INFO_ENV by name, any other as the items it holds (as
         mpi4py)."""
         if self._store is None:
-            return "INFO_NULL" if self is INFO_NULL else (Info, ())
+            return "INFO_NULL" if self is INFO_NULL else (type(self), ())
         if self._store is _ENV:
-            return "INFO_ENV" if self is INFO_ENV else (Info, (INFO_ENV,))
-        return (Info.Create, (self.items(),))
+            return "INFO_ENV" if self is INFO_ENV else (type(self), (INFO_ENV,))
+        return (type(self).Create, (self.items(),))     # (a subclass's, as mpi4py)
 
     def _items(self):
         """The store's items. MPI.Exception ERR_ARG for INFO_NULL (as MPICH)."""
@@ -94,8 +94,8 @@ class Info(Handle, unimplemented.Missing):
 
     def Dup(self):
         """MPI_Info_dup: a new Info with the same items. MPI.Exception ERR_ARG for
-        INFO_NULL."""
-        return Info.Create(self._items())
+        INFO_NULL. Of this handle's class (a subclass's too, as mpi4py)."""
+        return type(self).Create(self._items())
 
     def Get(self, key):
         """MPI_Info_get_string: the value of `key`, None if it is not set. Errors as Set's

@@ -46,8 +46,7 @@ class Intercomm(Comm):
     _low = None     # Accept's side True, Connect's False (dynproc.py): Merge's tie-break
 
     def __init__(self, engine, context=None, local_ranks=None, remote_ranks=None, name=""):
-        if isinstance(engine, Comm):    # mpi4py's Intercomm(comm): another handle to it
-            self.__dict__.update(engine.__dict__)
+        if isinstance(engine, Comm):    # (Intercomm(comm): Comm.__new__ made the handle)
             return
         self._engine, self._context, self._name = engine, context, name
         self._local_ranks, self._remote_ranks = list(local_ranks), list(remote_ranks)
@@ -318,9 +317,7 @@ class Intercomm(Comm):
         group; None in the root's group. ValueError for another length."""
         root = self._root(root)
         if root == ROOT:
-            if len(sendobj) != self._remote_size:
-                raise ValueError(f"expecting {self._remote_size} items, got {len(sendobj)}")
-            self._send(LEADER, _pickled(list(sendobj)))
+            self._send(LEADER, _pickled(collectives.items(sendobj, self._remote_size)))
         elif root != PROC_NULL:
             objs = pickle.loads(self._recv(root).data) if self._rank == LEADER else None
             return collectives.scatter_objects(self._local._channel, LEADER, objs)
@@ -335,8 +332,7 @@ class Intercomm(Comm):
         """sendobj[i] to member i of the other group; the list of what each member of the
         other group sent here. ValueError if `sendobj` has not remote-size items."""
         n = self._remote_size
-        if len(sendobj) != n:
-            raise ValueError(f"expecting {n} items, got {len(sendobj)}")
+        sendobj = collectives.items(sendobj, n)
         ch = self._channel
         recvs = [ch.recv(i) for i in range(n)]
         ch.wait(recvs + [ch.send(i, _pickled(obj)) for i, obj in enumerate(sendobj)])
@@ -440,11 +436,11 @@ def _not_on_intercomm(name):
 # Comm's calls that an Intercomm does not have: an intracommunicator's only (scans,
 # topologies, Create_intercomm) and the intercommunicator collectives not built here.
 NOT_ON_INTERCOMM = frozenset("""
-    Allgatherv Alltoallv Cart_map Create Create_cart Create_dist_graph Create_dist_graph_adjacent
-    Create_graph Create_intercomm Exscan Gatherv Graph_map
+    Cart_map Create Create_cart Create_dist_graph Create_dist_graph_adjacent
+    Create_graph Create_intercomm Exscan Graph_map
     Iallgather Iallgatherv Iallreduce Ialltoall Ialltoallv Ibarrier Ibcast Iexscan Igather
     Igatherv Ireduce Ireduce_scatter Ireduce_scatter_block Iscan Iscatter Iscatterv
-    Reduce_scatter Reduce_scatter_block Scan Scatterv Split Split_type exscan scan
+    Reduce_scatter Reduce_scatter_block Scan Split_type exscan scan
     Allgather_init Allgatherv_init Allreduce_init Alltoall_init Alltoallv_init Barrier_init
     Bcast_init Exscan_init Gather_init Gatherv_init Reduce_init Reduce_scatter_block_init
     Reduce_scatter_init Scan_init Scatter_init Scatterv_init

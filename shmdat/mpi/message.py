@@ -65,7 +65,7 @@ class Message(Handle, unimplemented.Missing):
         for name, predefined in (("MESSAGE_NULL", MESSAGE_NULL),
                                  ("MESSAGE_NO_PROC", MESSAGE_NO_PROC)):
             if self == predefined:
-                return name if self is predefined else (Message, (predefined,))
+                return name if self is predefined else (type(self), (predefined,))
         raise ValueError("cannot serialize a matched Message (as mpi4py)")
 
     # Matching probes (Comm.Mprobe and Improbe, as mpi4py's class methods).

@@ -88,19 +88,20 @@ class Op(handles.Numbered, unimplemented.Missing):
         return op
 
     def __eq__(self, other):
-        return isinstance(other, Op) and other._op is self._op
+        if not isinstance(other, Op):
+            return NotImplemented
+        return other._op is self._op
 
-    def __hash__(self):
-        return id(self._op)
+    __hash__ = None     # (as mpi4py's handles)
 
     def __reduce__(self):
         """pickle: OP_NULL and a predefined op by name (the same object once loaded), another
         handle to one as a new handle to it, as mpi4py; a user op with its function (a new op)."""
         if self._op is None:
-            return "OP_NULL" if self is OP_NULL else (Op, ())
+            return "OP_NULL" if self is OP_NULL else (type(self), ())
         if self._ufunc is not None:
             predefined = _PREDEFINED[self.name]
-            return (_predefined, (self.name,)) if self is predefined else (Op, (predefined,))
+            return (_predefined, (self.name,)) if self is predefined else (type(self), (predefined,))
         return super().__reduce__()
 
     @property

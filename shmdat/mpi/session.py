@@ -15,10 +15,10 @@ overlapping groups."""
 import operator
 import zlib
 
-from . import bsend, errors, unimplemented
+from . import bsend, errors, handles, unimplemented
 from . import comm as _comm
 from .comm import COMM_NULL, Comm, _claim
-from .errhandler import ERRORS_RETURN, ErrorHandling, Errhandler
+from .errhandler import ERRORS_RETURN, ErrorHandling, Errhandler, handled_class, plain_class
 from .errors import Exception as MPIException
 from .group import Group
 from .info import INFO_NULL, Info
@@ -39,11 +39,13 @@ class _State:
         self.finalized, self.errhandler = False, None
 
 
-class Session(ErrorHandling, unimplemented.Missing):
+class Session(ErrorHandling, handles.Numbered, unimplemented.Missing):
     """MPI_Session (mpi4py's Session): SESSION_NULL (false), or one Session.Init made. Handles
     to one session are equal; Finalize makes them all null."""
 
     _unimplemented = unimplemented.SESSION
+    _numbers = handles.Numbers(0x38000000, 0xb8000000)     # MPICH's: the null's, the first
+    _error = errors.ERR_SESSION
     _kind = "Session"
     COMM_WORLD = None       # set by MPI.py (it cannot be imported): the job's ranks and engine
 
@@ -53,8 +55,8 @@ class Session(ErrorHandling, unimplemented.Missing):
         if session is not None and not isinstance(session, Session):
             raise TypeError(f"expected a Session, not {type(session).__name__}")
         self._state = None if session is None else session._state
-        if session is not None:
-            self.__class__ = type(session)      # (handled by its error handler, if it is)
+        if session is not None and type(session) is not plain_class(type(session)):
+            self.__class__ = handled_class(type(self))  # (handled by its error handler)
 
     @property
     def _errhandler(self):      # (ErrorHandling's: the session's, which its handles share)
@@ -79,9 +81,14 @@ class Session(ErrorHandling, unimplemented.Missing):
     def _engine(self):      # (what ERRORS_ARE_FATAL ends the job through)
         return Session.COMM_WORLD._engine
 
+    def _identity(self):
+        """(handles.Numbered) What the handles to one session share; None when null."""
+        return self._state if self else None
+
     def __eq__(self, other):
-        return isinstance(other, Session) and bool(self) == bool(other) \
-            and (not self or self._state is other._state)
+        if not isinstance(other, Session):
+            return NotImplemented
+        return bool(self) == bool(other) and (not self or self._state is other._state)
 
     __hash__ = None
 
@@ -92,7 +99,7 @@ class Session(ErrorHandling, unimplemented.Missing):
         """pickle: SESSION_NULL by name, as mpi4py; ValueError for a session."""
         if self:
             raise ValueError("cannot serialize a Session (as mpi4py)")
-        return "SESSION_NULL" if self is SESSION_NULL else (Session, ())
+        return "SESSION_NULL" if self is SESSION_NULL else (type(self), ())
 
     @classmethod
     def Init(cls, info=INFO_NULL, errhandler=None):

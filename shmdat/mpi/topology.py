@@ -38,8 +38,9 @@ class Topocomm(Comm):
     def __new__(cls, comm=None, *args, **kwargs):
         """mpi4py's Topocomm(comm), Cartcomm(comm): another handle to `comm`, which must
         have that kind of topology (TypeError otherwise)."""
-        if isinstance(comm, Comm) and comm and not isinstance(comm, cls):
-            raise TypeError(f"expected a {cls.__name__}, got {type(comm).__name__}")
+        kind = next(c for c in cls.__mro__ if c in (Cartcomm, Graphcomm, Distgraphcomm, Topocomm))
+        if isinstance(comm, Comm) and comm and not isinstance(comm, kind):   # (a subclass's: its
+            raise TypeError(f"expected a {kind.__name__}, got {type(comm).__name__}")  # kind)
         return super().__new__(cls, comm, *args, **kwargs)
 
     # The neighbour collectives, over inoutedges (each topology's own).

@@ -44,13 +44,11 @@ def missing(owner, table, name):
 
 MODULE = frozenset("""
     ERR_ABI Get_abi_fortran_info Get_abi_info Get_abi_version Get_hw_resource_info
-    Iflush_buffer InPlaceType MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING MAX_OBJECT_NAME
+    InPlaceType MAX_ERROR_STRING MAX_LIBRARY_VERSION_STRING MAX_OBJECT_NAME
     MAX_PROCESSOR_NAME Remove_error_class Remove_error_code Remove_error_string
 """.split())
 
-COMM = frozenset("""
-    Iflush_buffer
-""".split())
+COMM = frozenset()
 
 # Cartcomm's names: Comm's (mpi4py's Topocomm: the neighbour collectives are all there).
 CARTCOMM = COMM
@@ -64,9 +62,7 @@ REQUEST = frozenset()
 
 WIN = frozenset()
 
-STATUS = frozenset("""
-    tomemory
-""".split())
+STATUS = frozenset()
 
 DATATYPE = frozenset()
 
@@ -80,9 +76,7 @@ ERRHANDLER = frozenset()
 
 FILE = frozenset()
 
-SESSION = frozenset("""
-    Iflush_buffer f2py fromhandle fromint handle py2f toint
-""".split())
+SESSION = frozenset()
 
 INFO = frozenset("""
     Create_env

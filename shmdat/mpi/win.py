@@ -19,7 +19,7 @@ from . import attributes, errors, handles, ops, unimplemented
 from .buffer import over
 from .comm import Request
 from .datatypes import BYTE, NAMED, BottomType, message, named
-from .errhandler import ErrorHandling
+from .errhandler import ErrorHandling, plain_class
 from .engine import WIN_ACC, WIN_BODY_LIMIT, WIN_LOCK, WIN_UNLOCK
 from .errors import Exception as MPIException
 from .group import UNDEFINED, Group
@@ -60,11 +60,16 @@ NO_OP = ops.Op._make("NO_OP", lambda x, y: x, _no_op, _ANY_KIND)
 # user-defined op there) and the named datatypes.
 _OPS = [ops.SUM, ops.PROD, ops.MAX, ops.MIN, ops.LAND, ops.LOR, ops.LXOR, ops.BAND, ops.BOR,
         ops.BXOR, ops.MAXLOC, ops.MINLOC, REPLACE, NO_OP]
-_OP_INDEX = {op: i for i, op in enumerate(_OPS)}
 _TYPES = list(NAMED.values())
-_TYPE_INDEX = {datatype: i for i, datatype in enumerate(_TYPES)}
+# (keyed by what a datatype's handles share: handles are unhashable, as mpi4py's)
+_TYPE_INDEX = {id(datatype.__dict__): i for i, datatype in enumerate(_TYPES)}
 # Compare_and_swap's op on the wire: the body holds the origin, then the compare element.
 _COMPARE_AND_SWAP = len(_OPS)
+
+
+def _op_index(op):
+    """The index of `op` in _OPS (None if not there: ops are unhashable, as mpi4py's)."""
+    return next((i for i, known in enumerate(_OPS) if known == op), None)
 
 
 # MPI's window hints (MPI 4.1 section 12.2.1) and MPICH's values for them where not set.
@@ -146,7 +151,7 @@ def _check_disp_unit(disp_unit):
 def _check_op(op, datatype):
     """MPI.Exception ERR_OP unless `op` may accumulate `datatype` (checked at the origin, so
     the target never meets a bad one)."""
-    if op not in _OP_INDEX:
+    if _op_index(op) is None:
         _fail(errors.ERR_OP, f"an accumulate takes a predefined op or REPLACE or NO_OP, "
                              f"not {op!r}")
     op.check(datatype.dtype)            # ERR_OP where MPI's table has no entry
@@ -176,7 +181,9 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         if win is None:
             self._memory = None         # null: every call but Get_name raises ERR_WIN
         elif isinstance(win, Win):
-            self.__class__, self.__dict__ = type(win), win.__dict__     # (a dynamic one's too)
+            self.__dict__ = win.__dict__
+            if not isinstance(self, type(win)):     # (a dynamic one's class; a subclass's kept)
+                self.__class__ = type(win)
         else:
             raise TypeError(f"expected a Win, not {type(win).__name__}")
 
@@ -230,7 +237,7 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         """pickle: WIN_NULL (and a null handle) only, as mpi4py; a window is ValueError."""
         if self._memory is not None:
             raise ValueError("cannot serialize a window: only WIN_NULL can be pickled")
-        return "WIN_NULL" if self is WIN_NULL else (Win, ())
+        return "WIN_NULL" if self is WIN_NULL else (plain_class(type(self)), ())
 
     @classmethod
     def _over(cls, comm):
@@ -494,7 +501,7 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         _check_op(op, datatype)
         if offset is None:
             return []
-        return self._acc_messages(target_rank, offset, _OP_INDEX[op], datatype, view, result)
+        return self._acc_messages(target_rank, offset, _op_index(op), datatype, view, result)
 
     def _acc_messages(self, target_rank, offset, op, datatype, data, result):
         """WIN_ACC messages applying op (an index of _OPS, or _COMPARE_AND_SWAP) with `data`
@@ -502,7 +509,7 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         bytes (whole elements); with `result`, the old values come back into it. The RmaOps
         started."""
         step = (WIN_BODY_LIMIT - ACC_BODY.size) // datatype.extent * datatype.extent
-        head = (op, _TYPE_INDEX[datatype], result is not None)
+        head = (op, _TYPE_INDEX[id(datatype.__dict__)], result is not None)
         started = [self._engine.window_message(
             self._ranks[target_rank], WIN_ACC, self._id,
             ACC_BODY.pack(offset + start, *head) + data[start:start + step],

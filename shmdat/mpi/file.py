@@ -134,13 +134,14 @@ class FileRequest(Request):
             status.count, status.cancelled = self._op.nbytes, False
 
 
-class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
+class File(ErrorHandling, handles.SharedState, handles.Numbered, unimplemented.Missing):
     """MPI_File (mpi4py's File): Open, Close, Delete, the file's size, amode, group, hints,
     view, atomicity, Sync, and data access in every form (explicit offsets, individual and
     shared file pointers, ordered; blocking, nonblocking, collective, split collective).
     A handle whose file is closed, or File(), is null: equal to FILE_NULL."""
 
     _unimplemented = unimplemented.FILE
+    _alive = "_fd"          # (SharedState: None in FILE_NULL, a closed file)
     # MPICH's integer handles of files: 0 for FILE_NULL, then from 4097 (as toint shows them).
     _numbers = handles.Numbers(0, 4097)
     _error = errors.ERR_FILE
@@ -162,19 +163,6 @@ class File(ErrorHandling, handles.Numbered, unimplemented.Missing):
                 self.__class__ = handled_class(type(self))
         else:
             raise TypeError(f"expected a File, not {type(file).__name__}")
-
-    def __eq__(self, other):
-        if not isinstance(other, File):
-            return NotImplemented
-        return self.__dict__ is other.__dict__ or self._fd is None and other._fd is None
-
-    __hash__ = None
-
-    def __bool__(self):
-        return self._fd is not None
-
-    def _identity(self):
-        return self.__dict__ if self else None
 
     def __reduce__(self):
         """pickle: FILE_NULL (and a null handle) only, as mpi4py; an open file is ValueError."""

@@ -5,7 +5,7 @@ MPICH's handles are ints) and `free` (Free unless null or a constant), on every 
 Two mixins give them. Handle: for the classes whose handles name one shared object that
 carries its number (Errhandler, Message, Info), with a null handle, equality by the object
 and bool. Numbered: for the classes whose handles share state of another shape (Comm, Group,
-Datatype, Op, Request, Win); a Numbers table per class gives each object its number when
+Datatype, Op, Request, Win, File); a Numbers table per class gives each object its number when
 first asked for it, and keeps a handle to it, as MPI keeps an object until it is freed, so
 that fromint finds it whatever became of the program's handles.
 
@@ -264,3 +264,30 @@ DATATYPES = {
     # (MPICH's pair types are not built in: handles with the high bit set)
     "FLOAT_INT": 0x8c000000, "DOUBLE_INT": 0x8c000001, "LONG_INT": 0x8c000002,
     "SHORT_INT": 0x8c000003, "LONG_DOUBLE_INT": 0x8c000004}
+
+
+class SharedState:
+    """Mixed into a Numbered handle class whose handles to one object share its __dict__
+    (File(f) and Win(w) make another handle to f's or w's object, so that a Close or Free
+    through one makes them all null), which sets `_alive`: the attribute that is None in a
+    null handle. As mpi4py's handles: equal if they name the same object or are both null,
+    unhashable, true while the object lives."""
+
+    def __eq__(self, other):
+        if not isinstance(other, self._sharing_class()):
+            return NotImplemented
+        return self.__dict__ is other.__dict__ or not self and not other
+
+    __hash__ = None
+
+    def __bool__(self):
+        return getattr(self, self._alive) is not None
+
+    def _identity(self):
+        """(Numbered) What the handles to one object share; None when null."""
+        return self.__dict__ if self else None
+
+    @classmethod
+    def _sharing_class(cls):
+        """The handle class itself (the one that names `_alive`), for a subclass too."""
+        return next(c for c in cls.__mro__ if "_alive" in vars(c))

@@ -157,7 +157,8 @@ def _check_op(op, datatype):
     op.check(datatype.dtype)            # ERR_OP where MPI's table has no entry
 
 
-class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Missing):
+class Win(ErrorHandling, attributes.Keyvals, handles.SharedState, handles.Numbered,
+          unimplemented.Missing):
     """MPI_Win (mpi4py's Win): Create, Allocate, Put, Get, Accumulate, Get_accumulate,
     Fetch_and_op, Compare_and_swap, Rput, Rget, Raccumulate, Rget_accumulate, Fence, Post,
     Start, Complete, Wait, Test, Lock, Unlock, Lock_all, Unlock_all, Flush, Flush_all,
@@ -167,6 +168,7 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
     equal to WIN_NULL."""
 
     _unimplemented = unimplemented.WIN
+    _alive = "_memory"      # (SharedState: None in WIN_NULL, a freed window)
     _numbers = handles.Numbers(handles.WIN["null"], handles.WIN["first"])
     _error = errors.ERR_WIN
     _kind = "Win"
@@ -217,21 +219,6 @@ class Win(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mis
         engine.windows[self._id] = self
         comm.Barrier()          # every member has registered the window before any message
         return self
-
-    def __eq__(self, other):
-        """As mpi4py's handles: equal if both name the same window, or both are null (WIN_NULL,
-        a freed window). Unhashable, as mpi4py's."""
-        if not isinstance(other, Win):
-            return NotImplemented
-        return self.__dict__ is other.__dict__ or self._memory is None and other._memory is None
-
-    __hash__ = None
-
-    def __bool__(self):
-        return self._memory is not None
-
-    def _identity(self):
-        return self.__dict__ if self else None
 
     def __reduce__(self):
         """pickle: WIN_NULL (and a null handle) only, as mpi4py; a window is ValueError."""

@@ -57,15 +57,19 @@ class Status(unimplemented.Missing):
     def __init__(self, status=None):
         """MPI.Status(): empty (ANY_SOURCE, ANY_TAG, SUCCESS, no bytes, not cancelled);
         Status(status): a copy of `status`. TypeError if `status` is no Status."""
-        self._mpi = _StatusMemory()
         if status is None:
-            self.source, self.tag, self.error, self.count = ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0
-            self.cancelled = False
+            self._mpi = _StatusMemory()
+            self._set(ANY_SOURCE, ANY_TAG, errors.SUCCESS, 0, False)
         elif isinstance(status, Status):
-            self.source, self.tag, self.error, self.count, self.cancelled = \
-                status.source, status.tag, status.error, status.count, status.cancelled
+            self._mpi = _StatusMemory(*status._mpi)
         else:
             raise TypeError(f"expected a Status, got {type(status).__name__}")
+
+    def _set(self, source, tag, error, count, cancelled):
+        """All the fields at once, from values the library made (in range): what a completion
+        or a probe fills, in one write of the memory instead of five checked properties'."""
+        self._mpi[:] = (count % 2**32 - (count & 2**31) * 2, count >> 32 << 1 | cancelled,
+                        source, tag, error)
 
     def __eq__(self, other):
         """As mpi4py's: equal if every field is (source, tag, error, count, cancelled)."""
@@ -253,8 +257,7 @@ class Request(handles.Numbered, unimplemented.Missing):
             Status.__init__(status)
             status.cancelled = True
         elif not isinstance(op, SendOp):
-            status.source, status.tag, status.error, status.count, status.cancelled = \
-                self._rank_of[op.source], op.tag, op.error, op.nbytes, False
+            status._set(self._rank_of[op.source], op.tag, op.error, op.nbytes, False)
 
     def Cancel(self):
         """MPI_Cancel: a receive not matched yet is cancelled (it completes, its status
@@ -634,8 +637,8 @@ def _probed(status, msg, rank_of):
     """Fill `status` from a probed message (a Message, or _Done for PROC_NULL); `rank_of`
     maps the engine's ranks to the communicator's."""
     if status is not None:
-        status.source, status.tag, status.error = rank_of[msg.source], msg.tag, errors.SUCCESS
-        status.count = msg.nbytes if isinstance(msg, _Done) else msg.length
+        status._set(rank_of[msg.source], msg.tag, errors.SUCCESS,
+                    msg.nbytes if isinstance(msg, _Done) else msg.length, False)
 
 
 class _Done:

@@ -130,8 +130,7 @@ class FileRequest(Request):
 
     def _fill(self, status):
         if status is not None:
-            status.source, status.tag, status.error = UNDEFINED, UNDEFINED, errors.SUCCESS
-            status.count, status.cancelled = self._op.nbytes, False
+            status._set(UNDEFINED, UNDEFINED, errors.SUCCESS, self._op.nbytes, False)
 
 
 class File(ErrorHandling, handles.SharedState, handles.Numbered, unimplemented.Missing):

@@ -2,6 +2,7 @@
 real processes wherever a peer is involved; every function's refusal of another
 provider's object (EOPNOTSUPP) and of a wrong type (PyverbsUserError)."""
 
+import collections
 import ctypes
 import errno
 import fcntl
@@ -630,48 +631,59 @@ def test_poll_cq_takes_what_is_there_and_progress_runs_the_device(verbs_pair):
     assert err.value.error_code == errno.EBADF
 
 
-def test_cq_reader_takes_every_completion_there_and_keeps_its_queue_through_a_reset(verbs_pair):
+def test_cq_sink_hands_each_completion_over_tagged_in_order_and_keeps_them_through_a_reset(verbs_pair):
     a, b = verbs_pair
-    read = shm0dv.cq_reader(b.cq)
-    assert read() == ()
-    for i in range(3):
+    b.recv(0, 0, 64)
+    a.send(0, b"before")
+    _until(lambda: len(b.cq._wcs) == 1, lambda: shm0dv.progress(b.ctx))
+    handed = collections.deque()
+    shm0dv.cq_sink(b.cq, handed, "tag")          # what the CQ holds is handed over first
+    assert [(tag, wc.wr_id, wc.byte_len) for tag, wc in handed] == [("tag", 0, 6)]
+    handed.clear()
+    for i in range(1, 4):
         b.recv(i, 64 * i, 64)
-        a.send(i, b"x" * (i + 1))
+        a.send(i, b"x" * i)
     shm0dv.progress(b.ctx)
-    assert [(wc.wr_id, wc.byte_len) for wc in read()] == [(0, 1), (1, 2), (2, 3)]
-    assert read() == ()
-    # A QP that goes to RESET drops its completions from the CQ: the reader's queue is the
-    # CQ's still (emptied in place), so what comes after is read.
-    b.recv(3, 0, 64)
-    a.send(3, b"late")
+    assert [(tag, wc.wr_id, wc.byte_len) for tag, wc in handed] == [("tag", 1, 1), ("tag", 2, 2), ("tag", 3, 3)]
+    assert b.cq.poll(4) == (0, [])               # poll_cq finds none: they were handed over
+    # A QP that goes to RESET takes back nothing handed over; a flush is handed over too.
+    b.recv(4, 0, 64)
+    a.send(4, b"late")
     shm0dv.progress(b.ctx)
     b.qp.modify(QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
-    assert read() == ()
+    assert [wc.wr_id for _, wc in handed][-1] == 4
     b.qp.to_init(qp_attr())
-    b.recv(4, 0, 64)
-    b.qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)      # flushes the receive
-    assert [(wc.wr_id, wc.status) for wc in read()] == [(4, e.IBV_WC_WR_FLUSH_ERR)]
+    b.recv(5, 0, 64)
+    b.qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
+    assert (handed[-1][1].wr_id, handed[-1][1].status) == (5, e.IBV_WC_WR_FLUSH_ERR)
 
 
-def test_cq_reader_raises_eoverflow_once_the_cq_overran_and_refuses_what_is_not_an_open_cq(verbs_pair):
+def test_cq_sink_none_keeps_completions_for_poll_cq_again_and_a_sunk_cq_never_overruns(verbs_pair):
     a, b = verbs_pair
-    read = shm0dv.cq_reader(b.cq)
+    handed = []
+    shm0dv.cq_sink(b.cq, handed)
     b.cq.resize(1)
-    b.recv(1)
-    b.recv(2)
-    a.send(1, b"one")
-    a.send(2, b"two")
-    shm0dv.progress(b.ctx)
-    with pytest.raises(PyverbsRDMAError) as err:
-        read()
-    assert err.value.error_code == errno.EOVERFLOW
-    for _ in range(2):
-        bounded(b.ctx.get_async_event).ack()     # CQ_ERR, QP_FATAL: else closing waits for them
+    for i in range(3):                           # more than cqe: the consumer bounds its queue
+        b.recv(i)
+        a.send(i, b"m")
+    _until(lambda: len(handed) == 3, lambda: shm0dv.progress(b.ctx))
+    assert not b.cq.overrun and [tag for tag, _ in handed] == [None] * 3
+    shm0dv.cq_sink(b.cq, None)
+    b.recv(3)
+    a.send(3, b"polled")
+    _until(lambda: b.cq._wcs, lambda: shm0dv.progress(b.ctx))
+    assert [wc.wr_id for wc in b.cq.poll(1)[1]] == [3] and len(handed) == 3
+
+
+def test_cq_sink_refuses_what_is_not_a_queue_or_an_open_cq(verbs_pair):
+    a, b = verbs_pair
+    with pytest.raises(PyverbsUserError, match="queue must be"):
+        shm0dv.cq_sink(b.cq, "a queue")
     with pytest.raises(PyverbsUserError, match="cq must be"):
-        shm0dv.cq_reader("a CQ")
+        shm0dv.cq_sink("a CQ", [])
     b.cq.close()
     with pytest.raises(PyverbsRDMAError) as err:
-        shm0dv.cq_reader(b.cq)
+        shm0dv.cq_sink(b.cq, [])
     assert err.value.error_code == errno.EBADF
 
 
@@ -733,6 +745,7 @@ def _foreign(kind):
 FOREIGN = {
     shm0dv.events_pending: ("Context", ()),
     shm0dv.completions_made: ("Context", ()),
+    shm0dv.cq_sink: ("CQ", ([],)),
     shm0dv.context_lock: ("Context", ()),
     shm0dv.progress: ("Context", ()),
     shm0dv.poll_cq: ("CQ", (1,)),

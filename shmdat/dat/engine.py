@@ -20,6 +20,7 @@ device lets other threads of the IA in. The IA's one CMEventChannel is drained
 without waiting (shm0dv.cm_channel_fd), its events naming their CMID.
 """
 
+import collections
 import fcntl
 import itertools
 import os
@@ -57,10 +58,9 @@ class EngineBase:
         # (ep, cookie, flags, op, length). Two plain statements at each post, no call.
         self.wr_ids = itertools.count(1)
         self.slots = {}
-        # Completions taken into EVDs (EVD._drain counts them), to set beside what the device
-        # says it made: when the two differ, a CQ holds a completion not yet drained.
-        self.completions_taken = -1
-        self.posted = False             # a post since the last collect() (it may have completed at once)
+        # Completions the device handed over as it made them (shm0dv.cq_sink), as
+        # (EVD, WC), not yet in an EVD: a NIC's engine polls its CQs instead.
+        self.pending = collections.deque()
         self.next_timer = None          # monotonic deadline of the earliest connect timer
         self.cm = None                  # cm.ConnectionManager: set by the IA
         self.blocked = 0                # threads inside block()
@@ -71,10 +71,13 @@ class EngineBase:
     def _open_context(self):
         return self.dev.device.Context(name=self.dev.name)
 
-    def collect(self):
-        """After a post (self.posted): take what completed without a progress round, if
-        the device can say so (shm0's Engine); the next poll finds it otherwise."""
-        self.posted = False
+    def add_dto_evd(self, evd):
+        """A DTO EVD with its CQ made (evd._cq): its completions reach it from now on."""
+        self.dto_evds.append(evd)
+
+    def forget_dto_evd(self, evd):
+        """A DTO EVD being freed (before its CQ closes)."""
+        self.dto_evds.remove(evd)
 
     def _check_timers(self):
         if self.next_timer is not None:
@@ -149,37 +152,53 @@ class Engine(EngineBase):
     def poll(self):
         if self.ia._freed:
             return                      # closed: waiters are leaving
-        dv, ctx = self.dv, self.ctx
-        # Once: then each CQ's completions, the device not run again. It answers
-        # events_pending: a quiet round is this comparison only.
-        if dv.progress(ctx) != self.events_seen:
+        # Once, answering events_pending: a quiet round is this comparison and the next.
+        if self.dv.progress(self.ctx) != self.events_seen:
             self._drain_events()
-        made = dv.completions_made(ctx)
-        if made != self.completions_taken:          # else every completion is in an EVD already
-            self._drain_dto(made)
+        if self.pending:
+            self._drain_pending()
         if self.next_timer is not None:
             self._check_timers()
 
     def collect(self):
-        """After a post (self.posted): the completions waiting in the CQs, with the events
-        queued before them, without running the device; a post that completed at once (an
-        RDMA on shm0) is then an EVD's answer with no progress round."""
-        self.posted = False
-        dv, ctx = self.dv, self.ctx
-        made = dv.completions_made(ctx)
-        if made != self.completions_taken and not self.ia._freed:
-            if dv.events_pending(ctx) != self.events_seen:
+        """The completions handed over (self.pending), with the events queued before them,
+        without running the device: a post that completed at once (an RDMA, a send the
+        ring took) is then an EVD's answer with no progress round."""
+        if not self.ia._freed:
+            if self.dv.events_pending(self.ctx) != self.events_seen:
                 self._drain_events()
-            self._drain_dto(made)
+            self._drain_pending()
 
-    def _drain_dto(self, made):
-        """The DTO EVDs' CQs drained, until the EVDs hold all `made` (completions_made) or
-        every CQ is drained: completions a QP's RESET dropped are then counted as taken."""
-        for evd in self.dto_evds:
-            evd._drain()
-            if self.completions_taken == made:
-                return
-        self.completions_taken = made       # (last: a drain that raised is tried again)
+    def drain(self, evd):
+        """EVD._drain: every completion handed over, into its EVD (all EVDs at once)."""
+        if self.pending:
+            self._drain_pending()
+
+    def _drain_pending(self):
+        """Each completion handed over to its EP's _completed, with its EVD, in the order the
+        device made them (as dapl's dapls_evd_copy_cq, for every CQ in one queue)."""
+        pending, slots = self.pending, self.slots
+        take = pending.popleft
+        while pending:
+            evd, wc = take()
+            ep, cookie, flags, op, length = slots.pop(wc.wr_id)
+            (ep or self.eps_by_qp_num[wc.qp_num])._completed(evd, wc, cookie, flags, op, length)
+
+    def add_dto_evd(self, evd):
+        super().add_dto_evd(evd)
+        self.dv.cq_sink(evd._cq, self.pending, evd)
+
+    def forget_dto_evd(self, evd):
+        """What was handed over for it goes, as the events it holds do."""
+        super().forget_dto_evd(evd)
+        kept = collections.deque()
+        for to, wc in self.pending:
+            if to is evd:
+                self.slots.pop(wc.wr_id, None)
+            else:
+                kept.append((to, wc))
+        self.pending.clear()
+        self.pending.extend(kept)
 
     def progress(self):
         """Run the device once (what arrived is then in the CQs, for EVD._drain)."""
@@ -267,12 +286,6 @@ class Engine(EngineBase):
     def new_cq(self, cqe):
         """(CQ, None): a shm0 waiter sleeps on the device, not on a completion channel."""
         return self.dev.cq.CQ(self.ctx, cqe), None
-
-    def cq_poller(self, cq):
-        """A function of no arguments: all of the CQ's completions ([WC], or an empty
-        sequence), without running the device (the engine runs it once a round); called
-        under the IA lock, which is the Context's (shm0dv.cq_reader)."""
-        return self.dv.cq_reader(cq)
 
     def wc_solicited(self, wc):
         return self.dv.wc_solicited(wc)

@@ -616,7 +616,6 @@ class EP(Handle):
         if remote is not None:
             wr.set_wr_rdma(remote.rmr_context, remote.target_address)
         self._requests += 1
-        engine.posted = True
         try:
             self._qp.post_send(wr)
         except dev.pyverbs_error.PyverbsError as err:

@@ -69,10 +69,7 @@ class EVD(Handle):
                 self._cq, self._channel = ia._engine.new_cq(ia._device_attr.max_cqe)
             except ia._dev.pyverbs_error.PyverbsError as err:
                 raise seam.dat_error(err, "CQ") from None
-            # All of the CQ's completions, bound once: the engine polls every DTO EVD's
-            # CQ after each progress round.
-            self._poll_cq = ia._engine.cq_poller(self._cq)
-            ia._engine.dto_evds.append(self)
+            ia._engine.add_dto_evd(self)
 
     @property
     def _waiter(self):
@@ -84,14 +81,7 @@ class EVD(Handle):
         dapls_evd_copy_cq: what has completed counts as queued. The device is not run
         here (a message still in the ring has not completed, and does not)."""
         if self._cq is not None:
-            wcs = self._poll_cq()
-            if wcs:                 # each WC to the EP it completes a DTO of, by its wr_id
-                engine = self._engine
-                slots = engine.slots
-                engine.completions_taken += len(wcs)
-                for wc in wcs:
-                    ep, cookie, flags, op, length = slots.pop(wc.wr_id)
-                    (ep or engine.eps_by_qp_num[wc.qp_num])._completed(self, wc, cookie, flags, op, length)
+            self._engine.drain(self)
 
     # Producer side (called by progress, with the IA lock held).
 
@@ -272,7 +262,7 @@ class EVD(Handle):
                 self._check()
             if self._bands & _DEQUEUE_REFUSED:
                 evd_state.check_call(self, "dequeue")
-            if not self._q and engine.posted:
+            if not self._q and engine.pending:
                 engine.collect()            # (a post may have completed at once)
             if self._q:
                 if _now() >= engine.watch_at:
@@ -371,7 +361,7 @@ class EVD(Handle):
         if self._notifier is not None:
             self._notifier._destroy()
         if self._cq is not None:
-            self._ia._engine.dto_evds.remove(self)
+            self._ia._engine.forget_dto_evd(self)
             self._cq.close()
             if self._channel is not None:
                 self._channel.close()

@@ -5,7 +5,7 @@ the calls DAT's objects make.
 The device runs by itself, so DAT's lock is its own (an RLock) and nothing here
 runs the device. A round of progress (poll) hands on the CM and async events the
 event thread queued and not yet handed on, then drains every DTO EVD's CQ (every round: no shm0dv
-completions_made says which moved). A waiter spins (evd.py), then block() arms
+cq_sink hands the completions over as they are made). A waiter spins (evd.py), then block() arms
 every DTO EVD's CQ, polls once more (a completion that came before the arm raises
 no event), and sleeps in select() on the CQs' completion channels and its own wake
 pipe, in slices of _SLICE; a channel that fired has its event taken (get_cq_event)
@@ -318,16 +318,16 @@ class NicEngine(EngineBase):
             channel.close()
             raise
 
-    @staticmethod
-    def cq_poller(cq):
-        """All of the CQ's completions, in batches (pyverbs allocates each batch)."""
-        def poll_all():
+    def drain(self, evd):
+        """EVD._drain: the EVD's CQ polled empty, in batches (pyverbs allocates each), each
+        completion to its EP's _completed (dapl's dapls_evd_copy_cq)."""
+        cq, slots = evd._cq, self.slots
+        got = _BATCH
+        while got == _BATCH:
             got, wcs = cq.poll(_BATCH)
-            while got == _BATCH:
-                got, more = cq.poll(_BATCH)
-                wcs += more
-            return wcs
-        return poll_all
+            for wc in wcs:
+                ep, cookie, flags, op, length = slots.pop(wc.wr_id)
+                (ep or self.eps_by_qp_num[wc.qp_num])._completed(evd, wc, cookie, flags, op, length)
 
     @staticmethod
     def wc_solicited(wc):

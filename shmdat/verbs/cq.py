@@ -152,6 +152,8 @@ class CQ(PyverbsCM):
         self._wcs = collections.deque()
         self._armed = _NOT_ARMED
         self.overrun = False                # more completions came than cqe: the CQ is in error
+        # shm0dv.cq_sink: completions handed to this queue as (tag, wc), not kept in _wcs
+        self._sink = self._sink_tag = None
 
     @property
     def comp_channel(self):
@@ -228,7 +230,10 @@ class CQ(PyverbsCM):
             return
         if solicited:
             wc.solicited = True
-        self._wcs.append(wc)
+        if self._sink is None:
+            self._wcs.append(wc)
+        else:
+            self._sink.append((self._sink_tag, wc))
         self.context.completions_made += 1
         armed = self._armed
         if armed and (armed == _ARMED_ALL or solicited or wc.status != e.IBV_WC_SUCCESS):
@@ -236,9 +241,9 @@ class CQ(PyverbsCM):
             self.channel._notify(self)
 
     def _purge(self, qp_num):
-        """Drop the completions of a QP that went to RESET."""
+        """Drop the completions of a QP that went to RESET (a sunk CQ's are handed over)."""
         kept = [wc for wc in self._wcs if wc.qp_num != qp_num]
-        self._wcs.clear()               # (in place: shm0dv.cq_reader holds this queue)
+        self._wcs.clear()
         self._wcs.extend(kept)
 
     def _release(self):

@@ -93,27 +93,26 @@ def poll_cq(cq, num_entries):
         lock.release()
 
 
-def cq_reader(cq):
-    """A function of no arguments that takes every completion the CQ holds now: a list of
-    WCs (emptied from the CQ), or an empty tuple. For a consumer that holds the Context's
-    lock (context_lock) whenever it calls it, and drains whole CQs each device round: the
-    checks of poll_cq are made here once (mlx5dv's direct CQ access, in Python). The reader
-    raises PyverbsRDMAError (EOVERFLOW) once the CQ overran, as poll_cq; a closed CQ reads
-    as empty. Raises PyverbsUserError, PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
-    _shm0(cq, CQ, "cq", "cq_reader")
-    cq._check_open("Failed to make a CQ reader")
-    wcs = cq._wcs               # (the CQ keeps this one queue for its life: _purge empties it in place)
-
-    def read():
-        if cq.overrun:
-            cq._take(0)         # (raises EOVERFLOW, as poll_cq)
-        if not wcs:
-            return ()
-        taken = list(wcs)
-        wcs.clear()
-        return taken
-
-    return read
+def cq_sink(cq, queue, tag=None):
+    """Hand the CQ's completions to `queue` as the device makes them: each is appended as
+    (tag, wc), in the order made, instead of being kept for poll_cq (which then finds
+    none); those the CQ holds now are handed over first. queue None ends it: completions
+    are kept again. For a consumer that runs the device itself and holds the Context's
+    lock (context_lock) whenever it reads the queue: one queue for many CQs, read once a
+    round, with no poll_cq per CQ (a kernel CQ's completion handler, in Python). A sunk
+    CQ never overruns (the consumer bounds its own queue) and a QP's move to RESET takes
+    back nothing handed over. Raises PyverbsUserError (queue without append),
+    PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
+    _shm0(cq, CQ, "cq", "cq_sink")
+    if queue is not None and not callable(getattr(queue, "append", None)):
+        raise checks.wrong("queue", "a queue with append() (a collections.deque) or None", queue)
+    with cq.context.lock:
+        cq._check_open("Failed to sink a CQ")
+        if queue is not None:
+            for wc in cq._wcs:
+                queue.append((tag, wc))
+            cq._wcs.clear()
+        cq._sink, cq._sink_tag = queue, tag
 
 
 def block(ctx, ready, deadline):

@@ -2,7 +2,9 @@
 device's three event streams into DAT events (as dapl does, section 1 of
 docs/design/dat-over-verbs.md):
 
-  - completions: each DTO EVD's CQ, drained into the EVD's queue (evd.py);
+  - completions: each DTO EVD's CQ, drained into the EVD's queue (evd.py); on shm0
+    every CQ hands its completions over as they are made (shm0dv.cq_sink) into one
+    queue, drained once a round;
   - rdma_cm events: handed by the connection manager (cm.py) to the owner of
     their CMID;
   - async events: the Context's, handed to the EP, EVD or SRQ they are about.
@@ -201,7 +203,7 @@ class Engine(EngineBase):
         self.pending.extend(kept)
 
     def progress(self):
-        """Run the device once (what arrived is then in the CQs, for EVD._drain)."""
+        """Run the device once (what completed is then in self.pending, for EVD._drain)."""
         self.dv.progress(self.ctx)
 
     def _drain_events(self):

@@ -1063,6 +1063,15 @@ def _gapless(datatype):
 
 def _located(spec, writable, blocks):
     """(the spec's bytes from its displacement on, count, datatype), checked (message())."""
+    if spec.__class__ is np.ndarray:
+        # The commonest spec, a whole C-contiguous numpy array of a format seen before, in
+        # one pass; anything else (or an error to name) takes the general path below.
+        view = memoryview(spec)
+        datatype = _SEEN_FORMATS.get(view.format)
+        if datatype is not None and view.c_contiguous and view.nbytes and not (writable and view.readonly):
+            count, rest = divmod(view.nbytes, datatype.extent)
+            if not rest and not count % blocks:
+                return view.cast("B"), count // blocks, datatype
     if isinstance(spec, (list, tuple)):
         buf, count, displ, datatype = _items(spec, (list, tuple))
         view, data = _contiguous_bytes(buf, writable)

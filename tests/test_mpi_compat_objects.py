@@ -53,6 +53,11 @@ lock = MPI._comm_lock(dup)
 say(rank, "locks", type(lock) is type(__import__("threading").Lock()),
     lock is MPI._comm_lock(MPI.Comm(dup), None), lock is not MPI._comm_lock(dup, "x"),
     sorted(map(str, table)), MPI._comm_lock_table(MPI.Comm(dup)) is table)
+# Object collectives hold the lock of their name, as mpi4py's (a receive takes none: mpi4py
+# receives an object by a matched probe).
+dup.bcast(None, 0), dup.gather(rank, 0), dup.scatter(None, 0), dup.allgather(rank), dup.alltoall(None)
+say(rank, "named locks", sorted(map(str, table)),
+    all(type(table[k]) is type(lock) for k in ("bcast", "gather", "scatter", "allgather", "alltoall")))
 dup2 = dup.Dup()
 say(rank, "dup locks", MPI._comm_lock_table(dup2), outcome(lambda: MPI._comm_lock(MPI.COMM_NULL)),
     outcome(lambda: MPI._comm_lock(MPI.INT)), outcome(lambda: MPI._comm_lock(dup, [])),
@@ -202,6 +207,7 @@ def test_compat_objects(tmp_path, n):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert "0 written 42 4 3 True" in lines
+    assert "0 named locks ['None', 'allgather', 'alltoall', 'bcast', 'gather', 'scatter', 'x'] True" in lines
     assert leftovers(pids(r.stdout)) == []
 
 

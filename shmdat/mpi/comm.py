@@ -4,6 +4,7 @@ signatures and defaults are mpi4py's; what is not here is not implemented yet.""
 import ctypes
 import functools
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -33,6 +34,7 @@ WORLD_CONTEXT, SELF_CONTEXT = 0, 2     # a communicator's context c for point to
 _APPNUM = int(os.environ.get(ENV_APPNUM, "0"))  # which of a Spawn_multiple's commands this runs
 _next_context = 4    # this process's lowest context id none of its communicators uses: ids
 #                      are never reused, so a late message on a freed one matches nothing new
+_LOCKS_LOCK = threading.Lock()     # (a communicator's lock table changes under it)
 _PREDEFINED = {}     # WORLD_CONTEXT, SELF_CONTEXT -> COMM_WORLD, COMM_SELF: what pickle names
 
 
@@ -693,7 +695,18 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         self._rank_of = {PROC_NULL: PROC_NULL, **{r: i for i, r in enumerate(ranks)}}
         self._channel = Channel(engine, context + 1, self._rank, ranks)
         self._attrs = attributes.Attributes()       # (Comm(comm) shares them, as the channel)
+        self._locks = {}        # key -> threading.Lock: mpi4py's _comm_lock_table (Dup's starts empty)
         engine.members[context] = ranks     # (what its ANY_SOURCE receives match: ulfm.py)
+
+    def _lock(self, key):
+        """The communicator's lock for `key`, made on first use (mpi4py's _comm_lock): an
+        object collective holds the one of its name, as mpi4py's do, so that threads of a
+        THREAD_MULTIPLE program never interleave the two steps of one."""
+        with _LOCKS_LOCK:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.Lock()
+            return lock
 
     def __eq__(self, other):
         """As mpi4py's handles: equal if both name the same communicator (Comm(comm) is
@@ -1493,8 +1506,9 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
     def bcast(self, obj, root=0):
         """Broadcast root's object (binomial tree); every rank gets a copy."""
         self._check_root(root)
-        data = collectives.bcast(self._channel, root,
-                                 memoryview(pickle.dumps(obj)) if self._rank == root else None)
+        with self._lock("bcast"):
+            data = collectives.bcast(self._channel, root,
+                                     memoryview(pickle.dumps(obj)) if self._rank == root else None)
         return pickle.loads(data)
 
     def scatter(self, sendobj, root=0):
@@ -1503,20 +1517,25 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         self._check_root(root)
         if self._rank == root:
             sendobj = collectives.items(sendobj, self._size)
-        return collectives.scatter_objects(self._channel, root, sendobj)
+        with self._lock("scatter"):
+            return collectives.scatter_objects(self._channel, root, sendobj)
 
     def gather(self, sendobj, root=0):
         """Every rank's object, as a list at root (None elsewhere); binomial tree."""
         self._check_root(root)
-        return collectives.gather_objects(self._channel, root, sendobj)
+        with self._lock("gather"):
+            return collectives.gather_objects(self._channel, root, sendobj)
 
     def allgather(self, sendobj):
         """Every rank's object, as a list at every rank (ring)."""
-        return collectives.allgather_objects(self._channel, sendobj)
+        with self._lock("allgather"):
+            return collectives.allgather_objects(self._channel, sendobj)
 
     def alltoall(self, sendobj):
         """sendobj[i] to rank i; returns the list of what each rank sent here (pairwise)."""
-        return collectives.alltoall_objects(self._channel, collectives.items(sendobj, self._size))
+        sendobj = collectives.items(sendobj, self._size)
+        with self._lock("alltoall"):
+            return collectives.alltoall_objects(self._channel, sendobj)
 
     def reduce(self, sendobj, op=SUM, root=0):
         """The objects combined with `op` (an MPI.Op or any callable of two), at root;

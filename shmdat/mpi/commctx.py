@@ -4,18 +4,20 @@ util.pool, util.sync): `_comm_lock`, `_comm_lock_table` (a table of locks by key
 for the point-to-point traffic of pkl5's collectives; an intercommunicator's also with its
 local group as an intracommunicator).
 
-As mpi4py does, both are attributes of the communicator, under keyvals made on first use
-with no copy function (Dup's communicator starts without them): every handle to one
-communicator sees the same ones, and freeing it (or Finalize, for COMM_WORLD's and
-COMM_SELF's) frees the duplicates through the delete function."""
+The lock table is the communicator's own (Comm._locks; its object collectives take their
+locks from it, as mpi4py's). The context is, as mpi4py's, an attribute of the communicator,
+under a keyval made on first use with no copy function (Dup's communicator starts without
+one): every handle to one communicator sees the same, and freeing it (or Finalize, for
+COMM_WORLD's and COMM_SELF's) frees the duplicates through the delete function."""
 
 import threading
 
+from . import errors
 from .comm import _TAG_MAX, Comm, Intracomm
+from .errors import Exception as MPIException
 from .intercomm import Intercomm
 
-_lock = threading.Lock()    # (one lock table per communicator)
-_keyvals = {}               # "locks", "commctx" -> the keyval
+_keyvals = {}               # "commctx" -> the keyval
 _keyvals_lock = threading.Lock()    # (each made once)
 
 
@@ -61,22 +63,27 @@ def _attribute(comm, name, make, delete_fn=None):
 
 def _comm_lock_table(comm):
     """mpi4py's _comm_lock_table: the dict of `comm`'s locks (key -> threading.Lock), the
-    same for every handle to the communicator. MPI.Exception ERR_COMM for a null one;
-    TypeError for anything but a Comm."""
-    with _lock:
-        return _attribute(comm, "locks", lambda comm: {})
+    same for every handle to the communicator (its object collectives take theirs by
+    name, as mpi4py's). MPI.Exception ERR_COMM for a null one; TypeError for anything but
+    a Comm."""
+    return _checked(comm)._locks
 
 
 def _comm_lock(comm, key=None):
     """mpi4py's _comm_lock: the lock of `comm` for `key` (made on first use). MPI.Exception
     ERR_COMM for a null communicator; TypeError for anything but a Comm, or an unhashable
     key."""
-    with _lock:
-        table = _attribute(comm, "locks", lambda comm: {})
-        lock = table.get(key)
-        if lock is None:
-            lock = table[key] = threading.Lock()
-        return lock
+    return _checked(comm)._lock(key)
+
+
+def _checked(comm):
+    """`comm`, a communicator that is not null (as mpi4py's calls take one)."""
+    if not isinstance(comm, Comm):
+        raise TypeError(f"Argument 'comm' has incorrect type (expected Comm, got "
+                        f"{type(comm).__name__})")
+    if not comm:
+        raise MPIException(errors.ERR_COMM, "a null communicator has no locks")
+    return comm
 
 
 def _commctx_intra(comm):

@@ -56,6 +56,7 @@ class Intercomm(Comm):
         self._channel = Channel(engine, context + 1, self._rank, self._remote_ranks)
         self._local = Comm(engine, context + 2, self._local_ranks)
         self._attrs = attributes.Attributes()      # (Intercomm(comm) shares them)
+        self._locks = {}        # mpi4py's _comm_lock_table (Comm._lock)
 
     # The groups.
 
@@ -291,52 +292,57 @@ class Intercomm(Comm):
 
     def bcast(self, obj, root=ROOT):
         """The root's object to every member of the other group; None in the root's group."""
-        root = self._root(root)
-        if root == ROOT:
-            self._send(LEADER, _pickled(obj))
-        elif root != PROC_NULL:
-            data = self._recv(root).data if self._rank == LEADER else None
-            return pickle.loads(collectives.bcast(self._local._channel, LEADER,
-                                                  None if data is None else memoryview(data)))
-        return None
+        with self._lock("bcast"):
+            root = self._root(root)
+            if root == ROOT:
+                self._send(LEADER, _pickled(obj))
+            elif root != PROC_NULL:
+                data = self._recv(root).data if self._rank == LEADER else None
+                return pickle.loads(collectives.bcast(self._local._channel, LEADER,
+                                                      None if data is None else memoryview(data)))
+            return None
 
     def gather(self, sendobj, root=ROOT):
         """The other group's objects, as a list in its rank order, at the root; None
         elsewhere."""
-        root = self._root(root)
-        if root == ROOT:
-            return pickle.loads(self._recv(LEADER).data)
-        if root != PROC_NULL:
-            objs = collectives.gather_objects(self._local._channel, LEADER, sendobj)
-            if self._rank == LEADER:
-                self._send(root, _pickled(objs))
-        return None
+        with self._lock("gather"):
+            root = self._root(root)
+            if root == ROOT:
+                return pickle.loads(self._recv(LEADER).data)
+            if root != PROC_NULL:
+                objs = collectives.gather_objects(self._local._channel, LEADER, sendobj)
+                if self._rank == LEADER:
+                    self._send(root, _pickled(objs))
+            return None
 
     def scatter(self, sendobj, root=ROOT):
         """The root's sequence of remote-size objects, one to each member of the other
         group; None in the root's group. ValueError for another length."""
-        root = self._root(root)
-        if root == ROOT:
-            self._send(LEADER, _pickled(collectives.items(sendobj, self._remote_size)))
-        elif root != PROC_NULL:
-            objs = pickle.loads(self._recv(root).data) if self._rank == LEADER else None
-            return collectives.scatter_objects(self._local._channel, LEADER, objs)
-        return None
+        with self._lock("scatter"):
+            root = self._root(root)
+            if root == ROOT:
+                self._send(LEADER, _pickled(collectives.items(sendobj, self._remote_size)))
+            elif root != PROC_NULL:
+                objs = pickle.loads(self._recv(root).data) if self._rank == LEADER else None
+                return collectives.scatter_objects(self._local._channel, LEADER, objs)
+            return None
 
     def allgather(self, sendobj):
         """The other group's objects, as a list in its rank order."""
-        objs = collectives.gather_objects(self._local._channel, LEADER, sendobj)
-        return self._exchange(objs)
+        with self._lock("allgather"):
+            objs = collectives.gather_objects(self._local._channel, LEADER, sendobj)
+            return self._exchange(objs)
 
     def alltoall(self, sendobj):
         """sendobj[i] to member i of the other group; the list of what each member of the
         other group sent here. ValueError if `sendobj` has not remote-size items."""
-        n = self._remote_size
-        sendobj = collectives.items(sendobj, n)
-        ch = self._channel
-        recvs = [ch.recv(i) for i in range(n)]
-        ch.wait(recvs + [ch.send(i, _pickled(obj)) for i, obj in enumerate(sendobj)])
-        return [pickle.loads(op.data) for op in recvs]
+        with self._lock("alltoall"):
+            n = self._remote_size
+            sendobj = collectives.items(sendobj, n)
+            ch = self._channel
+            recvs = [ch.recv(i) for i in range(n)]
+            ch.wait(recvs + [ch.send(i, _pickled(obj)) for i, obj in enumerate(sendobj)])
+            return [pickle.loads(op.data) for op in recvs]
 
     def reduce(self, sendobj, op=SUM, root=ROOT):
         """The other group's objects combined with `op` in its rank order, at the root; None

@@ -108,8 +108,9 @@ class Topocomm(Comm):
     def neighbor_allgather(self, sendobj):
         """The object of each neighbour (None for PROC_NULL), as mpi4py's."""
         data = memoryview(pickle.dumps(sendobj))
-        return self._objects(self._exchange(self._channel, [data] * self.outdegree,
-                                            [None] * self.indegree))
+        with self._lock("neighbor_allgather"):
+            return self._objects(self._exchange(self._channel, [data] * self.outdegree,
+                                                [None] * self.indegree))
 
     def neighbor_alltoall(self, sendobj):
         """sendobj[i] to neighbour i; the object each neighbour sent this rank (None for
@@ -118,7 +119,8 @@ class Topocomm(Comm):
         if len(sendobj) != self.outdegree:
             raise ValueError(f"expecting {self.outdegree} items, got {len(sendobj)}")
         sends = [memoryview(pickle.dumps(obj)) for obj in sendobj]
-        return self._objects(self._exchange(self._channel, sends, [None] * self.indegree))
+        with self._lock("neighbor_alltoall"):
+            return self._objects(self._exchange(self._channel, sends, [None] * self.indegree))
 
     @staticmethod
     def _objects(ops):

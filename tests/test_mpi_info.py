@@ -1,5 +1,5 @@
 """shmdat.mpi's MPI.Info (mpi4py's): the store, its mapping methods, handles, pickling,
-INFO_NULL and INFO_ENV, and MPICH's error classes; hints given to calls that take them are
+INFO_NULL and INFO_ENV, Create_env, and MPICH's error classes; hints given to calls that take them are
 accepted (and ignored, as MPI allows). The same program under mpiexec, line for line."""
 
 from tests import mpi_launch
@@ -27,6 +27,9 @@ out.append(("consts", MPI.MAX_INFO_KEY, MPI.MAX_INFO_VAL, MPI.INFO_NULL.toint(),
 out.append(("pickle", pickle.loads(pickle.dumps(MPI.INFO_NULL)) is MPI.INFO_NULL, pickle.loads(pickle.dumps(MPI.INFO_ENV)) is MPI.INFO_ENV, err(lambda: pickle.loads(pickle.dumps(d)).items())))
 f = MPI.Info.Create(); f.Free(); out.append(("freed", f == MPI.INFO_NULL, bool(f)))
 out.append(("env free", err(lambda: MPI.INFO_ENV.Free()), bool(MPI.INFO_ENV)))
+envs = [MPI.Info.Create_env(a) for a in (None, [], "prog", ["python", "-x", "y"], ("python",))]
+out.append(("create_env", [e.items() for e in envs], [e == MPI.INFO_ENV for e in envs], err(lambda: MPI.Info.Create_env([1]))))
+for e in envs: e.Free()
 win = MPI.Win.Allocate(8, info=MPI.Info.Create({"no_locks": "true"}))
 win.Free()
 mem = MPI.Alloc_mem(16, MPI.Info.Create([("alloc", "shm")]))
@@ -42,7 +45,10 @@ def test_info_under_shmdat_run(tmp_path):
                         "True, True, False)")
     assert lines[1] == ("('errs', ('MPI', 12), ('MPI', 31), ('MPI', 29), ('MPI', 30), ('MPI', 12), "
                         "('MPI', 12), ('MPI', 12), ('TypeError',), ('MPI', 29))")
-    assert lines[-3] == "('freed', True, False)" and lines[-2] == "('env free', ('MPI', 28), True)"
+    assert lines[-4] == "('freed', True, False)" and lines[-3] == "('env free', ('MPI', 28), True)"
+    assert lines[-2] == ("('create_env', [[], [], [('command', 'prog')], [('command', 'python'), "
+                         "('argv', '-x y')], [('command', 'python')]], [False, False, False, False, False], "
+                         "('TypeError',))")
     assert lines[-1] == "('hints taken',)"
 
 

@@ -26,8 +26,7 @@ def not_implemented(obj, owner, name):
 
 
 for obj, owner, name in ((MPI, "MPI", "Get_abi_version"), (MPI, "MPI", "Remove_error_class"),
-                         (MPI, "MPI", "MAX_OBJECT_NAME"), (MPI.INFO_ENV, "Info", "Create_env"),
-                         (MPI.Info, "Info", "Create_env")):
+                         (MPI, "MPI", "MAX_OBJECT_NAME"), (MPI.Intercomm, "Intercomm", "Create_group")):
     not_implemented(obj, owner, name)
 for obj, name in ((MPI, "Bsendx"), (comm, "no_such_call")):   # a typo: a plain AttributeError
     try:

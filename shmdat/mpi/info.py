@@ -62,6 +62,23 @@ class Info(Handle, unimplemented.Missing):
             info.update(items)
         return info
 
+    @classmethod
+    def Create_env(cls, args=None):
+        """MPI_Info_create_env: a new Info with INFO_ENV's items (none here, as under mpiexec)
+        and, as MPICH's, `command` (args[0]) and `argv` (the other arguments, joined by
+        spaces) from `args`, the program's arguments (a str: the command alone). TypeError
+        for an argument that is not a str."""
+        args = [args] if isinstance(args, str) else list(args or ())
+        for arg in args:
+            if not isinstance(arg, str):
+                raise TypeError(f"expected str, got {type(arg).__name__}")
+        info = cls.Create(_ENV.items)
+        if args:
+            info.Set("command", args[0])
+        if len(args) > 1:
+            info.Set("argv", " ".join(args[1:]))
+        return info
+
     __hash__ = None
 
     def __repr__(self):

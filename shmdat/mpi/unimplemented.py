@@ -78,6 +78,4 @@ FILE = frozenset()
 
 SESSION = frozenset()
 
-INFO = frozenset("""
-    Create_env
-""".split())
+INFO = frozenset()

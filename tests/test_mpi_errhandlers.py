@@ -58,6 +58,22 @@ assert len(seen) == 3                      # no longer called
 comm.Call_errhandler(MPI.ERR_OTHER)        # ERRORS_RETURN: nothing happens
 eh.Free()
 assert eh == MPI.ERRHANDLER_NULL
+# A communicator takes a window's or a file's handler and calls it (as MPICH's); a window
+# refuses another kind's (ERR_ARG).
+wseen = []
+weh = MPI.Win.Create_errhandler(lambda obj, code: wseen.append(MPI.Get_error_class(code)))
+comm.Set_errhandler(weh)
+comm.Call_errhandler(MPI.ERR_OTHER)
+feh = MPI.File.Create_errhandler(lambda obj, code: wseen.append(-code))
+comm.Set_errhandler(feh)
+comm.Call_errhandler(MPI.ERR_TAG)
+assert wseen == [MPI.ERR_OTHER, -MPI.ERR_TAG], wseen
+comm.Set_errhandler(MPI.ERRORS_RETURN)
+win = MPI.Win.Create(None, comm=MPI.COMM_SELF)
+checks += fails(MPI.ERR_ARG, win.Set_errhandler, feh)
+win.Free()
+weh.Free()
+feh.Free()
 with_eh = world.Dup()                      # a new communicator starts with ERRORS_RETURN
 got = with_eh.Get_errhandler()
 assert got == MPI.ERRORS_RETURN
@@ -125,7 +141,7 @@ world.Barrier()
 def test_error_handlers_and_codes(tmp_path, n):
     r = launch(tmp_path, n, PROGRAM)
     mpi_launch.check_every_rank_agrees(r, n)
-    assert r.stdout.endswith(": 6 checks\n")        # (the shmdat-only one too)
+    assert r.stdout.endswith(": 7 checks\n")        # (the shmdat-only one too)
 
 
 @pytest.mark.parametrize("program, status, says", [

@@ -658,6 +658,7 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
     _numbers = handles.Numbers(handles.COMM["null"], handles.COMM["first"])
     _error = errors.ERR_COMM
     _kind = "Comm"
+    _kind_error = None      # (a window's or file's user handler is taken, as MPICH's)
     _inter = False      # (an Intercomm's is True: shmdat/mpi/intercomm.py)
 
     def __new__(cls, engine=None, *args, **kwargs):

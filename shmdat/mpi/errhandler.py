@@ -138,7 +138,9 @@ class ErrorHandling:
 
     _kind = None
     _errhandler = _RETURN
-    _kind_error = errors.ERR_ERRHANDLER     # another kind's handler set (a File's: ERR_ARG)
+    # Setting another kind's user handler (MPICH's answer): ERR_ARG; None: taken (a
+    # communicator's, as MPICH's, which calls it as it would its own kind's).
+    _kind_error = errors.ERR_ARG
 
     @classmethod
     def Create_errhandler(cls, errhandler_fn):
@@ -163,13 +165,14 @@ class ErrorHandling:
 
     def Set_errhandler(self, errhandler):
         """MPI_Comm_set_errhandler / MPI_Win_set_errhandler. TypeError if `errhandler` is no
-        Errhandler; MPI.Exception ERR_ERRHANDLER if it is null or a handler of another kind (a
-        window's on a communicator)."""
+        Errhandler; MPI.Exception ERR_ERRHANDLER if it is null, ERR_ARG for a user handler of
+        another kind on a window or file (a communicator takes any, as MPICH's)."""
         self._check_errhandler_owner()
         if not isinstance(errhandler, Errhandler):
             raise TypeError(f"expected an Errhandler, not {type(errhandler).__name__}")
         handler = errhandler._handler
-        if handler is None or handler.function is not None and handler.kind != self._kind:
+        if handler is None or (handler.function is not None and handler.kind != self._kind
+                               and self._kind_error is not None):
             raise MPIException(errors.ERR_ERRHANDLER if handler is None else self._kind_error,
                                f"Set_errhandler({errhandler!r}) on a {self._kind}")
         old, self._errhandler = self._errhandler, handler.ref()

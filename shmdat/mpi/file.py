@@ -145,7 +145,6 @@ class File(ErrorHandling, handles.SharedState, handles.Numbered, unimplemented.M
     _numbers = handles.Numbers(0, 4097)
     _error = errors.ERR_FILE
     _kind = "File"
-    _kind_error = errors.ERR_ARG    # another kind's error handler set on a file (MPICH's)
 
     def __new__(cls, file=None):
         return super().__new__(cls)     # (mpi4py's signature: a subclass's __new__ passes it)

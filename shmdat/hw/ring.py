@@ -415,6 +415,18 @@ class QueuePair:
         self.peer.ring()
         return True
 
+    def send_rendezvous(self, wr):
+        """The driver's fast lane for a send of RDV_THRESHOLD bytes or more that the peer can
+        read, when nothing is queued or in flight: its rendezvous record goes in now, and
+        the send is in flight until the peer has read it. True if so; False, with nothing
+        done, when it is not such a send or the ring has no room (the driver then posts it
+        with post_send)."""
+        if wr.length < RDV_THRESHOLD or not self._can_rendezvous(wr.sges) \
+                or not self._push_rendezvous(wr, F_SOLICITED if wr.solicited else 0, wr.length):
+            return False
+        self.inflight.append(wr)
+        return True
+
     def rdma_now(self, wr, write):
         """An RDMA write or read carried out now: the driver's fast lane, when nothing is
         queued or in flight before it (post_send does the same in order). Sets
@@ -771,6 +783,19 @@ class QueuePair:
                     if length:
                         _copy_in(wr.sges, self.buf[off + HDR:off + HDR + length], length)
                     wr.done = length
+                    tail += cells
+                    self.rx_tail = tail
+                    w[self.w_rx_tail] = tail
+                    consumed += 1
+                    self.sink.recv_done(wr)
+                    continue
+                if wr is not None and w0 & 0xFFFF == K_RDV and not skip and not wr.status \
+                        and w[(off >> 3) + 1] <= wr.length:
+                    # A rendezvous with no flags into a receive it fits: read now and complete.
+                    self.msn += 1
+                    self.rx_cur, self.rx_total, self.rx_discard = wr, w[(off >> 3) + 1], False
+                    self._place_rendezvous(off + HDR, length)
+                    self.rx_cur = None
                     tail += cells
                     self.rx_tail = tail
                     w[self.w_rx_tail] = tail

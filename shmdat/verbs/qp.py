@@ -755,7 +755,8 @@ class QP(PyverbsCM):
             work = ring.WorkRequest(ring.OP_SEND, [hit[0]], length, None, 0, (wr.wr_id, _WC_SEND, signaled))
             if flags & _SOLICITED:
                 work.solicited = True
-            qp.post_send(work)
+            if not qp.send_rendezvous(work):
+                qp.post_send(work)
             return True
         rkey, addr = wr.rdma_rkey, wr.rdma_remote_addr
         write = wc_op == _WC_RDMA_WRITE

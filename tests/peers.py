@@ -20,7 +20,9 @@ import traceback
 
 _spawned = multiprocessing.get_context("spawn")
 _forked = multiprocessing.get_context("forkserver")
-_forked.set_forkserver_preload(["pytest", "numpy", "shmdat", "tests.remote"])
+# (shmdat.dat.registry: the provider, DAT over the seam and shmdat.verbs; `import shmdat`
+# alone loads its names at their first use)
+_forked.set_forkserver_preload(["pytest", "numpy", "shmdat.dat.registry", "tests.remote"])
 # The environment the fork server starts with (it starts at the first forked peer), less what
 # pytest changes from test to test.
 _VOLATILE = {"PYTEST_CURRENT_TEST"}

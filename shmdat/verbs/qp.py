@@ -308,6 +308,7 @@ class QP(PyverbsCM):
         self.state = RESET
         self.attr = QPAttr(qp_state=RESET)
         self._rq = collections.deque()          # posted receives (mr.Receive)
+        self._rq_open = False                   # post_recv's lane: a state that queues receives, no SRQ
         self._recvs_posted = 0                  # receives put in _rq since RESET (the credits)
         self._credits = False                   # publish them to the peer (_join decides)
         self._waiting = collections.deque()     # sends posted before the peer joined, or in SQD
@@ -393,6 +394,7 @@ class QP(PyverbsCM):
 
     def _enter(self, new):
         old, self.state = self.state, new
+        self._rq_open = new != RESET and new != ERR and self.srq is None
         self.attr.qp_state = self.attr.cur_qp_state = new
         active = self.context.active_qps
         if new in _MOVING and self not in active:
@@ -506,26 +508,11 @@ class QP(PyverbsCM):
 
     def _progress(self):
         """Called by the Context's progress for every QP in RTR, RTS or SQD."""
-        if self.context.port_down:
-            self._retry()
-            return
-        if self._datagrams is not None:
-            self._datagrams.progress()
-            if self._credits_exhausted:
-                self._fatal()
-            return
         qp = self._qp
-        if qp is None:
-            self._join()
-            qp = self._qp
+        if qp is None or self._waiting or self._retries_end is not None or self.context.port_down:
+            qp = self._progress_start()
             if qp is None:
-                if self.qp_type == RC:
-                    self._retry()       # no responder there (yet): retried as on the wire
                 return
-        self._retries_end = None
-        while self._waiting and self.state != SQD:      # posted before the join, while the port
-            qp.post_send(self._waiting.popleft())       # was down, or in SQD
-
         if qp.words[qp.w_peer_state] > ring.S_UP:     # CLOSED or BROKEN (INIT: not joined yet)
             try:
                 qp.poll_recv()      # what the peer sent before it left was delivered, as on a wire
@@ -545,11 +532,35 @@ class QP(PyverbsCM):
         except RingCorrupt:
             self._fatal()
             return
-        if self._credits_exhausted:
-            self._fatal()
-            return
-        if self._drain_notify:
-            self._sq_drained()
+        if self._credits_exhausted or self._drain_notify:
+            if self._credits_exhausted:
+                self._fatal()
+            else:
+                self._sq_drained()
+
+    def _progress_start(self):
+        """_progress's uncommon start: the port down, a UD QP, not joined yet, sends that
+        waited for the join, or retries under way. The ring to go on with, or None."""
+        if self.context.port_down:
+            self._retry()
+            return None
+        if self._datagrams is not None:
+            self._datagrams.progress()
+            if self._credits_exhausted:
+                self._fatal()
+            return None
+        qp = self._qp
+        if qp is None:
+            self._join()
+            qp = self._qp
+            if qp is None:
+                if self.qp_type == RC:
+                    self._retry()       # no responder there (yet): retried as on the wire
+                return None
+        self._retries_end = None
+        while self._waiting and self.state != SQD:      # posted before the join, while the port
+            qp.post_send(self._waiting.popleft())       # was down, or in SQD
+        return qp
 
     def _retry(self):
         """Nothing answers: the port is down (nothing goes out or comes in), or an RC QP's
@@ -653,7 +664,13 @@ class QP(PyverbsCM):
             if self._closed:
                 self._check_open("Failed to post recv")
             try:
-                self._post_recvs(wr)
+                if wr.next_wr is None and self._rq_open and len(self._rq) < self.cap.max_recv_wr \
+                        and wr.num_sge == len(wr.sg_list) <= self.cap.max_recv_sge:
+                    # The commonest post: one receive, on a QP in a state that queues it.
+                    self._rq.append(Receive(self.pd, wr.sg_list, (wr.wr_id, _WC_RECV, True)))
+                    self._recvs_posted += 1
+                else:
+                    self._post_recvs(wr)
             except checks.WRONG_FIELD:
                 while wr is not None:           # name the field
                     wr = check_recv_wr(wr).next_wr
@@ -895,6 +912,12 @@ class QP(PyverbsCM):
     def recv_done(self, work, src_qp=None):
         """A receive completes (src_qp: a UD sender's qp_num; the GRH came first)."""
         wr_id, wc_op, _ = work.ctx
+        if not work.status and work.imm is None and src_qp is None and self.state != RTR:
+            # The commonest: a plain message, received in RTS or SQD (no COMM_EST to give).
+            wc = new_wc(wr_id, _SUCCESS, wc_op, work.done, self.qp_num)
+            wc.src_qp = self.attr.dest_qp_num
+            self.recv_cq._complete(wc, work.solicited)
+            return
         status = _STATUS[work.status]
         wc = new_wc(wr_id, status, wc_op, work.done, self.qp_num)
         wc.src_qp = self.attr.dest_qp_num if src_qp is None else src_qp

@@ -202,10 +202,12 @@ class Request(handles.Numbered, unimplemented.Missing):
             raise TypeError(f"expected a Request, not {type(engine).__name__}")
         self._engine, self._rank_of, self._decode = engine, rank_of, decode
         self._op = _Done() if op is None else op
-        self._unpack = None             # a receive into a derived datatype: places what came
-        self._cancelled = False
         self._active = op is not None  # until a completion call has returned it (MPI's
         #                                REQUEST_NULL after that, for Waitany and Testany)
+
+    # Set on the request only when they are not these (fewer lines for each request made).
+    _unpack = None              # a receive into a derived datatype: places what came
+    _cancelled = False
 
     def _is_null(self):
         """A completed request is REQUEST_NULL; a persistent one (Request(prequest) too) is
@@ -252,9 +254,9 @@ class Request(handles.Numbered, unimplemented.Missing):
     def _fill(self, status):
         """Fill `status` from the done operation (a receive's source, tag, error, count; a
         cancelled one's is empty, and says so)."""
-        op = self._op
         if status is None:
             return
+        op = self._op
         if self._cancelled:
             Status.__init__(status)
             status.cancelled = True
@@ -379,7 +381,7 @@ class Request(handles.Numbered, unimplemented.Missing):
 
     def wait(self, status=None):
         """Wait, then the received object (None for a send, or once returned already)."""
-        if self._active:
+        if self._active and not self._op.done:     # (done: nothing to wait for)
             self._engine.wait([self._op])
         return self._complete(status)
 
@@ -973,6 +975,9 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
             raise MPIException(errors.ERR_TAG, f"tag {tag!r}")
 
     def _isend(self, view, dest, tag, context, sync=False):
+        if dest.__class__ is int and 0 <= dest < self._remote_size and \
+                tag.__class__ is int and 0 <= tag <= _TAG_MAX:     # (the commonest: no wildcard)
+            return self._engine.send(self._remote_ranks[dest], context, tag, view, sync)
         dest = self._engine_rank(dest, "dest")
         self._check_tag(tag)
         if dest == PROC_NULL:
@@ -981,6 +986,9 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         return self._engine.send(dest, context, tag, view, sync)
 
     def _irecv(self, view, source, tag, context):
+        if source.__class__ is int and 0 <= source < self._remote_size and \
+                tag.__class__ is int and 0 <= tag <= _TAG_MAX:     # (the commonest: no wildcard)
+            return self._engine.post_recv(context, self._remote_ranks[source], tag, view)
         source = self._engine_rank(source, "source", wildcard=True)
         self._check_tag(tag, wildcard=True)
         if source == PROC_NULL:
@@ -1003,7 +1011,8 @@ class Comm(ErrorHandling, attributes.Keyvals, handles.Numbered, unimplemented.Mi
         completion."""
         view, _, _, unpack = receive_message(buf)
         request = Request(self._engine, self._rank_of, self._irecv(view, source, tag, self._context))
-        request._unpack = unpack
+        if unpack is not None:
+            request._unpack = unpack
         return request
 
     def Issend(self, buf, dest, tag=0):

@@ -1024,7 +1024,7 @@ def message(spec, writable, blocks=1):
 def send_message(spec):
     """A point-to-point send's buffer spec: (bytes memoryview, count, datatype), a derived
     datatype with gaps packed into new bytes. Errors as message()'s."""
-    return staged(spec, False, 1, None)
+    return _simple(spec, False, 1) or staged(spec, False, 1, None)
 
 
 def staged(spec, writable, blocks, unpacks):
@@ -1047,6 +1047,9 @@ def receive_message(spec):
     """A point-to-point receive's buffer spec: (bytes memoryview to receive into, count,
     datatype, unpack), unpack None, or (a derived datatype with gaps: the view is packed
     room) a function of the bytes received that places them. Errors as message()'s."""
+    simple = _simple(spec, True, 1)
+    if simple is not None:
+        return (*simple, None)
     data, count, datatype = _located(spec, True, 1)
     if _gapless(datatype):
         return data[:count * datatype.extent], count, datatype, None
@@ -1063,15 +1066,9 @@ def _gapless(datatype):
 
 def _located(spec, writable, blocks):
     """(the spec's bytes from its displacement on, count, datatype), checked (message())."""
-    if spec.__class__ is np.ndarray:
-        # The commonest spec, a whole C-contiguous numpy array of a format seen before, in
-        # one pass; anything else (or an error to name) takes the general path below.
-        view = memoryview(spec)
-        datatype = _SEEN_FORMATS.get(view.format)
-        if datatype is not None and view.c_contiguous and view.nbytes and not (writable and view.readonly):
-            count, rest = divmod(view.nbytes, datatype.extent)
-            if not rest and not count % blocks:
-                return view.cast("B"), count // blocks, datatype
+    simple = _simple(spec, writable, blocks)
+    if simple is not None:
+        return simple
     if isinstance(spec, (list, tuple)):
         buf, count, displ, datatype = _items(spec, (list, tuple))
         view, data = _contiguous_bytes(buf, writable)
@@ -1104,6 +1101,25 @@ def _located(spec, writable, blocks):
         raise MPIException(errors.ERR_COUNT, f"{blocks} x count {count} of "
                            f"{datatype.Get_name()} does not fit a buffer of {len(data)} bytes")
     return data, count, datatype
+
+
+def _simple(spec, writable, blocks):
+    """(bytes, count, datatype) of the commonest specs, in one pass: a whole C-contiguous
+    numpy array of a format seen before, or [array, T] (or a tuple) with T a named datatype.
+    None for anything else, or an error to name: the general path (_located) reads it."""
+    if spec.__class__ is np.ndarray:
+        view = memoryview(spec)
+        datatype = _SEEN_FORMATS.get(view.format)
+    elif spec.__class__ in (list, tuple) and len(spec) == 2 and \
+            spec[0].__class__ is np.ndarray and spec[1].__class__ is Datatype:
+        view, datatype = memoryview(spec[0]), spec[1]
+    else:
+        return None
+    if datatype is not None and view.nbytes and view.c_contiguous and not (writable and view.readonly):
+        count, rest = divmod(view.nbytes, datatype.extent)
+        if not rest and not count % blocks:
+            return view.cast("B"), count // blocks, datatype
+    return None
 
 
 def _span(datatype, count):

@@ -133,12 +133,11 @@ def _entry(method):
     call MPI at once (THREAD_MULTIPLE); a waiter lets the lock go while it sleeps."""
     @functools.wraps(method)
     def entry(self, *args):
-        lock = self.lock
-        lock.acquire()
+        self.lock.acquire()
         try:
             return method(self, *args)
         finally:
-            lock.release()
+            self.lock.release()
     return entry
 
 
@@ -232,6 +231,13 @@ class Engine:
         `sync` send is done only once a receive has matched it (MPI's synchronous mode).
         MPI.Exception ERR_REVOKED on a revoked communicator, ERR_PROC_FAILED if `dest` has
         failed."""
+        peer = self.peers[dest]
+        # The commonest send, tested first: eager, to another rank (this rank's peer is None)
+        # that has a slot free, while no communicator is revoked.
+        if not sync and len(view) <= EAGER_LIMIT and peer is not None and not self.revoked:
+            if peer.free_slots and not peer.gone:
+                self._post(peer, EAGER, comm, tag, len(view), view)
+                return SendOp(dest, done=True)
         self.check_revoked(comm)
         if dest == self.rank:
             op = SendOp(dest, done=not sync)
@@ -310,7 +316,7 @@ class Engine:
         MPI.Exception ERR_REVOKED on a revoked communicator."""
         self.check_revoked(comm)
         op = RecvOp(comm, source, tag, buf)
-        msg = self.matcher.take_unexpected(op)
+        msg = self.matcher.take_message(comm, source, tag)
         if msg is None:
             self.matcher.posted.append(op)
         elif msg.rts is None:

@@ -24,11 +24,6 @@ def _matches_message(msg, comm, source, tag):
         and (tag == ANY_TAG or msg.tag == tag)
 
 
-def _matches(op, comm, source, tag):
-    return op.comm == comm and (op.source == ANY_SOURCE or op.source == source) \
-        and (op.tag == ANY_TAG or op.tag == tag)
-
-
 class Matcher:
     """The posted-receive queue (of RecvOps: comm, source, tag) and the unexpected queue."""
 
@@ -39,8 +34,9 @@ class Matcher:
     def take_posted(self, comm, source, tag):
         """The oldest posted receive that a message (comm, source, tag) matches, removed from
         the queue; None if none does (the message is then unexpected)."""
-        for i, op in enumerate(self.posted):
-            if _matches(op, comm, source, tag):
+        for i, op in enumerate(self.posted):     # (its test inline: run for every message)
+            if op.comm == comm and (op.source == ANY_SOURCE or op.source == source) and \
+                    (op.tag == ANY_TAG or op.tag == tag):
                 del self.posted[i]
                 return op
         return None
@@ -51,10 +47,6 @@ class Matcher:
             if _matches_message(msg, comm, source, tag):
                 return msg
         return None
-
-    def take_unexpected(self, op):
-        """The oldest unexpected message that receive `op` matches, removed; None if none."""
-        return self.take_message(op.comm, op.source, op.tag)
 
     def take_message(self, comm, source, tag):
         """The oldest unexpected message a receive (comm, source, tag) matches, removed (a

@@ -200,8 +200,11 @@ def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
         hit = ia._iov_cache.get(key)
     except TypeError:                   # not a sequence of hashable triplets: no caching
         return _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner)
-    if hit is not None and not _plain(local_iov):
-        hit = None                      # True == 1 and 8.0 == 8 would find an int triplet's entry
+    if hit is not None:
+        for ctx, addr, n in local_iov:  # True == 1 and 8.0 == 8 would find an int triplet's entry
+            if ctx.__class__ is not int or addr.__class__ is not int or n.__class__ is not int:
+                hit = None
+                break
     if hit is None:
         hit = _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner)
         cache = ia._iov_cache
@@ -209,14 +212,6 @@ def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
             cache.clear()
         cache[key] = hit
     return hit
-
-
-def _plain(local_iov):
-    """Whether every field of every triplet is exactly an int (what the cache holds)."""
-    for ctx, addr, n in local_iov:
-        if ctx.__class__ is not int or addr.__class__ is not int or n.__class__ is not int:
-            return False
-    return True
 
 
 def _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):

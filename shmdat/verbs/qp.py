@@ -676,8 +676,11 @@ class QP(PyverbsCM):
                     wr = check_recv_wr(wr).next_wr
                 raise
             qp = self._qp
-            if self._credits:
-                self._publish_credits()
+            if self._credits and qp is not None:
+                if self._take_limit == _UNLIMITED:      # (every receive counts: one store)
+                    qp.publish_credits(self._recvs_posted)
+                else:
+                    self._publish_credits()
             if self.state in _MOVING and (qp is None or qp.message_waits()):
                 self._progress()        # not joined yet (its credits then go out), or a message waits
         finally:

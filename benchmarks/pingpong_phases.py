@@ -7,7 +7,8 @@ Two processes ping-pong `--size` bytes through the public DAT API, both polling
 unlike `shmdat bench`'s lazy reaping). Each side times its calls with perf_counter_ns and
 prints the medians: post_send, the reap of its completion, the wait for the peer's
 message, post_recv, and the client's round trip; and how many dequeues found nothing per
-round trip, with the median cost of one that found nothing and of one that found an event.
+round trip on the receive EVD, with the median cost of one that found nothing and of the one
+that found the message (its delivery: the device's round that takes it, and DAT's event).
 
 Unlike call_costs.py, which times each call alone in a loop, this times the calls as a
 ping-pong runs them: each after a spin of other code, with the peer's writes to take from
@@ -85,14 +86,14 @@ def main():
                          daemon=True)
     server.start()
     t = ShmdatEndpoint("client", ctrl, args.size)
-    iov, poller = [t.src.triplet(0, args.size)], Poller()
+    iov, poller, reaper = [t.src.triplet(0, args.size)], Poller(), Poller()
     samples = [[], [], [], [], []]
     try:
         for _ in range(WARM + args.count):
             t0 = _ns()
             t.ep.post_send(iov, None)
             t1 = _ns()
-            poller.next(t.req_evd)
+            reaper.next(t.req_evd)
             t2 = _ns()
             poller.next(t.recv_evd)
             t3 = _ns()
@@ -108,9 +109,9 @@ def main():
     print(f"DAT ping-pong of {args.size} B, medians in us ({args.count} round trips)")
     print("client  " + "  ".join(f"{k} {v:.2f}" for k, v in client.items()))
     print("server  " + "  ".join(f"{k} {v:.2f}" for k, v in served.items()))
-    print(f"client: {len(poller.empty) / (WARM + args.count):.1f} empty dequeues a round trip, "
-          f"one {statistics.median(poller.empty) / 1000:.2f} us; one that found an event "
-          f"{statistics.median(poller.found) / 1000:.2f} us")
+    print(f"client: {len(poller.empty) / (WARM + args.count):.1f} empty dequeues of the receive "
+          f"EVD a round trip, one {statistics.median(poller.empty) / 1000:.2f} us; the one that "
+          f"found the message {statistics.median(poller.found[WARM:]) / 1000:.2f} us")
     turnaround = served["post_recv"] + served["post_send"]
     print(f"notice and delivery, both sides together: {client['wait'] - turnaround:.2f} us "
           "(the client's wait less the server's post_recv and post_send)")

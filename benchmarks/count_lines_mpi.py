@@ -188,12 +188,13 @@ def _report(tracer, args, names):
 
 
 def _names(frames_seen):
-    """(file, line) -> the function's qualified name, from the code objects the tracer saw."""
+    """(file, line) -> the function's qualified name (its name before Python 3.11), from the
+    code objects the tracer saw."""
     names = {}
     for code in frames_seen:
         for _, _, line in code.co_lines():
             if line is not None:
-                names.setdefault((code.co_filename, line), code.co_qualname)
+                names.setdefault((code.co_filename, line), getattr(code, "co_qualname", code.co_name))
     return names
 
 

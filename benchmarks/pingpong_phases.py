@@ -102,6 +102,8 @@ def main():
             for s, v in zip(samples, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
                 s.append(v)
         client = _medians(("post_send", "reap", "wait", "post_recv", "round trip"), samples)
+        if not results.poll(60):
+            raise RuntimeError("the server sent no figures within 60 s")
         served = results.recv()
     finally:
         server.join(30)

@@ -308,7 +308,6 @@ class QP(PyverbsCM):
         self.state = RESET
         self.attr = QPAttr(qp_state=RESET)
         self._rq = collections.deque()          # posted receives (mr.Receive)
-        self._rq_open = False                   # post_recv's lane: a state that queues receives, no SRQ
         self._recvs_posted = 0                  # receives put in _rq since RESET (the credits)
         self._credits = False                   # publish them to the peer (_join decides)
         self._waiting = collections.deque()     # sends posted before the peer joined, or in SQD
@@ -394,7 +393,6 @@ class QP(PyverbsCM):
 
     def _enter(self, new):
         old, self.state = self.state, new
-        self._rq_open = new != RESET and new != ERR and self.srq is None
         self.attr.qp_state = self.attr.cur_qp_state = new
         active = self.context.active_qps
         if new in _MOVING and self not in active:
@@ -475,6 +473,9 @@ class QP(PyverbsCM):
         """Tell the requester how many receives we have posted (see the module docstring),
         less those the receive credits will not let messages take."""
         if self._credits and self._qp is not None:
+            if self._take_limit == _UNLIMITED:
+                self._qp.publish_credits(self._recvs_posted)    # every receive posted counts
+                return
             held = len(self._rq)
             room = self._take_limit - self._taken
             self._qp.publish_credits(self._recvs_posted - held + (held if held < room else room))
@@ -532,11 +533,11 @@ class QP(PyverbsCM):
         except RingCorrupt:
             self._fatal()
             return
-        if self._credits_exhausted or self._drain_notify:
-            if self._credits_exhausted:
-                self._fatal()
-            else:
-                self._sq_drained()
+        if self._credits_exhausted:
+            self._fatal()
+            return
+        if self._drain_notify:
+            self._sq_drained()
 
     def _progress_start(self):
         """_progress's uncommon start: the port down, a UD QP, not joined yet, sends that
@@ -664,23 +665,14 @@ class QP(PyverbsCM):
             if self._closed:
                 self._check_open("Failed to post recv")
             try:
-                if wr.next_wr is None and self._rq_open and len(self._rq) < self.cap.max_recv_wr \
-                        and wr.num_sge == len(wr.sg_list) <= self.cap.max_recv_sge:
-                    # The commonest post: one receive, on a QP in a state that queues it.
-                    self._rq.append(Receive(self.pd, wr.sg_list, (wr.wr_id, _WC_RECV, True)))
-                    self._recvs_posted += 1
-                else:
-                    self._post_recvs(wr)
+                self._post_recvs(wr)
             except checks.WRONG_FIELD:
                 while wr is not None:           # name the field
                     wr = check_recv_wr(wr).next_wr
                 raise
             qp = self._qp
-            if self._credits and qp is not None:
-                if self._take_limit == _UNLIMITED:      # (every receive counts: one store)
-                    qp.publish_credits(self._recvs_posted)
-                else:
-                    self._publish_credits()
+            if self._credits:
+                self._publish_credits()
             if self.state in _MOVING and (qp is None or qp.message_waits()):
                 self._progress()        # not joined yet (its credits then go out), or a message waits
         finally:
@@ -915,12 +907,6 @@ class QP(PyverbsCM):
     def recv_done(self, work, src_qp=None):
         """A receive completes (src_qp: a UD sender's qp_num; the GRH came first)."""
         wr_id, wc_op, _ = work.ctx
-        if not work.status and work.imm is None and src_qp is None and self.state != RTR:
-            # The commonest: a plain message, received in RTS or SQD (no COMM_EST to give).
-            wc = new_wc(wr_id, _SUCCESS, wc_op, work.done, self.qp_num)
-            wc.src_qp = self.attr.dest_qp_num
-            self.recv_cq._complete(wc, work.solicited)
-            return
         status = _STATUS[work.status]
         wc = new_wc(wr_id, status, wc_op, work.done, self.qp_num)
         wc.src_qp = self.attr.dest_qp_num if src_qp is None else src_qp

@@ -675,12 +675,80 @@ def test_cq_sink_none_keeps_completions_for_poll_cq_again_and_a_sunk_cq_never_ov
     assert [wc.wr_id for wc in b.cq.poll(1)[1]] == [3] and len(handed) == 3
 
 
+def test_cq_sink_direct_takes_successful_completions_with_no_wc_made(verbs_pair):
+    a, b = verbs_pair
+    taken, handed = [], []
+
+    def direct(wr_id, byte_len, qp_num, solicited):
+        taken.append((wr_id, byte_len, qp_num, solicited))
+        return True
+
+    shm0dv.cq_sink(a.cq, handed, "a", direct)       # a's CQ holds its send completions
+    shm0dv.cq_sink(b.cq, handed, "b", direct)
+    made = shm0dv.completions_made(b.ctx)
+    b.recv(1, 0, 64)
+    b.recv(2, 64, 64)
+    a.send(11, b"plain")
+    a.send(12, b"wake up", 128, e.IBV_SEND_SIGNALED | e.IBV_SEND_SOLICITED)
+    _until(lambda: len(taken) == 4, lambda: shm0dv.progress(b.ctx))
+    assert sorted(taken) == [(1, 5, b.qp.qp_num, False), (2, 7, b.qp.qp_num, True),
+                             (11, 5, a.qp.qp_num, False), (12, 7, a.qp.qp_num, False)]
+    assert handed == [] and b.cq.poll(4) == (0, []) and a.cq.poll(4) == (0, [])
+    assert shm0dv.completions_made(b.ctx) == made + 2       # counted as the WCs they replace
+
+
+def test_cq_sink_direct_refusal_errors_immediate_data_and_an_armed_cq_go_to_the_queue(verbs_pair):
+    a, b = verbs_pair
+    answer, offered, handed = [False], [], collections.deque()
+
+    def direct(wr_id, byte_len, qp_num, solicited):
+        offered.append(wr_id)
+        return answer[0]
+
+    shm0dv.cq_sink(b.cq, handed, "b", direct)
+    b.recv(1)                               # refused: handed over as a WC, as without direct
+    a.send(1, b"refused")
+    _until(lambda: handed, lambda: shm0dv.progress(b.ctx))
+    assert offered == [1] and [(wc.wr_id, wc.byte_len, wc.src_qp) for _, wc in handed] == \
+        [(1, 7, a.qp.qp_num)]
+    answer[0] = True
+    b.recv(2)                               # immediate data: never offered (a WC carries it)
+    wr = SendWR(wr_id=2, opcode=e.IBV_WR_SEND_WITH_IMM, num_sge=1, sg=[a.sge(0, 4)], imm_data=7)
+    a.qp.post_send(wr)
+    _until(lambda: len(handed) == 2, lambda: shm0dv.progress(b.ctx))
+    assert offered == [1] and handed[-1][1].imm_data == 7
+    armed, sender = End(channel=True), End()    # an armed CQ: its channel must hear of it
+    try:
+        armed.connect(sender.qp.qp_num)
+        sender.connect(armed.qp.qp_num)
+        shm0dv.cq_sink(armed.cq, handed, "armed", direct)
+        armed.cq.req_notify()
+        armed.recv(3)
+        sender.send(3, b"notify")
+        _until(lambda: len(handed) == 3, lambda: shm0dv.progress(armed.ctx))
+        assert offered == [1] and (handed[-1][0], handed[-1][1].wr_id) == ("armed", 3)
+        assert select.select([armed.channel.fd], [], [], POLL_BOUND)[0]     # (bounded: then no wait)
+        armed.channel.get_cq_event(armed.cq)
+        assert armed.cq.num_events == 1
+        armed.cq.ack_events(1)
+    finally:
+        sender.close()
+        armed.close()
+    b.recv(5)                               # an error is never offered: flushed into the queue
+    b.qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
+    assert offered == [1] and (handed[-1][1].wr_id, handed[-1][1].status) == (5, e.IBV_WC_WR_FLUSH_ERR)
+
+
 def test_cq_sink_refuses_what_is_not_a_queue_or_an_open_cq(verbs_pair):
     a, b = verbs_pair
     with pytest.raises(PyverbsUserError, match="queue must be"):
         shm0dv.cq_sink(b.cq, "a queue")
     with pytest.raises(PyverbsUserError, match="cq must be"):
         shm0dv.cq_sink("a CQ", [])
+    with pytest.raises(PyverbsUserError, match="direct must be"):
+        shm0dv.cq_sink(b.cq, [], None, "not callable")
+    with pytest.raises(PyverbsUserError, match="direct must be"):
+        shm0dv.cq_sink(b.cq, None, None, lambda *completion: True)    # nowhere for the rest
     b.cq.close()
     with pytest.raises(PyverbsRDMAError) as err:
         shm0dv.cq_sink(b.cq, [])

@@ -4,7 +4,8 @@ docs/design/dat-over-verbs.md):
 
   - completions: each DTO EVD's CQ, drained into the EVD's queue (evd.py); on shm0
     every CQ hands its completions over as they are made (shm0dv.cq_sink) into one
-    queue, drained once a round;
+    queue, drained once a round, a successful one straight into its EVD when it can
+    be (_complete_now);
   - rdma_cm events: handed by the connection manager (cm.py) to the owner of
     their CMID;
   - async events: the Context's, handed to the EP, EVD or SRQ they are about.
@@ -24,17 +25,21 @@ without waiting (shm0dv.cm_channel_fd), its events naming their CMID.
 
 import collections
 import fcntl
+import functools
 import itertools
 import os
 import time
 
 from . import limits, seam
+from .constants import DtoOp, EpState
 from .private_data import HEADER_BYTES
 from .values import AsyncError
 
 _SPIN = float(os.environ.get("SHMDAT_SPIN_US", "100")) / 1e6
 _now = time.monotonic
 _WATCH_SLICE = 0.005            # seconds: the hot paths' watch() is due at most this often
+_RECEIVE = DtoOp.RECEIVE
+_DISCONNECT_PENDING = EpState.DISCONNECT_PENDING
 
 
 class EngineBase:
@@ -186,9 +191,27 @@ class Engine(EngineBase):
             ep, cookie, flags, op, length = slots.pop(wc.wr_id)
             (ep or self.eps_by_qp_num[wc.qp_num])._completed(evd, wc, cookie, flags, op, length)
 
+    def _complete_now(self, evd, wr_id, byte_len, qp_num, solicited):
+        """shm0dv.cq_sink's `direct`: a successful completion into its EVD as the device
+        makes it, unless completions handed over before it wait in self.pending (their
+        order holds) or its EP is DISCONNECT_PENDING (the last request's completion
+        moves the EP's state, which calls the device: not from inside its progress)."""
+        if self.pending:
+            return False
+        slots = self.slots
+        slot = slots.pop(wr_id)
+        ep, cookie, flags, op, length = slot
+        if ep is None:
+            ep = self.eps_by_qp_num[qp_num]
+        if ep._state is _DISCONNECT_PENDING:
+            slots[wr_id] = slot
+            return False
+        ep._succeeded(evd, cookie, flags, op, byte_len if op is _RECEIVE else length, solicited)
+        return True
+
     def add_dto_evd(self, evd):
         super().add_dto_evd(evd)
-        self.dv.cq_sink(evd._cq, self.pending, evd)
+        self.dv.cq_sink(evd._cq, self.pending, evd, functools.partial(self._complete_now, evd))
 
     def forget_dto_evd(self, evd):
         """What was handed over for it goes, as the events it holds do."""

@@ -521,38 +521,54 @@ class EP(Handle):
     def _clear_addresses(self):
         self.remote_ia_address = self.remote_port_qual = self.local_port_qual = None
 
-    # Completions (the EVD's drain calls this for each of the EP's).
+    # Completions: the engine hands over each of the EP's, as a WC (_completed), or on
+    # shm0 a successful one as the device makes it (Engine._complete_now: _succeeded).
 
     def _completed(self, evd, wc, cookie, flags, op, length):
         status = _DTO_STATUS.get(wc.status, _ERR_TRANSPORT)
+        if op is _RECEIVE:
+            if status is _SUCCESS:
+                self._succeeded(evd, cookie, flags, op, wc.byte_len,
+                                self._recv_solicited_only and self._engine.wc_solicited(wc))
+            else:
+                self._failed(evd, cookie, status, wc.byte_len, op)
+            return
+        if status is _SUCCESS:
+            self._succeeded(evd, cookie, flags, op, length, False)
+        else:
+            self._failed(evd, cookie, status, 0, op)
+        if self._state is _DISCONNECT_PENDING and self._requests == 0:
+            ep_state.fire(self, V.REQUESTS_DRAINED)
+
+    def _succeeded(self, evd, cookie, flags, op, length, solicited):
+        """A DTO that completed successfully: its count, and its event unless suppressed.
+        Nothing here moves a state or calls the device (it may run inside the device's
+        progress); `solicited`: the sender asked for a solicited event (receives)."""
         if op is _RECEIVE:
             if self._srq is None:
                 self._recvs -= 1
             else:
                 self._srq._completed += 1
-            if status is not _SUCCESS:
-                self._failed(evd, cookie, status, wc.byte_len, op)
-                return
             if not flags & _SUPPRESS:
-                notify = not (flags & _UNSIGNALLED
-                              or (self._recv_solicited_only and not self._engine.wc_solicited(wc)))
-                evd._post(_DTO_EVENT, _tuple_new(DtoCompletion, (self, cookie, status, wc.byte_len, op)),
-                          notify)
+                evd._post(_DTO_EVENT, _tuple_new(DtoCompletion, (self, cookie, _SUCCESS, length, op)),
+                          not (flags & _UNSIGNALLED or (self._recv_solicited_only and not solicited)))
             if self._soft_hw != WATERMARK_INFINITE and self._held() > self._soft_hw:
                 self._soft_exceeded()
             return
         self._requests -= 1
-        if status is not _SUCCESS:
-            self._failed(evd, cookie, status, 0, op)
-        elif not flags & _SUPPRESS:
-            evd._post(_DTO_EVENT, _tuple_new(DtoCompletion, (self, cookie, status, length, op)),
+        if not flags & _SUPPRESS:
+            evd._post(_DTO_EVENT, _tuple_new(DtoCompletion, (self, cookie, _SUCCESS, length, op)),
                       not flags & _UNSIGNALLED)
-        if self._state is _DISCONNECT_PENDING and self._requests == 0:
-            ep_state.fire(self, V.REQUESTS_DRAINED)
 
     def _failed(self, evd, cookie, status, transferred, op):
-        """A DTO completed in error: its event whatever the flags, and an error other than
-        a flush breaks the connection, as dapl's."""
+        """A DTO completed in error: its count, its event whatever the flags, and an error
+        other than a flush breaks the connection, as dapl's."""
+        if op is not _RECEIVE:
+            self._requests -= 1
+        elif self._srq is None:
+            self._recvs -= 1
+        else:
+            self._srq._completed += 1
         evd._post(_DTO_EVENT, DtoCompletion(self, cookie, status, transferred, op))
         if status != _ERR_FLUSHED and self._state in _UP:
             ep_state.fire(self, V.BROKEN)

@@ -45,6 +45,7 @@ class WC:
 _WC_FIELDS = ("wr_id", "status", "opcode", "vendor_err", "byte_len", "qp_num", "src_qp", "imm_data",
               "wc_flags", "pkey_index", "slid", "sl", "dlid_path_bits", "solicited")
 _new = object.__new__
+_SUCCESS = int(e.IBV_WC_SUCCESS)
 
 
 def new_wc(wr_id, status, opcode, byte_len, qp_num):
@@ -152,8 +153,9 @@ class CQ(PyverbsCM):
         self._wcs = collections.deque()
         self._armed = _NOT_ARMED
         self.overrun = False                # more completions came than cqe: the CQ is in error
-        # shm0dv.cq_sink: completions handed to this queue as (tag, wc), not kept in _wcs
-        self._sink = self._sink_tag = None
+        # shm0dv.cq_sink: completions handed to this queue as (tag, wc), not kept in _wcs,
+        # successful ones offered first to `direct` (_complete_ok)
+        self._sink = self._sink_tag = self._direct = None
 
     @property
     def comp_channel(self):
@@ -219,8 +221,22 @@ class CQ(PyverbsCM):
                                    errno.EINVAL)
         self.cqe = cqe
 
+    def _complete_ok(self, wr_id, opcode, byte_len, qp_num, src_qp=0, solicited=False):
+        """A QP's successful completion with no immediate data or GRH (the commonest):
+        taken by the consumer shm0dv.cq_sink named `direct` if it will (with no WC
+        made), unless the CQ is armed (its channel must hear of it); otherwise made a WC
+        for _complete."""
+        direct = self._direct
+        if direct is not None and not self._armed and direct(wr_id, byte_len, qp_num, solicited):
+            self.context.completions_made += 1
+            return
+        wc = new_wc(wr_id, _SUCCESS, opcode, byte_len, qp_num)
+        wc.src_qp = src_qp
+        self._complete(wc, solicited)
+
     def _complete(self, wc, solicited=False):
-        """A QP's completion arrives (the one path every completion takes)."""
+        """A QP's completion arrives as a WC (every one that _complete_ok's consumer did
+        not take)."""
         if len(self._wcs) >= self.cqe:
             if not self.overrun:            # as a NIC's CQ overrun: nothing more is kept,
                 self.overrun = True         # IBV_EVENT_CQ_ERR, and its QPs go to ERR

@@ -278,7 +278,14 @@ class Receive(ring.WorkRequest):
 
     def take(self):
         """This receive, its SGEs resolved; status LOCAL_PROTECTION if one fails."""
-        self.sges, self.length, status = resolve_sges(self.pd, self.posted, LOCAL_WRITE)
+        posted = self.posted
+        if len(posted) == 1:        # the commonest: one SGE, found in the PD's cache (it runs per message)
+            sge = posted[0]
+            resolved = self.pd.sge_cache.get((sge.lkey, sge.addr, sge.length))
+            if resolved is not None and resolved[1] & LOCAL_WRITE:
+                self.sges, self.length = [resolved[0]], sge.length
+                return self
+        self.sges, self.length, status = resolve_sges(self.pd, posted, LOCAL_WRITE)
         if status:
             self.status = status
         return self

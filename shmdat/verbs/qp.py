@@ -105,7 +105,6 @@ _ATOMICS = (ring.OP_FETCH_ADD, ring.OP_CMP_SWAP)
 # What each QP type does not carry (rxe's requester has no opcode for them).
 _NOT_ON = {RC: (), UC: (ring.OP_RDMA_READ, *_ATOMICS),
            UD: (ring.OP_RDMA_WRITE, ring.OP_RDMA_READ, *_ATOMICS)}
-_SUCCESS = int(e.IBV_WC_SUCCESS)
 _WR_SEND = int(e.IBV_WR_SEND)
 _WC_SEND = int(e.IBV_WC_SEND)
 _WR_RDMA_WRITE, _WC_RDMA_WRITE = int(e.IBV_WR_RDMA_WRITE), int(e.IBV_WC_RDMA_WRITE)
@@ -760,7 +759,7 @@ class QP(PyverbsCM):
         if wc_op == _WC_SEND:
             if qp.send_eager(hit[0].view, length, flags & _SOLICITED):
                 if signaled:
-                    self.send_cq._complete(new_wc(wr.wr_id, _SUCCESS, _WC_SEND, length, self.qp_num))
+                    self.send_cq._complete_ok(wr.wr_id, _WC_SEND, length, self.qp_num)
                 return True
             # Not complete at once (a rendezvous, not covered by credits, no room): the ring
             # takes it as a work request, as _post_one would after the checks made here.
@@ -897,7 +896,7 @@ class QP(PyverbsCM):
         wr_id, wc_op, signaled = work.ctx
         if not work.status:                 # the common case: one test
             if signaled:
-                self.send_cq._complete(new_wc(wr_id, _SUCCESS, wc_op, work.length, self.qp_num))
+                self.send_cq._complete_ok(wr_id, wc_op, work.length, self.qp_num)
             return
         status = _STATUS[work.status]
         self.send_cq._complete(new_wc(wr_id, status, wc_op, work.length, self.qp_num))
@@ -907,6 +906,11 @@ class QP(PyverbsCM):
     def recv_done(self, work, src_qp=None):
         """A receive completes (src_qp: a UD sender's qp_num; the GRH came first)."""
         wr_id, wc_op, _ = work.ctx
+        if not work.status and work.imm is None and src_qp is None and self.state != RTR:
+            # the commonest (RTR's first message raises COMM_EST below)
+            self.recv_cq._complete_ok(wr_id, wc_op, work.done, self.qp_num, self.attr.dest_qp_num,
+                                      work.solicited)
+            return
         status = _STATUS[work.status]
         wc = new_wc(wr_id, status, wc_op, work.done, self.qp_num)
         wc.src_qp = self.attr.dest_qp_num if src_qp is None else src_qp

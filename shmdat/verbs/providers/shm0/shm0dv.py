@@ -93,7 +93,7 @@ def poll_cq(cq, num_entries):
         lock.release()
 
 
-def cq_sink(cq, queue, tag=None):
+def cq_sink(cq, queue, tag=None, direct=None):
     """Hand the CQ's completions to `queue` as the device makes them: each is appended as
     (tag, wc), in the order made, instead of being kept for poll_cq (which then finds
     none); those the CQ holds now are handed over first. queue None ends it: completions
@@ -101,18 +101,30 @@ def cq_sink(cq, queue, tag=None):
     lock (context_lock) whenever it reads the queue: one queue for many CQs, read once a
     round, with no poll_cq per CQ (a kernel CQ's completion handler, in Python). A sunk
     CQ never overruns (the consumer bounds its own queue) and a QP's move to RESET takes
-    back nothing handed over. Raises PyverbsUserError (queue without append),
-    PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
+    back nothing handed over.
+
+    `direct`, a callable direct(wr_id, byte_len, qp_num, solicited) -> bool, is offered
+    each successful completion without immediate data or GRH first, as the device makes
+    it and before any WC is made for it (unless the CQ is armed): True means it took
+    the completion, which then goes nowhere else; False, that it goes to `queue` as
+    usual. It runs inside the device's progress, under the Context's lock, wherever
+    that progress runs (a poll, a post that completes at once, a wait): it may record
+    and wake, but must call nothing on the device. `solicited` is wc_solicited's answer.
+
+    Raises PyverbsUserError (queue without append, direct not callable, direct without
+    queue), PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""
     _shm0(cq, CQ, "cq", "cq_sink")
     if queue is not None and not callable(getattr(queue, "append", None)):
         raise checks.wrong("queue", "a queue with append() (a collections.deque) or None", queue)
+    if direct is not None and (queue is None or not callable(direct)):
+        raise checks.wrong("direct", "a callable, with a queue, or None", direct)
     with cq.context.lock:
         cq._check_open("Failed to sink a CQ")
         if queue is not None:
             for wc in cq._wcs:
                 queue.append((tag, wc))
             cq._wcs.clear()
-        cq._sink, cq._sink_tag = queue, tag
+        cq._sink, cq._sink_tag, cq._direct = queue, tag, direct
 
 
 def block(ctx, ready, deadline):

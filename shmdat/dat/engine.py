@@ -198,13 +198,11 @@ class Engine(EngineBase):
         moves the EP's state, which calls the device: not from inside its progress)."""
         if self.pending:
             return False
-        slots = self.slots
-        slot = slots.pop(wr_id)
-        ep, cookie, flags, op, length = slot
+        ep, cookie, flags, op, length = slot = self.slots.pop(wr_id)
         if ep is None:
             ep = self.eps_by_qp_num[qp_num]
         if ep._state is _DISCONNECT_PENDING:
-            slots[wr_id] = slot
+            self.slots[wr_id] = slot
             return False
         ep._succeeded(evd, cookie, flags, op, byte_len if op is _RECEIVE else length, solicited)
         return True

@@ -321,14 +321,12 @@ class Context(PyverbsCM):
             self._other_refs = tuple(ref for ref in refs if ref() is not self)
         for ref in self._other_refs:
             other = ref()
-            if other is None or other._closing:
-                continue
             # A quiet Context (rdma_cm's agent, with no QPs, most of the time) is looked
             # at without its lock; one with work is moved if its lock is free.
             try:
-                busy = (other.active_qps or other._hca_words[HCA_W_CM_PENDING]
-                        or now >= other._next_liveness)
-            except ValueError:      # its HCA was closed meanwhile by another thread
+                busy = other is not None and (other.active_qps or other._hca_words[HCA_W_CM_PENDING]
+                                              or now >= other._next_liveness)
+            except ValueError:      # its HCA was closed meanwhile by another thread (closing)
                 continue
             if busy and other.lock.acquire(False):     # (only tried)
                 try:
@@ -349,9 +347,8 @@ class Context(PyverbsCM):
         if self._hca_words[HCA_W_CM_PENDING]:
             self._inbox()
         active = self.active_qps
-        if active:
-            for qp in active[:] if len(active) > 1 else active:
-                qp._progress()
+        for qp in active[:] if len(active) > 1 else active:     # (a QP may leave meanwhile)
+            qp._progress()
         if now >= self._next_liveness:      # a dead peer is seen within a slice
             self._liveness()
 

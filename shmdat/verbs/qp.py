@@ -527,16 +527,16 @@ class QP(PyverbsCM):
             waits = qp.message_waits()
             if qp.inflight or qp.sq:
                 qp.poll_send()
-            if waits:
-                qp.poll_recv()
+                if self._drain_notify:
+                    self._sq_drained()      # (the last send WR started before SQD may be done)
+            if not waits:
+                return
+            qp.poll_recv()
         except RingCorrupt:
             self._fatal()
             return
-        if self._credits_exhausted:
+        if self._credits_exhausted:         # (a message found the receive credits used up)
             self._fatal()
-            return
-        if self._drain_notify:
-            self._sq_drained()
 
     def _progress_start(self):
         """_progress's uncommon start: the port down, a UD QP, not joined yet, sends that

@@ -65,10 +65,8 @@ def progress(ctx):
     caller that takes the completions of several CQs runs it once, then poll_cq each.
     Raises PyverbsUserError, PyverbsRDMAError (EBADF: closed; EIO: the device had a
     fatal error; EOPNOTSUPP)."""
-    if ctx.__class__ is not Context:
-        ctx = _shm0(ctx, Context, "ctx", "progress")
-    if ctx._closed or ctx._fatal:
-        ctx.check_usable("Failed to run the device")
+    if ctx.__class__ is not Context or ctx._closed or ctx._fatal:
+        _shm0(ctx, Context, "ctx", "progress").check_usable("Failed to run the device")
     ctx.progress()
     return events_queued.value
 

@@ -65,6 +65,7 @@ class EngineBase:
         # (ep, cookie, flags, op, length). Two plain statements at each post, no call.
         self.wr_ids = itertools.count(1)
         self.slots = {}
+        self.send_wr, self.recv_wr = dev.wr.SendWR, dev.wr.RecvWR     # the WR classes posted
         # Completions the device handed over as it made them (shm0dv.cq_sink), as
         # (EVD, WC), not yet in an EVD: a NIC's engine polls its CQs instead.
         self.pending = collections.deque()

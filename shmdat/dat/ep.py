@@ -618,7 +618,6 @@ class EP(Handle):
         engine = self._engine
         if _now() >= engine.watch_at:
             engine.watch()              # may break the connection: the request then flushes
-        dev = self._ia._dev
         wr_id = next(engine.wr_ids)
         engine.slots[wr_id] = (self, cookie, flags, op, iov.total)
         send_flags = _SIGNALED
@@ -627,14 +626,14 @@ class EP(Handle):
                 send_flags |= _SEND_SOLICITED
             if flags & _FENCE:
                 send_flags |= _SEND_FENCE
-        wr = iov.request(dev.wr.SendWR, wr_id)
+        wr = iov.request(engine.send_wr, wr_id)
         wr.opcode, wr.send_flags = opcode, send_flags
         if remote is not None:
             wr.set_wr_rdma(remote.rmr_context, remote.target_address)
         self._requests += 1
         try:
             self._qp.post_send(wr)
-        except dev.pyverbs_error.PyverbsError as err:
+        except self._ia._dev.pyverbs_error.PyverbsError as err:
             self._requests -= 1
             engine.slots.pop(wr_id, None)
             raise seam.dat_error(err, "QP.post_send") from None
@@ -693,13 +692,12 @@ class EP(Handle):
                                                 subtype="RESOURCE_TEP")
             iov = resolve_iov(self._ia, self._pz, local_iov, _LOCAL_WRITE,
                               self._attr.max_recv_iov, 3, "EP")
-            dev = self._ia._dev
             wr_id = next(engine.wr_ids)
             engine.slots[wr_id] = (self, user_cookie, completion_flags, _RECEIVE, iov.total)
             self._recvs += 1
             try:
-                self._qp.post_recv(iov.request(dev.wr.RecvWR, wr_id))
-            except dev.pyverbs_error.PyverbsError as err:
+                self._qp.post_recv(iov.request(engine.recv_wr, wr_id))
+            except self._ia._dev.pyverbs_error.PyverbsError as err:
                 self._recvs -= 1
                 engine.slots.pop(wr_id, None)
                 raise seam.dat_error(err, "QP.post_recv") from None

@@ -86,11 +86,11 @@ class EVD(Handle):
     # Producer side (called by progress, with the IA lock held).
 
     def _post(self, number, data, notify=True):
-        """Queue one event. False if the EVD was full (an overflow, reported on the async EVD)."""
+        """Queue one event; if the EVD is full, an overflow (reported on the async EVD) instead."""
         q = self._q
         if len(q) >= self._qlen:
             self._overflow()
-            return False
+            return
         q.append(_tuple_new(Event, (number, self, data)))
         if notify:
             self._notify_seq += 1
@@ -98,7 +98,6 @@ class EVD(Handle):
                 self._trigger()
             if self._engine.blocked:        # (wake's own test, without its call)
                 self._engine.wake()
-        return True
 
     def _trigger(self):
         """A notification event: only an enabled EVD with no waiter triggers its CNO."""

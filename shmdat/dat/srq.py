@@ -107,13 +107,12 @@ class SRQ(Handle):
                 raise InsufficientResources(f"the SRQ has max_recv_dtos ({self._max_recv_dtos}) "
                                             "buffers outstanding; reap completions or resize it",
                                             subtype="RESOURCE_SRQ")
-            dev = ia._dev
             engine = ia._engine
             wr_id = next(engine.wr_ids)
             engine.slots[wr_id] = (None, user_cookie, 0, _RECEIVE, iov.total)
             try:
-                self._verbs_srq.post_recv(iov.request(dev.wr.RecvWR, wr_id))
-            except dev.pyverbs_error.PyverbsError as err:
+                self._verbs_srq.post_recv(iov.request(engine.recv_wr, wr_id))
+            except ia._dev.pyverbs_error.PyverbsError as err:
                 engine.slots.pop(wr_id, None)
                 raise seam.dat_error(err, "SRQ.post_recv") from None
             self._posted += 1

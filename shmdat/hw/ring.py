@@ -619,7 +619,11 @@ class QueuePair:
         return self.words[self.w_tx_tail] == self.tx_head
 
     def _can_rendezvous(self, sges):
-        return all(s.seg for s in sges) or self.peer_can_read_me()
+        """Whether the peer can read the sges: all in our shared segments, or by CMA."""
+        for s in sges:              # (a loop: a generator costs more for the usual one SGE)
+            if not s.seg:
+                return self.peer_can_read_me()
+        return True
 
     def _push_rendezvous(self, wr, flags, aux):
         n = 32 * len(wr.sges)

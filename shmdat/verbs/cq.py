@@ -228,7 +228,6 @@ class CQ(PyverbsCM):
         for _complete."""
         direct = self._direct
         if direct is not None and not self._armed and direct(wr_id, byte_len, qp_num, solicited):
-            self.context.completions_made += 1
             return
         wc = new_wc(wr_id, _SUCCESS, opcode, byte_len, qp_num)
         wc.src_qp = src_qp

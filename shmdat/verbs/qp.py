@@ -663,8 +663,20 @@ class QP(PyverbsCM):
         try:
             if self._closed:
                 self._check_open("Failed to post recv")
+            each = wr
             try:
-                self._post_recvs(wr)
+                while each is not None:
+                    if self.state == RESET or len(self._rq) >= self.cap.max_recv_wr \
+                            or each.num_sge > self.cap.max_recv_sge or self.srq is not None:
+                        raise PyverbsRDMAError("Failed to post recv", errno.EINVAL)
+                    sges = each.sg_list if each.num_sge == len(each.sg_list) else each.sg_list[:each.num_sge]
+                    receive = Receive(self.pd, sges, (each.wr_id, _WC_RECV, True))
+                    if self.state == ERR:
+                        self.recv_done(receive.flushed())
+                    else:
+                        self._rq.append(receive)
+                        self._recvs_posted += 1
+                    each = each.next_wr
             except checks.WRONG_FIELD:
                 while wr is not None:           # name the field
                     wr = check_recv_wr(wr).next_wr
@@ -676,22 +688,6 @@ class QP(PyverbsCM):
                 self._progress()        # not joined yet (its credits then go out), or a message waits
         finally:
             lock.release()
-
-    def _post_recvs(self, wr):
-        while wr is not None:
-            if self.state == RESET or len(self._rq) >= self.cap.max_recv_wr \
-                    or wr.num_sge > self.cap.max_recv_sge or self.srq is not None:
-                raise PyverbsRDMAError("Failed to post recv", errno.EINVAL)
-            sges = wr.sg_list
-            if wr.num_sge != len(sges):
-                sges = sges[:wr.num_sge]
-            receive = Receive(self.pd, sges, (wr.wr_id, _WC_RECV, True))
-            if self.state == ERR:
-                self.recv_done(receive.flushed())
-            else:
-                self._rq.append(receive)
-                self._recvs_posted += 1
-            wr = wr.next_wr
 
     def post_send(self, wr, bad_wr=None):
         """ibv_post_send: the chain of SendWRs (SEND, RDMA_WRITE, RDMA_READ, atomics;
@@ -865,12 +861,10 @@ class QP(PyverbsCM):
         if self._taken >= self._take_limit:
             self._credits_exhausted = True
             return None
-        if self.srq is not None:
-            work = self.srq.take()
-        elif self._rq:
-            work = self._rq.popleft().take()
-        else:
-            return None
+        if self._rq:                        # (a QP of an SRQ has none of its own)
+            self._taken += 1
+            return self._rq.popleft().take()
+        work = self.srq.take() if self.srq is not None else None
         if work is not None:
             self._taken += 1
         return work

@@ -43,8 +43,9 @@ def events_pending(ctx):
 
 def completions_made(ctx):
     """How many work completions the device has put in this Context's CQs so far
-    (it only grows): a caller that polls many CQs after a round of progress polls them
-    only when it moved. Raises PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
+    (it only grows; those a cq_sink's `direct` took never reach a CQ and are not
+    counted): a caller that polls many CQs after a round of progress polls them only
+    when it moved. Raises PyverbsUserError, PyverbsRDMAError (EOPNOTSUPP)."""
     if ctx.__class__ is not Context:
         _shm0(ctx, Context, "ctx", "completions_made")
     return ctx.completions_made
@@ -108,6 +109,7 @@ def cq_sink(cq, queue, tag=None, direct=None):
     usual. It runs inside the device's progress, under the Context's lock, wherever
     that progress runs (a poll, a post that completes at once, a wait): it may record
     and wake, but must call nothing on the device. `solicited` is wc_solicited's answer.
+    What it takes is not counted by completions_made (no CQ holds it).
 
     Raises PyverbsUserError (queue without append, direct not callable, direct without
     queue), PyverbsRDMAError (EBADF: closed; EOPNOTSUPP)."""

@@ -11,7 +11,7 @@ from shmdat import (CompletionFlags as CF, DtoOp, DtoStatus, EpAttr, EpState, Ev
                     MemPriv, Return, RmrTriplet)
 
 from tests.nodes import WAIT, Node
-from tests.remote import connect_to_remote
+from tests.remote import Remote, connect_to_remote
 
 
 @pytest.fixture
@@ -137,6 +137,36 @@ def test_barrier_fence_is_accepted_and_ordered(pair):
                             CF.BARRIER_FENCE)
     assert [node.dto_done().user_cookie for _ in range(2)] == ["read", "write"]
     assert r.read(32, 6) == b"fenced"
+
+
+def test_a_shared_evd_gets_completions_in_the_order_the_device_made_them(spawn, conn_qual):
+    """One device round takes a failed receive of one EP (handed over as a WC, to drain)
+    and then a good one of another EP: the good one's event, which the device could make
+    at once, waits behind the failed one (Engine._complete_now)."""
+    node = Node(lmr_size=1 << 16)
+    first, second = node.ep, node.new_ep()
+    r1 = connect_to_remote(spawn, node, conn_qual)          # first's QP moves first
+    r2 = Remote(spawn, lmr_size=1 << 16)
+    try:
+        r2.listen(conn_qual + 1)
+        second.connect(r2.address, conn_qual + 1, WAIT)
+        r2.accept()
+        node.expect(node.conn_evd, E.CONNECTION_EVENT_ESTABLISHED)
+        assert r2.wait_conn()[0] == "CONNECTION_EVENT_ESTABLISHED"
+        first.post_recv([node.lmr.triplet(0, 8)], "too short")
+        second.post_recv([node.lmr.triplet(100, 64)], "fits")
+        r1.send(b"x" * 40)
+        r2.send(b"y" * 40)
+        # Both messages are in their rings once both senders' sends completed; this
+        # process has run no device round since.
+        assert r1.wait_dto()[:3] == ("SUCCESS", 40, "SEND") and r2.wait_dto()[:3] == ("SUCCESS", 40, "SEND")
+        got = [node.dto_done() for _ in range(2)]
+        assert [(d.user_cookie, d.status) for d in got] == \
+            [("too short", DtoStatus.LENGTH_ERROR), ("fits", DtoStatus.SUCCESS)]
+    finally:
+        node.close()
+        r1.finish()
+        r2.finish()
 
 
 def test_message_longer_than_its_receive_is_length_error(pair):

@@ -631,6 +631,19 @@ def test_poll_cq_takes_what_is_there_and_progress_runs_the_device(verbs_pair):
     assert err.value.error_code == errno.EBADF
 
 
+def test_progress_locked_runs_the_device_under_the_lock_its_caller_holds(verbs_pair):
+    a, b = verbs_pair
+    b.recv(1, 0, 64)
+    a.send(1, b"hello")
+    with shm0dv.context_lock(b.ctx):
+        assert shm0dv.progress_locked(b.ctx) == shm0dv.events_pending(b.ctx)
+        assert shm0dv.poll_cq(b.cq, 4)[0] == 1
+    b.ctx.close()
+    with pytest.raises(PyverbsRDMAError) as err:
+        shm0dv.progress_locked(b.ctx)
+    assert err.value.error_code == errno.EBADF
+
+
 def test_cq_sink_hands_each_completion_over_tagged_in_order_and_keeps_them_through_a_reset(verbs_pair):
     a, b = verbs_pair
     b.recv(0, 0, 64)
@@ -816,6 +829,7 @@ FOREIGN = {
     shm0dv.cq_sink: ("CQ", ([],)),
     shm0dv.context_lock: ("Context", ()),
     shm0dv.progress: ("Context", ()),
+    shm0dv.progress_locked: ("Context", ()),
     shm0dv.poll_cq: ("CQ", (1,)),
     shm0dv.block: ("Context", (lambda: True, None)),
     shm0dv.wake: ("Context", ()),

@@ -161,7 +161,7 @@ class Engine(EngineBase):
         if self.ia._freed:
             return                      # closed: waiters are leaving
         # Once, answering events_pending: a quiet round is this comparison and the next.
-        if self.dv.progress(self.ctx) != self.events_seen:
+        if self.dv.progress_locked(self.ctx) != self.events_seen:
             self._drain_events()
         if self.pending:
             self._drain_pending()

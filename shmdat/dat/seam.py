@@ -310,7 +310,7 @@ CALLS = frozenset({
         "query_rq", "srq_available", "set_recv_credits", "take_count",
         "cm_set_private_data_limit", "cm_channel_fd", "events_pending",
         "context_lock",
-        "progress", "poll_cq", "cq_sink", "block", "wake",
+        "progress", "progress_locked", "poll_cq", "cq_sink", "block", "wake",
         "watch", "consumer_memory_remote_ok", "wc_solicited")),
     "Shm0RqAttr.posted", "Shm0RqAttr.filling", "Shm0RqAttr.credits_exhausted",
 })

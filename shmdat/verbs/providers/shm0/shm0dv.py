@@ -72,6 +72,17 @@ def progress(ctx):
     return events_queued.value
 
 
+def progress_locked(ctx):
+    """progress(ctx) for a caller that holds context_lock(ctx) already, as a layer that
+    runs the device from its own calls under that lock does (the DAT provider's every
+    poll): the round runs without taking the lock again. Called without the lock, it
+    races the Context's other threads. Raises as progress."""
+    if ctx.__class__ is not Context or ctx._closed or ctx._fatal:
+        _shm0(ctx, Context, "ctx", "progress_locked").check_usable("Failed to run the device")
+    ctx._poll()
+    return events_queued.value
+
+
 def poll_cq(cq, num_entries):
     """ibv_poll_cq without running the device first: (npolled, [WC]) of the completions
     the CQ holds now. Raises PyverbsUserError, PyverbsRDMAError (EBADF: closed;

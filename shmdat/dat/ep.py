@@ -626,8 +626,8 @@ class EP(Handle):
                 send_flags |= _SEND_SOLICITED
             if flags & _FENCE:
                 send_flags |= _SEND_FENCE
-        wr = iov.request(engine.send_wr, wr_id)
-        wr.opcode, wr.send_flags = opcode, send_flags
+        wr = iov.send_wr
+        wr.wr_id, wr.opcode, wr.send_flags = wr_id, opcode, send_flags
         if remote is not None:
             wr.set_wr_rdma(remote.rmr_context, remote.target_address)
         self._requests += 1
@@ -695,8 +695,10 @@ class EP(Handle):
             wr_id = next(engine.wr_ids)
             engine.slots[wr_id] = (self, user_cookie, completion_flags, _RECEIVE, iov.total)
             self._recvs += 1
+            wr = iov.recv_wr
+            wr.wr_id = wr_id
             try:
-                self._qp.post_recv(iov.request(engine.recv_wr, wr_id))
+                self._qp.post_recv(wr)
             except self._ia._dev.pyverbs_error.PyverbsError as err:
                 self._recvs -= 1
                 engine.slots.pop(wr_id, None)
@@ -754,7 +756,8 @@ class EP(Handle):
                                       f"{remote.segment_length} bytes of remote_iov")
                 if remote.segment_length < total:       # a read moves the remote length
                     total = remote.segment_length
-                    iov = ResolvedIov(self._pz, _trim(self._ia._dev.wr.SGE, iov.sges, total), total)
+                    iov = ResolvedIov(self._pz, _trim(self._ia._dev.wr.SGE, iov.sges, total), total,
+                                      self._engine)
             if total > self._attr.max_rdma_size:
                 raise LengthError(f"{total} bytes is over the EP's max_rdma_size ({self._attr.max_rdma_size})")
             self._post_request(_WR_RDMA_WRITE if write else _WR_RDMA_READ, iov,

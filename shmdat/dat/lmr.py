@@ -166,26 +166,19 @@ IOV_CACHE_SIZE = 1024
 
 
 class ResolvedIov:
-    """A local_iov resolved against the LMRs: its verbs SGEs and its length in bytes,
-    and the WRs over them (request)."""
+    """A local_iov resolved against the LMRs: its verbs SGEs, its length in bytes, and a
+    SendWR and a RecvWR over them (over the PZ's empty SGE when there are none: a verbs
+    WR needs one). Every post of this iov posts one of them again with its wr_id set (a
+    post copies its WR; the IA lock is held from setting the wr_id to the post, so EPs
+    may share them)."""
 
-    __slots__ = ("pz", "sges", "total", "_wrs")
+    __slots__ = ("pz", "sges", "total", "send_wr", "recv_wr")
 
-    def __init__(self, pz, sges, total):
+    def __init__(self, pz, sges, total, engine):
         self.pz, self.sges, self.total = pz, sges, total
-        self._wrs = {}                      # WR class -> the WR of that class over the SGEs
-
-    def request(self, kind, wr_id):
-        """The WR of class `kind` (SendWR, RecvWR) over the SGEs (over the PZ's empty one
-        when there are none: a verbs WR needs one), with `wr_id`. It is made at the
-        first post of this iov and posted again, since a post copies its WR; the IA lock
-        is held from here to the post, so EPs may share one."""
-        wr = self._wrs.get(kind)
-        if wr is None:
-            sges = self.sges or self.pz._empty_sges()
-            wr = self._wrs[kind] = kind(num_sge=len(sges), sg=sges)
-        wr.wr_id = wr_id
-        return wr
+        posted = sges or pz._empty_sges()
+        self.send_wr = engine.send_wr(num_sge=len(posted), sg=posted)
+        self.recv_wr = engine.recv_wr(num_sge=len(posted), sg=posted)
 
 
 def resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
@@ -236,5 +229,5 @@ def _resolve_iov(ia, pz, local_iov, need, max_iov, position, owner):
             raise ProtectionViolation(f"segment [{addr:#x}, +{n}) lies outside its LMR")
         sges.append(sge)
         total += n
-    return ResolvedIov(pz, sges, total)
+    return ResolvedIov(pz, sges, total, ia._engine)
 

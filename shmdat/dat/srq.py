@@ -110,8 +110,10 @@ class SRQ(Handle):
             engine = ia._engine
             wr_id = next(engine.wr_ids)
             engine.slots[wr_id] = (None, user_cookie, 0, _RECEIVE, iov.total)
+            wr = iov.recv_wr
+            wr.wr_id = wr_id
             try:
-                self._verbs_srq.post_recv(iov.request(engine.recv_wr, wr_id))
+                self._verbs_srq.post_recv(wr)
             except ia._dev.pyverbs_error.PyverbsError as err:
                 engine.slots.pop(wr_id, None)
                 raise seam.dat_error(err, "SRQ.post_recv") from None

@@ -903,16 +903,16 @@ class QueuePair:
         wr.done = done + n
 
     def _place_rendezvous(self, off, n):
-        wr = self.rx_cur
+        """Read into the current receive the segments of the sender's that the rendezvous
+        record at `off` names (`n` bytes: 32 a segment)."""
         if n % 32 or n == 0:
             raise RingCorrupt("a rendezvous record of the wrong size")
-        w = self.words
-        pos = 0
+        wr, w, total, pos = self.rx_cur, self.words, self.rx_total, 0
         for o in range(off >> 3, (off + n) >> 3, 4):
             seg, where, length = w[o], w[o + 1], w[o + 2]
-            if pos + length > self.rx_total:
+            if pos + length > total:
                 raise RingCorrupt("rendezvous segments exceed the message length")
-            if not self.rx_discard and length:
+            if length and not self.rx_discard:
                 if seg:
                     view = self.peer.segment_view(seg)
                     if view is None or where + length > len(view):
@@ -924,7 +924,7 @@ class QueuePair:
                     except cma.CmaError as e:
                         raise RingCorrupt(f"rendezvous read from the peer failed: {e}") from None
             pos += length
-        if pos != self.rx_total:
+        if pos != total:
             raise RingCorrupt("rendezvous segments do not add up to the message length")
         wr.done = pos
 

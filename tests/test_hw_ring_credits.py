@@ -102,3 +102,68 @@ def test_a_send_given_up_waits_for_the_receivers_decision_whatever_the_credits(w
     sender.poll_send()
     assert [wr.status for wr in sent.sent] == [ring.NOT_READY]
     assert received.received == []
+
+
+@pytest.fixture
+def written():
+    """Two acked QueuePairs and a shared segment of the receiver's HCA for its receives:
+    (sender, its sink, receiver, its sink, the segment, its seg_id)."""
+    for qps, sinks, hcas in joined("written"):
+        for qp in qps:
+            qp.acked = True
+        segment, seg_id = hcas[1].new_segment(1 << 16)
+        yield qps[0], sinks[0], qps[1], sinks[1], segment, seg_id
+        for sink in sinks:
+            sink.received.clear()
+            sink.receives.clear()
+        segment.unlink()
+        segment.close()
+
+
+def _receive_at(segment, seg_id, offset, length):
+    """A receive over `length` bytes at `offset` of the segment."""
+    return ring.WorkRequest(ring.OP_SEND, [ring.Sge(segment.buf[offset:offset + length], 0, seg_id, offset)],
+                            length)
+
+
+def test_a_send_written_into_a_published_receive_completes_at_once_uncopied_by_the_receiver(written):
+    sender, sent, receiver, received, segment, seg_id = written
+    receive = _receive_at(segment, seg_id, 0, 1024)
+    received.receives.append(receive)
+    receiver.publish_receive(1, seg_id, 0, 1024)        # before the credits that count it
+    receiver.publish_credits(1)
+    data = bytes(range(256)) * 3
+    assert sender.send_written(memoryview(data), len(data), True)
+    assert bytes(segment.buf[:len(data)]) == data       # there before the receiver ran at all
+    receiver.poll_recv()
+    assert received.received == [receive]
+    assert (receive.status, receive.done, receive.solicited) == (ring.OK, len(data), True)
+
+
+def test_a_send_is_written_only_into_its_own_receive_covered_published_and_long_enough(written):
+    sender, sent, receiver, received, segment, seg_id = written
+    data = memoryview(bytes(512))
+    receiver.publish_receive(1, seg_id, 0, 1024)
+    assert not sender.send_written(data, 512, False)    # not covered by credits yet
+    receiver.publish_credits(1)
+    receiver.publish_receive(1 + 32, seg_id, 0, 1024)   # its entry now holds a later receive's
+    assert not sender.send_written(data, 512, False)
+    receiver.publish_receive(1, seg_id, 0, 256)         # its own, but too short
+    assert not sender.send_written(data, 512, False)
+    receiver.publish_receive(1, seg_id, 1 << 16, 512)   # beyond the segment
+    assert not sender.send_written(data, 512, False)
+    assert sender.tx_msgs == 0 and not sent.sent        # nothing went
+    receiver.publish_receive(1, seg_id, 0, 512)
+    assert sender.send_written(data, 512, False) and sender.tx_msgs == 1
+
+
+def test_a_written_message_whose_receive_lies_elsewhere_now_fails_it_and_is_refused(written):
+    sender, sent, receiver, received, segment, seg_id = written
+    receiver.publish_receive(1, seg_id, 0, 1024)
+    receiver.publish_credits(1)
+    moved = _receive_at(segment, seg_id, 4096, 1024)    # re-registered elsewhere since
+    received.receives.append(moved)
+    assert sender.send_written(memoryview(b"x" * 100), 100, False)
+    receiver.poll_recv()
+    assert received.received == [moved] and moved.status == ring.LOCAL_PROTECTION
+    assert receiver.message_waits()                     # refused: left in the ring, NAKed

@@ -11,7 +11,7 @@ LAYOUT_VERSION.
 Every object is 8-byte words (a memoryview cast 'Q'), little-endian as the host.
 """
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 WORD = 8
 CELL = 64                                # a cache line: the unit of a ring
 
@@ -65,6 +65,13 @@ CONN_W_ACCESS = (75, 83)
 CONN_W_ABANDON = (76, 84)                # (position + 1) of a message in the ring a side produces that it gave up
 # The receives a side has made available to the other side's messages, a running total.
 CONN_W_CREDITS = (88, 96)
+# Where a side's posted receives lie, so that the other side may write a message straight
+# into one (K_WRITTEN): a table of POSTED_ENTRIES entries per side, the receive numbered n
+# (its place in the running total) at entry n % POSTED_ENTRIES, four words each: n (written
+# 0 first and n last, so that a reader who finds n before and after read a whole entry),
+# the seg_id of the receiver's shared segment, the offset there, the length.
+POSTED_ENTRIES = 32
+CONN_W_POSTED = (128, 128 + 4 * POSTED_ENTRIES)
 NAK_NOT_READY, NAK_INVALID, NAK_REMOTE_OP, NAK_DROPPED = 1, 2, 3, 4
 FAULT_ACCESS, FAULT_INVALID = 1, 2
 ACCESS_PUBLISHED = 1 << 8
@@ -73,6 +80,8 @@ S_INIT, S_UP, S_CLOSED, S_BROKEN = 0, 1, 2, 3          # side states
 # length (bits 32-63); word 1: aux; the payload from byte HDR.
 HDR = 16
 K_PAD, K_MSG, K_FRAG, K_RDV = 1, 2, 3, 4
+K_WRITTEN = 5                            # the sender wrote the message into a posted receive: aux its length,
+                                         # the payload the (seg_id, offset) it wrote at
 F_SOLICITED = 1
 F_IMM = 2                                # the first record carries 32 bits of immediate data
 F_WRITE_NOTICE = 4                       # an empty MSG telling that an RDMA write with immediate data is done

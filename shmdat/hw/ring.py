@@ -82,10 +82,11 @@ from .layout import (
     CONN_W_ACCESS as W_ACCESS, CONN_W_CAN_READ as W_CAN_READ, CONN_W_CREDITS as W_CREDITS,
     CONN_W_FAULT as W_FAULT, CONN_W_HEAD as W_HEAD, CONN_W_LAYOUT as W_LAYOUT, CONN_W_MAGIC as W_MAGIC,
     CONN_W_NAK as W_NAK, CONN_W_NAK_DELAY as W_NAK_DELAY, CONN_W_NCELLS as W_NCELLS,
-    CONN_W_PROBE_ADDR as W_PROBE_ADDR, CONN_W_PROBE_VALUE as W_PROBE_VALUE, CONN_W_STATE as W_STATE,
-    CONN_W_TAIL as W_TAIL, DATAGRAM_HEADER, F_IMM, F_SOLICITED, F_WRITE_NOTICE, FAULT_ACCESS, FAULT_INVALID,
-    HDR, K_FRAG, K_MSG, K_PAD, K_RDV, LAYOUT_VERSION, LENGTH_MASK, NAK_DROPPED, NAK_INVALID, NAK_NOT_READY,
-    NAK_REMOTE_OP, PRIV_REMOTE_ATOMIC, PRIV_REMOTE_READ, PRIV_REMOTE_WRITE, S_BROKEN, S_CLOSED, S_UP)
+    CONN_W_POSTED as W_POSTED, CONN_W_PROBE_ADDR as W_PROBE_ADDR, CONN_W_PROBE_VALUE as W_PROBE_VALUE,
+    CONN_W_STATE as W_STATE, CONN_W_TAIL as W_TAIL, DATAGRAM_HEADER, F_IMM, F_SOLICITED, F_WRITE_NOTICE,
+    FAULT_ACCESS, FAULT_INVALID, HDR, K_FRAG, K_MSG, K_PAD, K_RDV, K_WRITTEN, LAYOUT_VERSION, LENGTH_MASK,
+    NAK_DROPPED, NAK_INVALID, NAK_NOT_READY, NAK_REMOTE_OP, POSTED_ENTRIES, PRIV_REMOTE_ATOMIC,
+    PRIV_REMOTE_READ, PRIV_REMOTE_WRITE, S_BROKEN, S_CLOSED, S_UP)
 from .shm import Segment
 
 # Work-request operations.
@@ -304,6 +305,7 @@ class QueuePair:
         self.rx_discard = False              # the current message is too long for its receive
         self.msn = 0                         # messages begun from the peer (recv_query's MSN)
         self.tx_msgs = 0                     # messages we began (each takes a receive at the peer)
+        self.last_large = -1                 # the msn of the last message that came by rendezvous or written
         self._probe = None
         self.acked = False                   # the driver's choices: see the module docstring
         self.drops = False
@@ -312,6 +314,7 @@ class QueuePair:
         self.datagram_key = None             # datagrams: the key a message must carry to be received
         self.w_my_nak, self.w_peer_nak = W_NAK[side], W_NAK[1 - side]
         self.w_peer_credits = W_CREDITS[1 - side]
+        self.w_my_posted, self.w_peer_posted = W_POSTED[side], W_POSTED[1 - side]
         self._nak_seen = w[self.w_peer_nak]  # the peer's last NAK word looked at
         self._rnr_wr = None                  # the send a NOT_READY NAK holds, and when to give it up
         self._rnr_give_up = None
@@ -350,6 +353,16 @@ class QueuePair:
         available to the peer's messages: an acked sender completes a message they
         cover as soon as it is wholly in the ring."""
         self.words[W_CREDITS[self.side]] = total
+
+    def publish_receive(self, number, seg, segoff, length):
+        """Where the receive numbered `number` in the running total of publish_credits lies
+        (`length` bytes at `segoff` of our shared segment `seg`), before the credits that
+        count it go out: an acked sender may then write a message into it (send_written)."""
+        w = self.words
+        o = self.w_my_posted + 4 * (number % POSTED_ENTRIES)
+        w[o] = 0                                # first: a reader meanwhile finds no whole entry
+        w[o + 1], w[o + 2], w[o + 3] = seg, segoff, length
+        w[o] = number
 
     def publish_access(self, priv):
         """The remote access (PRIV_* bits) the peer's RDMA may use through this connection."""
@@ -412,6 +425,37 @@ class QueuePair:
             self.buf[off + HDR:off + HDR + length] = view
         self.tx_msgs += 1
         self._publish(off, K_MSG, F_SOLICITED if solicited else 0, length, length)
+        self.peer.ring()
+        return True
+
+    def send_written(self, view, length, solicited):
+        """The driver's lane for a send of RDV_THRESHOLD bytes or more, when nothing is
+        queued or in flight: if the receive it will take is covered by the peer's credits
+        and published (publish_receive) with room for it, the message (`view`, `length`
+        bytes) is copied straight into that receive and a K_WRITTEN record tells the peer
+        where: complete at once, as an eager send the credits cover. False, with nothing
+        done, otherwise (the driver then sends it as a rendezvous)."""
+        k = self.tx_msgs + 1
+        w = self.words
+        if not self.acked or k > w[self.w_peer_credits]:
+            return False
+        o = self.w_peer_posted + 4 * (k % POSTED_ENTRIES)
+        if w[o] != k:                           # (the number first: the entry is whole)
+            return False
+        seg, where, room = w[o + 1], w[o + 2], w[o + 3]
+        if room < length or w[o] != k:          # (and again: not rewritten meanwhile)
+            return False
+        dst = self.peer.segment_view(seg)
+        if dst is None or where + length > len(dst):
+            return False
+        off = self._reserve(16)
+        if off < 0:
+            return False
+        dst[where:where + length] = view
+        p = (off + HDR) >> 3
+        w[p], w[p + 1] = seg, where
+        self.tx_msgs = k
+        self._publish(off, K_WRITTEN, F_SOLICITED if solicited else 0, 16, length)
         self.peer.ring()
         return True
 
@@ -796,7 +840,7 @@ class QueuePair:
                 if wr is not None and w0 & 0xFFFF == K_RDV and not skip and not wr.status \
                         and w[(off >> 3) + 1] <= wr.length:
                     # A rendezvous with no flags into a receive it fits: read now and complete.
-                    self.msn += 1
+                    self.msn = self.last_large = self.msn + 1
                     self.rx_cur, self.rx_total, self.rx_discard = wr, w[(off >> 3) + 1], False
                     self._place_rendezvous(off + HDR, length)
                     self.rx_cur = None
@@ -841,7 +885,34 @@ class QueuePair:
                     if kind == K_MSG:
                         self._place(off + HDR + skip, length - skip)
                     else:
+                        self.last_large = self.msn
                         self._place_rendezvous(off + HDR, length)
+            elif kind == K_WRITTEN:
+                # The sender wrote the message into the receive we published for it
+                # (send_written): the receive it takes must be that one, with room.
+                if self.rx_cur is not None or length != 16 or not self.acked:
+                    raise RingCorrupt("a K_WRITTEN record out of place")
+                wr = self.take_recv()
+                if wr is None:
+                    self._nak(tail, NAK_NOT_READY)      # (receive credits ran out: the driver breaks)
+                    break
+                p = (off + HDR) >> 3
+                total, s = w[(off >> 3) + 1] & LENGTH_MASK, wr.sges
+                if wr.status or total > wr.length or len(s) != 1 or s[0].seg != w[p] or s[0].segoff != w[p + 1]:
+                    if not wr.status and total <= wr.length:
+                        wr.status = LOCAL_PROTECTION    # not where it was published: re-registered since
+                    self._refuse(wr, tail)
+                    break
+                self.msn = self.last_large = self.msn + 1
+                if w0 & F_SOLICITED << 8:
+                    wr.solicited = True
+                wr.done = total
+                tail += cells
+                self.rx_tail = tail
+                w[self.w_rx_tail] = tail
+                consumed += 1
+                self.sink.recv_done(wr)
+                continue
             elif kind == K_FRAG:
                 if self.rx_cur is None:
                     raise RingCorrupt("a fragment with no message")

@@ -479,6 +479,21 @@ class QP(PyverbsCM):
             room = self._take_limit - self._taken
             self._qp.publish_credits(self._recvs_posted - held + (held if held < room else room))
 
+    def _publish_receive(self, sge):
+        """Tell the requester where the receive just posted lies, when its one SGE is in a
+        shared segment with local write (ring.publish_receive): a rendezvous-size send
+        may then be written straight into it (ring.send_written). Its lkey is still
+        checked when a message takes it: one re-registered elsewhere meanwhile fails then
+        (LOC_PROT_ERR), as a receive that fails its checks does. An SGE the PD's cache
+        has not seen (checked by no post yet) is not published. post_recv publishes only
+        while the requester's last message came by rendezvous or written (a peer that
+        sends small messages is not worth the publishing): the next large message then
+        takes the rendezvous, and the receives posted after it are published."""
+        resolved = self.pd.sge_cache.get((sge.lkey, sge.addr, sge.length))
+        if resolved is not None and resolved[1] & LOCAL_WRITE and resolved[0].seg:
+            hw = resolved[0]
+            self._qp.publish_receive(self._recvs_posted, hw.seg, hw.segoff, sge.length)
+
     def _sq_drained(self):
         """In SQD, with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once no send WR
         started before SQD is outstanding."""
@@ -502,6 +517,7 @@ class QP(PyverbsCM):
             qp.set_state(ring.S_CLOSED)
             qp.close()
             self._qp = None
+            self._credits = False               # (no requester to publish to: _join decides again)
         if self._created is not None:
             self._created.unlink()                  # gone already if the peer mapped it
             self._created = None
@@ -676,6 +692,9 @@ class QP(PyverbsCM):
                     else:
                         self._rq.append(receive)
                         self._recvs_posted += 1
+                        if self._credits and len(sges) == 1 and sges[0].length >= ring.RDV_THRESHOLD \
+                                and self._qp.last_large == self._qp.msn:
+                            self._publish_receive(sges[0])
                     each = each.next_wr
             except checks.WRONG_FIELD:
                 while wr is not None:           # name the field
@@ -753,7 +772,9 @@ class QP(PyverbsCM):
             return False
         signaled = self.sq_sig_all or flags & _SIGNALED
         if wc_op == _WC_SEND:
-            if qp.send_eager(hit[0].view, length, flags & _SOLICITED):
+            view, solicited = hit[0].view, flags & _SOLICITED
+            if qp.send_eager(view, length, solicited) \
+                    or (length >= ring.RDV_THRESHOLD and qp.send_written(view, length, solicited)):
                 if signaled:
                     self.send_cq._complete_ok(wr.wr_id, _WC_SEND, length, self.qp_num)
                 return True

@@ -139,6 +139,21 @@ def test_barrier_fence_is_accepted_and_ordered(pair):
     assert r.read(32, 6) == b"fenced"
 
 
+def test_large_sends_arrive_whole_by_rendezvous_and_then_written_into_published_receives(pair):
+    """The first 64 KiB message goes by rendezvous; the receives posted after it are
+    published and the next ones are written by the sender straight into them: every
+    one arrives whole, each over the last one's bytes."""
+    node, r = pair
+    size = 64 << 10
+    for i in range(1, 7):
+        r.post_recv(1, size)
+        data = bytes([i]) * (size - i) + bytes(range(i))
+        node.ep.post_send([fill(node, 0, data)], i)
+        assert r.wait_dto()[:3] == ("SUCCESS", size, "RECEIVE")     # (a rendezvous completes once read)
+        assert node.dto_done().status == DtoStatus.SUCCESS
+        assert r.read(0, size) == data
+
+
 def test_a_shared_evd_gets_completions_in_the_order_the_device_made_them(spawn, conn_qual):
     """One device round takes a failed receive of one EP (handed over as a WC, to drain)
     and then a good one of another EP: the good one's event, which the device could make

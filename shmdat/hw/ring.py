@@ -907,12 +907,7 @@ class QueuePair:
                 if w0 & F_SOLICITED << 8:
                     wr.solicited = True
                 wr.done = total
-                tail += cells
-                self.rx_tail = tail
-                w[self.w_rx_tail] = tail
-                consumed += 1
-                self.sink.recv_done(wr)
-                continue
+                whole = wr                      # consumed and completed below, as a whole message
             elif kind == K_FRAG:
                 if self.rx_cur is None:
                     raise RingCorrupt("a fragment with no message")

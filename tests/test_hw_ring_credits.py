@@ -126,44 +126,49 @@ def _receive_at(segment, seg_id, offset, length):
                             length)
 
 
+SMALL = ring.RDV_THRESHOLD - 1            # below it a send is never written, whatever is published
+LARGE = ring.RDV_THRESHOLD + 100
+
+
 def test_a_send_written_into_a_published_receive_completes_at_once_uncopied_by_the_receiver(written):
     sender, sent, receiver, received, segment, seg_id = written
-    receive = _receive_at(segment, seg_id, 0, 1024)
+    receive = _receive_at(segment, seg_id, 0, LARGE + 1000)
     received.receives.append(receive)
-    receiver.publish_receive(1, seg_id, 0, 1024)        # before the credits that count it
+    receiver.publish_receive(1, seg_id, 0, LARGE + 1000)       # before the credits that count it
     receiver.publish_credits(1)
-    data = bytes(range(256)) * 3
-    assert sender.send_written(memoryview(data), len(data), True)
-    assert bytes(segment.buf[:len(data)]) == data       # there before the receiver ran at all
+    data = bytes(range(256)) * (LARGE // 256) + bytes(LARGE % 256)
+    assert sender.send_written(memoryview(data), LARGE, True)
+    assert bytes(segment.buf[:LARGE]) == data           # there before the receiver ran at all
     receiver.poll_recv()
     assert received.received == [receive]
-    assert (receive.status, receive.done, receive.solicited) == (ring.OK, len(data), True)
+    assert (receive.status, receive.done, receive.solicited) == (ring.OK, LARGE, True)
 
 
 def test_a_send_is_written_only_into_its_own_receive_covered_published_and_long_enough(written):
     sender, sent, receiver, received, segment, seg_id = written
-    data = memoryview(bytes(512))
-    receiver.publish_receive(1, seg_id, 0, 1024)
-    assert not sender.send_written(data, 512, False)    # not covered by credits yet
+    data = memoryview(bytes(LARGE))
+    receiver.publish_receive(1, seg_id, 0, LARGE)
+    assert not sender.send_written(data, LARGE, False)      # not covered by credits yet
     receiver.publish_credits(1)
-    receiver.publish_receive(1 + 32, seg_id, 0, 1024)   # its entry now holds a later receive's
-    assert not sender.send_written(data, 512, False)
-    receiver.publish_receive(1, seg_id, 0, 256)         # its own, but too short
-    assert not sender.send_written(data, 512, False)
-    receiver.publish_receive(1, seg_id, 1 << 16, 512)   # beyond the segment
-    assert not sender.send_written(data, 512, False)
-    assert sender.tx_msgs == 0 and not sent.sent        # nothing went
-    receiver.publish_receive(1, seg_id, 0, 512)
-    assert sender.send_written(data, 512, False) and sender.tx_msgs == 1
+    assert not sender.send_written(data[:SMALL], SMALL, False)     # below RDV_THRESHOLD
+    receiver.publish_receive(1 + 32, seg_id, 0, LARGE)      # its entry now holds a later receive's
+    assert not sender.send_written(data, LARGE, False)
+    receiver.publish_receive(1, seg_id, 0, LARGE - 1)       # its own, but too short
+    assert not sender.send_written(data, LARGE, False)
+    receiver.publish_receive(1, seg_id, len(segment.buf) - LARGE + 1, LARGE)   # beyond the segment
+    assert not sender.send_written(data, LARGE, False)
+    assert sender.tx_msgs == 0 and not sent.sent            # nothing went
+    receiver.publish_receive(1, seg_id, 0, LARGE)
+    assert sender.send_written(data, LARGE, False) and sender.tx_msgs == 1
 
 
 def test_a_written_message_whose_receive_lies_elsewhere_now_fails_it_and_is_refused(written):
     sender, sent, receiver, received, segment, seg_id = written
-    receiver.publish_receive(1, seg_id, 0, 1024)
+    receiver.publish_receive(1, seg_id, 0, LARGE)
     receiver.publish_credits(1)
-    moved = _receive_at(segment, seg_id, 4096, 1024)    # re-registered elsewhere since
+    moved = _receive_at(segment, seg_id, 4096, LARGE)       # re-registered elsewhere since
     received.receives.append(moved)
-    assert sender.send_written(memoryview(b"x" * 100), 100, False)
+    assert sender.send_written(memoryview(bytes(LARGE)), LARGE, False)
     receiver.poll_recv()
     assert received.received == [moved] and moved.status == ring.LOCAL_PROTECTION
-    assert receiver.message_waits()                     # refused: left in the ring, NAKed
+    assert receiver.message_waits()                         # refused: left in the ring, NAKed

@@ -437,7 +437,7 @@ class QueuePair:
         done, otherwise (the driver then sends it as a rendezvous)."""
         k = self.tx_msgs + 1
         w = self.words
-        if not self.acked or k > w[self.w_peer_credits]:
+        if length < RDV_THRESHOLD or not self.acked or k > w[self.w_peer_credits]:
             return False
         o = self.w_peer_posted + 4 * (k % POSTED_ENTRIES)
         if w[o] != k:                           # (the number first: the entry is whole)

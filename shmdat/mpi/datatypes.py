@@ -1024,7 +1024,7 @@ def message(spec, writable, blocks=1):
 def send_message(spec):
     """A point-to-point send's buffer spec: (bytes memoryview, count, datatype), a derived
     datatype with gaps packed into new bytes. Errors as message()'s."""
-    return _simple(spec, False, 1) or staged(spec, False, 1, None)
+    return _simple(spec, False, 1) or _stage(_parsed(spec, False, 1), False, 1, None)
 
 
 def staged(spec, writable, blocks, unpacks):
@@ -1032,7 +1032,11 @@ def staged(spec, writable, blocks, unpacks):
     is packed; one written is packed room (holding the buffer's elements packed, for the
     collectives that read it in place), its unpack appended to `unpacks`, to run once the
     collective has ended (collectives.Channel.finish)."""
-    data, count, datatype = _located(spec, writable, blocks)
+    return _stage(_located(spec, writable, blocks), writable, blocks, unpacks)
+
+
+def _stage(located, writable, blocks, unpacks):
+    data, count, datatype = located
     if _gapless(datatype):
         return data[:blocks * count * datatype.extent], count, datatype
     tmap = datatype.typemap
@@ -1050,7 +1054,7 @@ def receive_message(spec):
     simple = _simple(spec, True, 1)
     if simple is not None:
         return (*simple, None)
-    data, count, datatype = _located(spec, True, 1)
+    data, count, datatype = _parsed(spec, True, 1)
     if _gapless(datatype):
         return data[:count * datatype.extent], count, datatype, None
     tmap = datatype.typemap
@@ -1066,9 +1070,11 @@ def _gapless(datatype):
 
 def _located(spec, writable, blocks):
     """(the spec's bytes from its displacement on, count, datatype), checked (message())."""
-    simple = _simple(spec, writable, blocks)
-    if simple is not None:
-        return simple
+    return _simple(spec, writable, blocks) or _parsed(spec, writable, blocks)
+
+
+def _parsed(spec, writable, blocks):
+    """_located for any spec, parsed in full (a caller that tried _simple first)."""
     if isinstance(spec, (list, tuple)):
         buf, count, displ, datatype = _items(spec, (list, tuple))
         view, data = _contiguous_bytes(buf, writable)

@@ -773,8 +773,7 @@ class QP(PyverbsCM):
         signaled = self.sq_sig_all or flags & _SIGNALED
         if wc_op == _WC_SEND:
             view, solicited = hit[0].view, flags & _SOLICITED
-            if qp.send_eager(view, length, solicited) \
-                    or (length >= ring.RDV_THRESHOLD and qp.send_written(view, length, solicited)):
+            if qp.send_eager(view, length, solicited) or qp.send_written(view, length, solicited):
                 if signaled:
                     self.send_cq._complete_ok(wr.wr_id, _WC_SEND, length, self.qp_num)
                 return True

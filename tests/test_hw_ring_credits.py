@@ -104,6 +104,23 @@ def test_a_send_given_up_waits_for_the_receivers_decision_whatever_the_credits(w
     assert received.received == []
 
 
+@pytest.mark.parametrize("receives, second", [(1, ring.OK), (ring.UNBOUNDED, ring.NOT_READY)])
+def test_a_look_bounded_by_the_receives_held_does_not_nak_the_message_after_them(wire, receives, second):
+    # rnr_retry 0: a NAKed message is given up at once, so a NAK shows in its status.
+    sender, sent, receiver, received = wire
+    sender.rnr_retry = 0
+    sender.post_send(_request(b"first"))
+    sender.post_send(_request(b"second"))
+    received.receives.append(_request(bytes(16)))
+    receiver.poll_recv(receives)                # bounded: the second is not looked at
+    sender.poll_send()
+    received.receives.append(_request(bytes(16)))
+    receiver.poll_recv()
+    sender.poll_send()
+    assert [wr.status for wr in sent.sent] == [ring.OK, second]
+    assert len(received.received) == (2 if second == ring.OK else 1)
+
+
 @pytest.fixture
 def written():
     """Two acked QueuePairs and a shared segment of the receiver's HCA for its receives:

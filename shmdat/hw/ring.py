@@ -92,6 +92,7 @@ from .shm import Segment
 # Work-request operations.
 OP_SEND, OP_RDMA_WRITE, OP_RDMA_READ, OP_FETCH_ADD, OP_CMP_SWAP = 0, 1, 2, 3, 4
 UNCOVERED = 1 << 64                      # a WorkRequest.msg no credit count reaches
+UNBOUNDED = 1 << 62                      # poll_recv's receives when the driver does not know them
 
 # Completion statuses: the hardware's own numbers (WorkRequest.status), which a driver translates
 # into its API's (shmdat.verbs: ibv_wc_status). OK is 0, so a status is true when the WR failed.
@@ -778,12 +779,17 @@ class QueuePair:
 
     # Receive side.
 
-    def poll_recv(self):
+    def poll_recv(self, receives=UNBOUNDED):
         """Deliver what the peer has put in our receive ring into posted receives.
 
         Returns the number of records consumed. A message with no receive to go
         into waits in the ring (the peer's send stays incomplete; NAKed if acked),
-        or is lost if `drops`.
+        or is lost if `drops`. `receives`, when the driver knows it, is how many
+        receives it holds for our messages: the look ends at a message of one
+        record delivered once that many records were consumed (that many
+        messages, commonly), rather than go on to one with no receive and NAK it:
+        a receiver that reposts as it reaps would NAK every message of a stream.
+        A look that finds no receive still NAKs.
         """
         w = self.words
         mask, ncells, base = self.mask, self.ncells, self.rx_base
@@ -836,6 +842,8 @@ class QueuePair:
                     w[self.w_rx_tail] = tail
                     consumed += 1
                     self.sink.recv_done(wr)
+                    if consumed >= receives:
+                        break
                     continue
                 if wr is not None and w0 & 0xFFFF == K_RDV and not skip and not wr.status \
                         and w[(off >> 3) + 1] <= wr.length:
@@ -849,6 +857,8 @@ class QueuePair:
                     w[self.w_rx_tail] = tail
                     consumed += 1
                     self.sink.recv_done(wr)
+                    if consumed >= receives:
+                        break
                     continue
                 if wr is None:
                     if not self.drops:

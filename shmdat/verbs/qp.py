@@ -522,8 +522,9 @@ class QP(PyverbsCM):
             self._created.unlink()                  # gone already if the peer mapped it
             self._created = None
 
-    def _progress(self):
-        """Called by the Context's progress for every QP in RTR, RTS or SQD."""
+    def _progress(self, receives=ring.UNBOUNDED):
+        """Called by the Context's progress for every QP in RTR, RTS or SQD (and by
+        post_recv, which knows how many `receives` the QP holds: poll_recv's bound)."""
         qp = self._qp
         if qp is None or self._waiting or self._retries_end is not None or self.context.port_down:
             qp = self._progress_start()
@@ -547,7 +548,7 @@ class QP(PyverbsCM):
                     self._sq_drained()      # (the last send WR started before SQD may be done)
             if not waits:
                 return
-            qp.poll_recv()
+            qp.poll_recv(receives)
         except RingCorrupt:
             self._fatal()
             return
@@ -704,7 +705,7 @@ class QP(PyverbsCM):
             if self._credits:
                 self._publish_credits()
             if self.state in _MOVING and (qp is None or qp.message_waits()):
-                self._progress()        # not joined yet (its credits then go out), or a message waits
+                self._progress(len(self._rq))   # not joined yet (its credits then go out), or a message waits
         finally:
             lock.release()
 

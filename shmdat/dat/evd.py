@@ -28,7 +28,8 @@ W = evd_state.EvdEvent
 _WAITER, _UNWAITABLE, _DISABLED, _OVERFLOWED = (evd_state.WAITER, evd_state.UNWAITABLE,
                                                evd_state.DISABLED, evd_state.OVERFLOWED)
 # The bands wait and dequeue refuse: one test each.
-_WAIT_REFUSED, _DEQUEUE_REFUSED = evd_state.REFUSING["wait"], evd_state.REFUSING["dequeue"]
+_WAIT_REFUSED, _DEQUEUE_REFUSED, _WAITING_REFUSED = (evd_state.REFUSING[call]
+                                                     for call in ("wait", "dequeue", "waiting"))
 # An Event made by tuple.__new__: the NamedTuple's own __new__ is a Python call, once per
 # completion on the hot path.
 _tuple_new = tuple.__new__
@@ -240,7 +241,8 @@ class EVD(Handle):
     def _result(self, ok):
         if self._freed or self._ia._freed:
             raise Abort("the EVD was freed or its IA closed during the wait")
-        evd_state.check_call(self, "waiting")
+        if self._bands & _WAITING_REFUSED:
+            evd_state.check_call(self, "waiting")
         if not ok:
             raise TimeoutExpired("no event arrived within the timeout", nmore=len(self._q))
         event = self._take()

@@ -44,6 +44,10 @@ WAITER, UNWAITABLE, DISABLED, OVERFLOWED = (int(b) for b in Band)
 
 
 class EvdEvent(enum.Enum):
+    # Hashed as the singletons they are: Enum's own __hash__ is a Python call, and fire()
+    # looks an event up twice in each blocking dat_evd_wait.
+    __hash__ = object.__hash__
+
     WAIT = enum.auto()              # dat_evd_wait blocks: the caller owns the EVD
     WAIT_DONE = enum.auto()         # ... and returns, however
     SET_UNWAITABLE = enum.auto()    # dat_evd_set_unwaitable

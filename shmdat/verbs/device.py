@@ -313,9 +313,10 @@ class Context(PyverbsCM):
         contexts of this process (rdma-core's tests run both ends in one process, and
         one side's poll must move the other). Another context whose lock is busy is
         being moved by its holder: it is skipped, so no two locks are ever waited on.
-        The clock is read once a round (a read costs as much as ten lines here)."""
+        The others come first: what this context's round completes is then the caller's
+        with nothing after it. The clock is read once a round (a read costs as much as
+        ten lines here)."""
         now = _now()
-        self._poll_own(now)
         if self._refs_seen is not _context_refs:        # a Context came or went
             self._refs_seen = refs = _context_refs
             self._other_refs = tuple(ref for ref in refs if ref() is not self)
@@ -334,6 +335,7 @@ class Context(PyverbsCM):
                         other._poll_own(now)
                 finally:
                     other.lock.release()
+        self._poll_own(now)
 
     def _others(self):
         """The engines of this process's other Contexts: a waiter here sleeps for them too."""

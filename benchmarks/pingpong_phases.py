@@ -1,9 +1,9 @@
 """Where a DAT ping-pong's round trip goes, phase by phase, at both sides.
 
-    python benchmarks/pingpong_phases.py [--size 8] [--count 20000]
+    python benchmarks/pingpong_phases.py [--size 8] [--count 20000] [--wait poll|block]
 
 Two processes ping-pong `--size` bytes through the public DAT API, both polling
-(`evd.dequeue` in a loop), each reaping its send's completion at once (a window of one,
+(`evd.dequeue` in a loop) or both blocking in `evd.wait` (--wait block), each reaping its send's completion at once (a window of one,
 unlike `shmdat bench`'s lazy reaping). Each side times its calls with perf_counter_ns and
 prints the medians: post_send, the reap of its completion, the wait for the peer's
 message, post_recv, and the client's round trip; and how many dequeues found nothing per
@@ -25,6 +25,7 @@ import statistics
 import time
 
 import shmdat
+from shmdat.bench.plan import TIMEOUT_US
 from shmdat.bench.shmdat_transport import ShmdatEndpoint
 
 WARM = 1000             # round trips left out of the figures
@@ -49,14 +50,22 @@ class Poller:
             return event
 
 
+class Waiter:
+    """evd.wait, as a blocking consumer calls it."""
+
+    @staticmethod
+    def next(evd):
+        return evd.wait(TIMEOUT_US)[0]
+
+
 def _medians(names, samples):
     """name -> the median in microseconds, past the warm-up."""
     return {name: statistics.median(s[WARM:]) / 1000 for name, s in zip(names, samples)}
 
 
-def _server(ctrl, out, size, count):
+def _server(ctrl, out, size, count, wait):
     t = ShmdatEndpoint("server", ctrl, size)
-    iov, poller = [t.src.triplet(0, size)], Poller()
+    iov, poller = [t.src.triplet(0, size)], (Poller() if wait == "poll" else Waiter())
     samples = [[], [], [], []]
     for _ in range(WARM + count):
         t0 = _ns()
@@ -78,15 +87,21 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--size", type=int, default=8)
     p.add_argument("--count", type=int, default=20000)
+    p.add_argument("--wait", choices=("poll", "block"), default="poll")
     args = p.parse_args()
     ctx = multiprocessing.get_context("spawn")
     ctrl, server_ctrl = ctx.Pipe()
     results, server_results = ctx.Pipe()
-    server = ctx.Process(target=_server, args=(server_ctrl, server_results, args.size, args.count),
+    server = ctx.Process(target=_server, args=(server_ctrl, server_results, args.size, args.count,
+                                                      args.wait),
                          daemon=True)
     server.start()
     t = ShmdatEndpoint("client", ctrl, args.size)
-    iov, poller, reaper = [t.src.triplet(0, args.size)], Poller(), Poller()
+    if args.wait == "poll":
+        poller, reaper = Poller(), Poller()
+    else:
+        poller = reaper = Waiter()
+    iov = [t.src.triplet(0, args.size)]
     samples = [[], [], [], [], []]
     try:
         for _ in range(WARM + args.count):
@@ -108,12 +123,13 @@ def main():
     finally:
         server.join(30)
         t.close()
-    print(f"DAT ping-pong of {args.size} B, medians in us ({args.count} round trips)")
+    print(f"DAT ping-pong of {args.size} B, {args.wait}, medians in us ({args.count} round trips)")
     print("client  " + "  ".join(f"{k} {v:.2f}" for k, v in client.items()))
     print("server  " + "  ".join(f"{k} {v:.2f}" for k, v in served.items()))
-    print(f"client: {len(poller.empty) / (WARM + args.count):.1f} empty dequeues of the receive "
-          f"EVD a round trip, one {statistics.median(poller.empty) / 1000:.2f} us; the one that "
-          f"found the message {statistics.median(poller.found[WARM:]) / 1000:.2f} us")
+    if args.wait == "poll":
+        print(f"client: {len(poller.empty) / (WARM + args.count):.1f} empty dequeues of the receive "
+              f"EVD a round trip, one {statistics.median(poller.empty) / 1000:.2f} us; the one that "
+              f"found the message {statistics.median(poller.found[WARM:]) / 1000:.2f} us")
     turnaround = served["post_recv"] + served["post_send"]
     print(f"notice and delivery, both sides together: {client['wait'] - turnaround:.2f} us "
           "(the client's wait less the server's post_recv and post_send)")

@@ -822,17 +822,13 @@ class EP(Handle):
     def _limit_takes(self):
         """The hard mark on an SRQ's EP: the device lets the QP take only the buffers
         that keep it at or below the mark; the one past it is not taken (it stays on
-        the SRQ) and the QP fails (QP_FATAL: BROKEN). Recounted as receives are reaped."""
+        the SRQ) and the QP fails (QP_FATAL: BROKEN). Recounted as receives are reaped
+        (EVD._take calls it for an EP with a hard mark)."""
         if self._srq is None:
             return
         hard = self._hard_hw
         n = None if hard == WATERMARK_INFINITE else max(hard - self._held(), 0)
         self._engine.set_recv_credits(self._qp, n)
-
-    def _reaped(self):
-        """A receive completion of this EP left its EVD (the consumer took it)."""
-        if self._hard_hw != WATERMARK_INFINITE:
-            self._limit_takes()
 
     def query(self):
         """dat_ep_query -> EpParam."""

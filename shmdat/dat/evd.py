@@ -12,7 +12,8 @@ import time
 from . import aio, evd_state, seam
 from .args import check_int, check_qlen, check_timeout
 from .cno import CNO
-from .constants import AsyncReason, CompletionFlags, DtoOp, EventNumber, EvdFlags, TIMEOUT_INFINITE
+from .constants import (AsyncReason, CompletionFlags, DtoOp, EventNumber, EvdFlags, TIMEOUT_INFINITE,
+                        WATERMARK_INFINITE)
 from .errors import (Abort, InterruptedCall, InvalidState, QueueEmpty,
                      QueueFull, TimeoutExpired, bad_arg)
 from .handle import Handle, check_handle
@@ -134,8 +135,9 @@ class EVD(Handle):
         if self._bands & _OVERFLOWED and len(q) < self._qlen:
             evd_state.fire(self, W.ROOM)
         data = event.data
-        if data.__class__ is DtoCompletion and data.operation is _RECEIVE:
-            data.ep._reaped()           # its receive buffers held went down (the watermarks)
+        if data.__class__ is DtoCompletion and data.operation is _RECEIVE \
+                and data.ep._hard_hw != WATERMARK_INFINITE:
+            data.ep._limit_takes()      # its receive buffers held went down: the hard mark's count
         return event
 
     # dat_evd_wait

@@ -703,7 +703,10 @@ class QP(PyverbsCM):
                 raise
             qp = self._qp
             if self._credits:
-                self._publish_credits()
+                if self._take_limit == _UNLIMITED:
+                    qp.publish_credits(self._recvs_posted)      # (_publish_credits' commonest case)
+                else:
+                    self._publish_credits()
             if self.state in _MOVING and (qp is None or qp.message_waits()):
                 self._progress(len(self._rq))   # not joined yet (its credits then go out), or a message waits
         finally:

@@ -99,7 +99,7 @@ def _parser():
     p.add_argument("--sizes", type=_list_of(_message_size),
                    help="comma-separated sizes, e.g. 8,4K,1M (default 8 B to 16 MiB)")
     p.add_argument("--wait", default=list(WAITS), type=_list_of(_one_of(WAITS)),
-                   help="poll, block or both (default)")
+                   help="poll, block, or both as poll,block (the default)")
     p.add_argument("--budget", type=_seconds,
                    help="seconds per cell (default: ~45 s spread over all cells)")
     p.add_argument("--senders", type=_list_of(_count(0)),

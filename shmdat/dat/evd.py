@@ -60,7 +60,8 @@ class EVD(Handle):
         self._flags = flags
         self._cno = cno
         evd_state.start(self)           # _bands: waiter, unwaitable, disabled, overflowed
-        self._notify_seq = 0            # counts notification events (what wakes a waiter)
+        self._notify_seq = 0            # counts what wakes a waiter: notification events, and
+                                        # the EVD freed or made unwaitable (wait's spin tests it)
         self._streams = []              # EPs, PSPs and RSPs whose events come here
         self._notifier = None           # a private CNO for wait_async, made on first use
         self._engine = ia._engine
@@ -200,7 +201,7 @@ class EVD(Handle):
                 lock.acquire()
                 try:
                     prog.poll()
-                    if ready():
+                    if self._notify_seq != seq and ready():     # (a round that woke nothing: one test)
                         return self._result(True)
                 finally:
                     lock.release()
@@ -370,9 +371,11 @@ class EVD(Handle):
                 self._channel.close()
         self._ia._evds.discard(self)
         self._q.clear()
+        self._notify_seq += 1           # a waiter's spin looks at ready() again
         self._ia._engine.wake()
 
     def _wake_waiter(self):
+        self._notify_seq += 1
         self._ia._engine.wake()
 
     _actions = {

@@ -138,7 +138,7 @@ def fire(evd, event):
     """
     band, before, after, actions = _ROWS[event]
     bands = evd._bands
-    if before is not None and bool(bands & band) != before:
+    if before is not None and (bands & band != 0) is not before:
         raise InternalError(f"EVD: no transition for {event.name} "
                             f"{'outside' if before else 'in'} band {Band(band).name}")
     evd._bands = bands | band if after else bands & ~band

@@ -614,10 +614,9 @@ class EP(Handle):
         return flags
 
     def _post_request(self, opcode, iov, flags, cookie, op, remote=None):
-        """Hand a request to the QP (on a DISCONNECTED EP the QP is in ERR: it flushes)."""
+        """Hand a request to the QP (on a DISCONNECTED EP the QP is in ERR: it flushes),
+        then look at the peers if that is due (engine.watch)."""
         engine = self._engine
-        if _now() >= engine.watch_at:
-            engine.watch()              # may break the connection: the request then flushes
         wr_id = next(engine.wr_ids)
         engine.slots[wr_id] = (self, cookie, flags, op, iov.total)
         send_flags = _SIGNALED
@@ -637,6 +636,9 @@ class EP(Handle):
             self._requests -= 1
             engine.slots.pop(wr_id, None)
             raise seam.dat_error(err, "QP.post_send") from None
+        if _now() >= engine.watch_at:
+            engine.watch()      # after the request went out, off its way to the peer: a dead
+                                # peer seen here breaks the connection, flushing what is left
 
     def post_send(self, local_iov, user_cookie, completion_flags=DEFAULT_FLAGS):
         """dat_ep_post_send: send the bytes of local_iov (gathered in order) to the peer.

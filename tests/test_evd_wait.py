@@ -141,6 +141,38 @@ def test_abort_when_the_ia_is_closed_under_a_waiter():
     assert isinstance(w.outcome(), shmdat.Abort)
 
 
+def _free(ia, evd):
+    evd.free()
+
+
+def _make_unwaitable(ia, evd):
+    evd.set_unwaitable()
+
+
+def _close_ia(ia, evd):
+    ia.close()
+
+
+@pytest.mark.parametrize("end, raised", [(_free, shmdat.Abort), (_make_unwaitable, shmdat.InvalidState),
+                                         (_close_ia, shmdat.Abort)])
+def test_a_waiter_still_spinning_leaves_when_its_evd_ends(end, raised):
+    # The spin looks at ready() only after a round that woke something: freeing the EVD,
+    # closing its IA or making it unwaitable must count as such a round. The spin is made
+    # long (the engine's spin_seconds, SHMDAT_SPIN_US's value) so that the waiter is still
+    # spinning, not asleep, when it ends; the wait itself has no timeout.
+    ia = shmdat.ia_open()
+    try:
+        ia._engine.spin_seconds = 3600.0
+        evd = ia.evd_create(4, EvdFlags.SOFTWARE)
+        w = Waiter(lambda: evd.wait(shmdat.TIMEOUT_INFINITE))
+        until_waiting(evd)
+        end(ia, evd)
+        assert isinstance(w.outcome(), raised)
+    finally:
+        if not ia._freed:
+            ia.close()
+
+
 def _interrupt_main_until(done):
     """Signal the main thread every few ms until `done`: one lands while it sleeps."""
     main = threading.main_thread().ident

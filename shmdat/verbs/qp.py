@@ -58,7 +58,7 @@ from .cq import CQ, new_wc
 from .datagrams import Datagrams
 from .device import ACTIVE_MTU, GIDS, Context
 from .grh import grh
-from .mr import LOCAL_WRITE, Receive, inline_request, private_sge, remote_priv, work_request
+from .mr import LOCAL_WRITE, Receive, inline_request, private_sge, remote_priv, resolve_sges, work_request
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError, PyverbsUserError
 from .qp_state import check_modify
@@ -484,15 +484,14 @@ class QP(PyverbsCM):
         shared segment with local write (ring.publish_receive): a rendezvous-size send
         may then be written straight into it (ring.send_written). Its lkey is still
         checked when a message takes it: one re-registered elsewhere meanwhile fails then
-        (LOC_PROT_ERR), as a receive that fails its checks does. An SGE the PD's cache
-        has not seen (checked by no post yet) is not published. post_recv publishes only
-        while the requester's last message came by rendezvous or written (a peer that
-        sends small messages is not worth the publishing): the next large message then
-        takes the rendezvous, and the receives posted after it are published."""
-        resolved = self.pd.sge_cache.get((sge.lkey, sge.addr, sge.length))
-        if resolved is not None and resolved[1] & LOCAL_WRITE and resolved[0].seg:
-            hw = resolved[0]
-            self._qp.publish_receive(self._recvs_posted, hw.seg, hw.segoff, sge.length)
+        (LOC_PROT_ERR), as a receive that fails its checks does; one that fails them now
+        is not published. post_recv publishes only while the requester's last message
+        came by rendezvous or written (a peer that sends small messages is not worth the
+        publishing): the next large message then takes the rendezvous, and the receives
+        posted after it are published."""
+        sges, _, status = resolve_sges(self.pd, (sge,), LOCAL_WRITE)
+        if not status and sges[0].seg:
+            self._qp.publish_receive(self._recvs_posted, sges[0].seg, sges[0].segoff, sge.length)
 
     def _sq_drained(self):
         """In SQD, with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once no send WR

@@ -146,7 +146,10 @@ class Peer:
 
     def kill(self, sig=signal.SIGKILL):
         if self.process.is_alive():
-            os.kill(self.pid, sig)
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:      # it ended (and its fork server reaped it) meanwhile
+                pass
 
     def reap(self):
         """End the peer; True if it had to be killed (it had not finished by itself)."""
